@@ -1,0 +1,3 @@
+from clefprove.cli.main import entry
+
+entry()

@@ -1,0 +1,209 @@
+"""The checked form of an invariant: what the DSL hands to the verifier.
+
+It is the DSL stage's output and the solver stage's input.  It contains no names, only model
+indices; ``let`` is expanded, chained comparisons are split, ``in [lo, hi]`` is desugared, and
+``action < challenge`` is resolved through the severity order into an :class:`ActionIn`.
+
+Arithmetic is exact: every number is a :class:`fractions.Fraction` equal to the float64 nearest
+to what the user wrote, and a linear term is ``sum(coeff * var) + const`` in exact rationals.
+A variable is a feature index (``>= 0``) or :data:`CONFIDENCE`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+#: Variable id of the decision's confidence inside a :class:`Linear` term.
+CONFIDENCE = -1
+
+
+@dataclass(frozen=True)
+class Linear:
+    """``sum(coeff * var for var, coeff in terms) + const``; terms sorted by var, no zeros."""
+
+    terms: tuple[tuple[int, Fraction], ...]
+    const: Fraction
+
+    @staticmethod
+    def make(coeffs: dict[int, Fraction], const: Fraction) -> Linear:
+        terms = tuple(sorted((v, Fraction(c)) for v, c in coeffs.items() if c != 0))
+        return Linear(terms, Fraction(const))
+
+    @property
+    def variables(self) -> tuple[int, ...]:
+        return tuple(v for v, _ in self.terms)
+
+    def value(self, x: Sequence[float], confidence: float) -> Fraction:
+        """Exact value at the encoded input *x* with the given confidence."""
+        total = self.const
+        for var, coeff in self.terms:
+            total += coeff * Fraction(confidence if var == CONFIDENCE else x[var])
+        return total
+
+
+class Formula:
+    """Base class of checked boolean formulas."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Const(Formula):
+    value: bool
+
+
+@dataclass(frozen=True)
+class Compare(Formula):
+    """``expr <= 0`` (or ``expr < 0`` when *strict*)."""
+
+    expr: Linear
+    strict: bool
+
+
+@dataclass(frozen=True)
+class InSet(Formula):
+    """A categorical or bool feature takes one of *codes* (encoded values)."""
+
+    feature: int
+    codes: frozenset[int]
+
+
+@dataclass(frozen=True)
+class ActionIn(Formula):
+    """The decision's action is one of *actions* (indices into the model's actions)."""
+
+    actions: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Not(Formula):
+    arg: Formula
+
+
+@dataclass(frozen=True)
+class And(Formula):
+    args: tuple[Formula, ...]
+
+
+@dataclass(frozen=True)
+class Or(Formula):
+    args: tuple[Formula, ...]
+
+
+class Relational:
+    """Base class of relational ``ensure`` forms (two inputs differing in one feature)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Monotone(Relational):
+    """Raising only *feature* never lowers the action's severity."""
+
+    feature: int
+
+
+@dataclass(frozen=True)
+class Stable(Relational):
+    """Moving only *feature* by at most *delta* never changes the action."""
+
+    feature: int
+    delta: Fraction
+
+
+@dataclass(frozen=True)
+class Independent(Relational):
+    """Changing only *feature* never changes the action."""
+
+    feature: int
+
+
+@dataclass(frozen=True)
+class CheckedInvariant:
+    """One type-checked invariant, ready for the verifier."""
+
+    name: str
+    description: str | None
+    file: str
+    line: int
+    column: int
+    when: Formula
+    ensure: Formula | Relational
+
+    @property
+    def is_relational(self) -> bool:
+        return isinstance(self.ensure, Relational)
+
+    @property
+    def canonical(self) -> str:
+        """A canonical text of the checked form (names, positions and layout excluded)."""
+        return f"(invariant (when {canonical(self.when)}) (ensure {canonical(self.ensure)}))"
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of :attr:`canonical`: the cache key of this invariant's meaning."""
+        return hashlib.sha256(self.canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CheckedProgram:
+    """Every checked invariant of one run, with the severity order (lowest first) if declared."""
+
+    invariants: tuple[CheckedInvariant, ...]
+    severity: tuple[int, ...] | None = None  # action indices, lowest severity first
+
+
+def _frac(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def canonical(node: Formula | Relational) -> str:
+    """Deterministic s-expression of a formula or relational form."""
+    match node:
+        case Const(value):
+            return "true" if value else "false"
+        case Compare(expr, strict):
+            terms = " ".join(f"(* {_frac(c)} {'conf' if v == CONFIDENCE else f'x{v}'})"
+                             for v, c in expr.terms)
+            return f"({'<' if strict else '<='} (+ {terms} {_frac(expr.const)}) 0)"
+        case InSet(feature, codes):
+            return f"(in x{feature} {' '.join(map(str, sorted(codes)))})"
+        case ActionIn(actions):
+            return f"(action-in {' '.join(map(str, sorted(actions)))})"
+        case Not(arg):
+            return f"(not {canonical(arg)})"
+        case And(args):
+            return f"(and {' '.join(canonical(a) for a in args)})"
+        case Or(args):
+            return f"(or {' '.join(canonical(a) for a in args)})"
+        case Monotone(feature):
+            return f"(monotone x{feature})"
+        case Stable(feature, delta):
+            return f"(stable x{feature} {_frac(delta)})"
+        case Independent(feature):
+            return f"(independent x{feature})"
+    raise TypeError(f"not a checked formula: {node!r}")
+
+
+def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: float) -> bool:
+    """Exact truth of *formula* at encoded input *x* for a decision (action, confidence)."""
+    match formula:
+        case Const(value):
+            return value
+        case Compare(expr, strict):
+            v = expr.value(x, confidence)
+            return v < 0 if strict else v <= 0
+        case InSet(feature, codes):
+            return int(x[feature]) in codes
+        case ActionIn(actions):
+            return action in actions
+        case Not(arg):
+            return not evaluate(arg, x, action, confidence)
+        case And(args):
+            return all(evaluate(a, x, action, confidence) for a in args)
+        case Or(args):
+            return any(evaluate(a, x, action, confidence) for a in args)
+    raise TypeError(f"not a checked formula: {formula!r}")

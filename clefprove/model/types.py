@@ -1,0 +1,176 @@
+"""The typed model: features, actions and the node array shared by every stage.
+
+Values are *encoded* as float64 everywhere after input validation:
+
+* ``float`` features: the float64 value itself;
+* ``int`` features: the whole value as float64;
+* ``bool`` features: 0.0 (false) or 1.0 (true);
+* ``categorical`` features: the index of the value in the feature's vocabulary.
+
+The node array is a numpy structured array with :data:`NODE_DTYPE`; for a loaded `.clef` file it
+is a read-only view over the mapped file (no copy).  Leaves point to themselves (``left ==
+right == own index``) so that the evaluator can take exactly ``max_depth`` steps without masks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Deepest tree a model may hold (root has depth 0).  SPEC requires at least 64.
+MAX_TREE_DEPTH = 128
+
+#: Most features, actions and categorical values a model may declare.
+MAX_FEATURES = 65535
+MAX_ACTIONS = 65535
+MAX_VOCABULARY = 65535
+
+
+class FeatureType(enum.StrEnum):
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    CATEGORICAL = "categorical"
+
+
+class NodeKind(enum.IntEnum):
+    LEAF = 0
+    NUMERIC = 1  # go left when x[feature] <= value (also bool splits, at 0.5)
+    CATEGORICAL = 2  # go left when membership[aux + code] == 1
+
+
+#: One node record: 24 bytes, little-endian, 8-byte aligned.
+NODE_DTYPE = np.dtype(
+    [
+        ("value", "<f8"),  # numeric split: threshold; leaf: confidence; categorical: 0.0
+        ("left", "<u4"),  # left child index (leaf: own index)
+        ("right", "<u4"),  # right child index (leaf: own index)
+        ("aux", "<u4"),  # leaf: action index; categorical split: offset in membership table
+        ("feature", "<u2"),  # split feature index (leaf: 0)
+        ("kind", "u1"),  # NodeKind
+        ("depth", "u1"),  # depth of this node, root = 0
+    ],
+    align=True,
+)
+assert NODE_DTYPE.itemsize == 24
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A typed input feature with its domain, in encoded form (see module docstring)."""
+
+    name: str
+    type: FeatureType
+    min: float
+    max: float
+    default: float
+    values: tuple[str, ...] = ()  # vocabulary of a categorical feature
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in (FeatureType.INT, FeatureType.FLOAT)
+
+    @property
+    def is_integral(self) -> bool:
+        """Whether the encoded values are whole numbers (int, bool, categorical)."""
+        return self.type is not FeatureType.FLOAT
+
+    def decode(self, value: float) -> Any:
+        """Encoded float64 -> the JSON value a user writes (int, float, bool or string)."""
+        if self.type is FeatureType.FLOAT:
+            return float(value)
+        if self.type is FeatureType.INT:
+            return int(value)
+        if self.type is FeatureType.BOOL:
+            return bool(value)
+        return self.values[int(value)]
+
+    def describe_domain(self) -> str:
+        if self.type is FeatureType.CATEGORICAL:
+            return "{" + ", ".join(self.values) + "}"
+        if self.type is FeatureType.BOOL:
+            return "{false, true}"
+        return f"[{_num(self.min)}, {_num(self.max)}]"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
+
+
+@dataclass(frozen=True)
+class Node:
+    """A readable view of one node record (for walks, explanations and exports)."""
+
+    index: int
+    kind: NodeKind
+    depth: int
+    feature: int = 0
+    threshold: float = 0.0
+    categories: frozenset[int] = frozenset()  # codes that go left (categorical split)
+    left: int = 0
+    right: int = 0
+    action: int = 0
+    confidence: float = 0.0
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind is NodeKind.LEAF
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A loaded model.  Immutable; ``nodes`` and ``membership`` are read-only arrays."""
+
+    name: str
+    version: str
+    features: tuple[Feature, ...]
+    actions: tuple[str, ...]
+    nodes: np.ndarray  # NODE_DTYPE, read-only
+    membership: np.ndarray  # uint8 0/1 table for categorical splits, read-only
+    max_depth: int  # deepest node depth actually present
+    sha256: str  # hex digest of the .clef bytes this model was read from
+    size: int  # size in bytes of those .clef bytes
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.nodes.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.count_nonzero(self.nodes["kind"] == NodeKind.LEAF))
+
+    def feature_index(self, name: str) -> int:
+        """Index of the feature called *name*; KeyError if there is none."""
+        for i, f in enumerate(self.features):
+            if f.name == name:
+                return i
+        raise KeyError(name)
+
+    def action_index(self, name: str) -> int:
+        return self.actions.index(name)
+
+    def node(self, index: int) -> Node:
+        """The node at *index* as a :class:`Node`."""
+        rec = self.nodes[index]
+        kind = NodeKind(int(rec["kind"]))
+        depth = int(rec["depth"])
+        if kind is NodeKind.LEAF:
+            return Node(index, kind, depth, action=int(rec["aux"]), confidence=float(rec["value"]))
+        feature = int(rec["feature"])
+        left, right = int(rec["left"]), int(rec["right"])
+        if kind is NodeKind.NUMERIC:
+            return Node(index, kind, depth, feature, float(rec["value"]), left=left, right=right)
+        offset = int(rec["aux"])
+        size = len(self.features[feature].values)
+        row = self.membership[offset : offset + size]
+        cats = frozenset(int(c) for c in np.flatnonzero(row))
+        return Node(index, kind, depth, feature, categories=cats, left=left, right=right)
+
+    def iter_nodes(self) -> Iterator[Node]:
+        for i in range(self.n_nodes):
+            yield self.node(i)
