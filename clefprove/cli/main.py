@@ -45,7 +45,10 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from clefprove import __version__
 
-    parser = _Parser(prog="clefprove", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="clefprove",
+        description="Prove that Clef decision-tree models obey safety invariants for every input.",
+    )
     parser.add_argument("--version", action="version", version=f"clefprove {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:

@@ -166,8 +166,9 @@ def canonical(node: Formula | Relational) -> str:
         case Const(value):
             return "true" if value else "false"
         case Compare(expr, strict):
-            terms = " ".join(f"(* {_frac(c)} {'conf' if v == CONFIDENCE else f'x{v}'})"
-                             for v, c in expr.terms)
+            terms = " ".join(
+                f"(* {_frac(c)} {'conf' if v == CONFIDENCE else f'x{v}'})" for v, c in expr.terms
+            )
             return f"({'<' if strict else '<='} (+ {terms} {_frac(expr.const)}) 0)"
         case InSet(feature, codes):
             return f"(in x{feature} {' '.join(map(str, sorted(codes)))})"

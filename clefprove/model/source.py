@@ -1,0 +1,323 @@
+"""JSON model source (SPEC §2): validation with JSON-path error messages, and compilation.
+
+``compile_source`` validates a parsed JSON document and builds the node array in pre-order
+(a node's children come after it), then goes through the binary encoder and loader so that a
+model compiled in memory is byte-for-byte the model a `.clef` file would give.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clefprove.errors import ModelSourceError
+from clefprove.model.types import (
+    MAX_ACTIONS,
+    MAX_FEATURES,
+    MAX_TREE_DEPTH,
+    MAX_VOCABULARY,
+    NODE_DTYPE,
+    Feature,
+    FeatureType,
+    Model,
+    NodeKind,
+)
+
+_TOP_KEYS = {"name", "version", "features", "actions", "tree", "description", "metadata"}
+_FEATURE_KEYS = {
+    FeatureType.INT: {"name", "type", "min", "max", "default", "description"},
+    FeatureType.FLOAT: {"name", "type", "min", "max", "default", "description"},
+    FeatureType.BOOL: {"name", "type", "default", "description"},
+    FeatureType.CATEGORICAL: {"name", "type", "values", "default", "description"},
+}
+_LEAF_KEYS = {"action", "confidence", "id", "samples"}
+_SPLIT_KEYS = {"feature", "threshold", "in", "left", "right", "id", "samples"}
+
+
+def _fail(path: str, message: str) -> ModelSourceError:
+    return ModelSourceError(f"{path}: {message}" if path else message)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _check_keys(obj: dict[str, Any], allowed: set[str], path: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise _fail(path, f"unknown key '{key}' (expected one of {', '.join(sorted(allowed))})")
+
+
+def _require(obj: dict[str, Any], key: str, path: str) -> Any:
+    if key not in obj:
+        raise _fail(path, f"missing '{key}'")
+    return obj[key]
+
+
+def _finite(v: Any, path: str, what: str) -> float:
+    if not _is_number(v):
+        raise _fail(path, f"{what} must be a number, not {_json_type(v)}")
+    try:
+        x = float(v)
+    except OverflowError:
+        raise _fail(path, f"{what} {v} is too large for float64") from None
+    if not math.isfinite(x):
+        raise _fail(path, f"{what} must be finite, not {v}")
+    return x
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return "a number"
+
+
+def parse_feature(obj: Any, path: str) -> Feature:
+    """Validate one feature declaration (JSON form) into an encoded :class:`Feature`."""
+    if not isinstance(obj, dict):
+        raise _fail(path, f"a feature must be an object, not {_json_type(obj)}")
+    name = _require(obj, "name", path)
+    if not isinstance(name, str) or not name:
+        raise _fail(f"{path}.name", "must be a non-empty string")
+    if not name.isidentifier():
+        raise _fail(f"{path}.name", f"'{name}' is not a valid feature name (letters, digits, _)")
+    raw_type = _require(obj, "type", path)
+    try:
+        ftype = FeatureType(raw_type)
+    except ValueError:
+        raise _fail(
+            f"{path}.type", f"unknown feature type {raw_type!r} (int, float, bool, categorical)"
+        ) from None
+    _check_keys(obj, _FEATURE_KEYS[ftype], path)
+    default = _require(obj, "default", path)
+    if ftype is FeatureType.BOOL:
+        if not isinstance(default, bool):
+            raise _fail(f"{path}.default", f"a bool default must be true or false, not {default!r}")
+        return Feature(name, ftype, 0.0, 1.0, float(default))
+    if ftype is FeatureType.CATEGORICAL:
+        values = _require(obj, "values", path)
+        if not isinstance(values, list) or not values:
+            raise _fail(f"{path}.values", "must be a non-empty list of strings")
+        if len(values) > MAX_VOCABULARY:
+            raise _fail(f"{path}.values", f"more than {MAX_VOCABULARY} values")
+        seen: set[str] = set()
+        for i, v in enumerate(values):
+            if not isinstance(v, str):
+                raise _fail(f"{path}.values[{i}]", f"must be a string, not {_json_type(v)}")
+            if v in seen:
+                raise _fail(f"{path}.values[{i}]", f"duplicate value '{v}'")
+            seen.add(v)
+        if not isinstance(default, str) or default not in seen:
+            raise _fail(f"{path}.default", f"{default!r} is not one of the feature's values")
+        return Feature(
+            name, ftype, 0.0, float(len(values) - 1), float(values.index(default)), tuple(values)
+        )
+    lo = _finite(_require(obj, "min", path), f"{path}.min", "min")
+    hi = _finite(_require(obj, "max", path), f"{path}.max", "max")
+    d = _finite(default, f"{path}.default", "default")
+    if lo > hi:
+        raise _fail(path, f"min {obj['min']} is greater than max {obj['max']}")
+    if ftype is FeatureType.INT:
+        for key, v in (("min", lo), ("max", hi), ("default", d)):
+            if not v.is_integer():
+                raise _fail(f"{path}.{key}", f"an int feature needs a whole number, not {obj[key]}")
+            if abs(v) > 2**53:
+                raise _fail(f"{path}.{key}", "int bounds must lie within +-2**53")
+    if not lo <= d <= hi:
+        raise _fail(
+            f"{path}.default", f"{default} is outside the domain [{obj['min']}, {obj['max']}]"
+        )
+    return Feature(name, ftype, lo, hi, d)
+
+
+def parse_features(raw: Any, path: str = "features") -> tuple[Feature, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, "must be a non-empty list of features")
+    if len(raw) > MAX_FEATURES:
+        raise _fail(path, f"more than {MAX_FEATURES} features")
+    features: list[Feature] = []
+    names: dict[str, int] = {}
+    for i, obj in enumerate(raw):
+        f = parse_feature(obj, f"{path}[{i}]")
+        if f.name in names:
+            raise _fail(f"{path}[{i}].name", f"duplicate feature name '{f.name}'")
+        names[f.name] = i
+        features.append(f)
+    return tuple(features)
+
+
+def parse_actions(raw: Any, path: str = "actions") -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, "must be a non-empty list of action names")
+    if len(raw) > MAX_ACTIONS:
+        raise _fail(path, f"more than {MAX_ACTIONS} actions")
+    seen: set[str] = set()
+    for i, a in enumerate(raw):
+        if not isinstance(a, str) or not a.isidentifier():
+            raise _fail(f"{path}[{i}]", f"{a!r} is not a valid action name (letters, digits, _)")
+        if a in seen:
+            raise _fail(f"{path}[{i}]", f"duplicate action '{a}'")
+        seen.add(a)
+    return tuple(raw)
+
+
+def feature_to_json(f: Feature) -> dict[str, Any]:
+    """The JSON source form of a feature (inverse of :func:`parse_feature`)."""
+    out: dict[str, Any] = {"name": f.name, "type": str(f.type)}
+    if f.type is FeatureType.CATEGORICAL:
+        out["values"] = list(f.values)
+        out["default"] = f.values[int(f.default)]
+    elif f.type is FeatureType.BOOL:
+        out["default"] = bool(f.default)
+    elif f.type is FeatureType.INT:
+        out.update(min=int(f.min), max=int(f.max), default=int(f.default))
+    else:
+        out.update(min=f.min, max=f.max, default=f.default)
+    return out
+
+
+class _TreeBuilder:
+    """Flattens the JSON tree into pre-order node records and a membership table."""
+
+    def __init__(self, features: tuple[Feature, ...], actions: tuple[str, ...]) -> None:
+        self.features = features
+        self.feature_index = {f.name: i for i, f in enumerate(features)}
+        self.action_index = {a: i for i, a in enumerate(actions)}
+        self.records: list[tuple[float, int, int, int, int, int, int]] = []
+        self.membership = bytearray()
+        self.rows: dict[bytes, int] = {}
+        self.max_depth = 0
+
+    def build(self, tree: Any) -> None:
+        # Iterative pre-order walk: (json node, json path, depth, parent slot to patch).
+        stack: list[tuple[Any, str, int, tuple[int, int] | None]] = [(tree, "tree", 0, None)]
+        while stack:
+            obj, path, depth, patch = stack.pop()
+            if depth > MAX_TREE_DEPTH:
+                raise _fail(path, f"tree is deeper than the limit of {MAX_TREE_DEPTH}")
+            index = len(self.records)
+            if patch is not None:
+                parent, slot = patch
+                rec = list(self.records[parent])
+                rec[slot] = index
+                self.records[parent] = tuple(rec)  # type: ignore[assignment]
+            self.max_depth = max(self.max_depth, depth)
+            if not isinstance(obj, dict):
+                raise _fail(path, f"a node must be an object, not {_json_type(obj)}")
+            if "action" in obj or ("feature" not in obj and "left" not in obj):
+                self.records.append(self._leaf(obj, path, index, depth))
+                continue
+            self.records.append(self._split(obj, path, depth))
+            for side, slot in (("right", 2), ("left", 1)):
+                child = _require(obj, side, path)
+                stack.append((child, f"{path}.{side}", depth + 1, (index, slot)))
+            if len(self.records) + len(stack) > 2**32 - 1:
+                raise _fail(path, "too many nodes")
+
+    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> tuple:
+        _check_keys(obj, _LEAF_KEYS, path)
+        action = _require(obj, "action", path)
+        if not isinstance(action, str) or action not in self.action_index:
+            known = ", ".join(self.action_index)
+            raise _fail(f"{path}", f"unknown action {action!r} (actions: {known})")
+        conf = _finite(_require(obj, "confidence", path), f"{path}.confidence", "confidence")
+        if not 0.0 <= conf <= 1.0:
+            raise _fail(f"{path}.confidence", f"{obj['confidence']} is outside [0, 1]")
+        return (conf, index, index, self.action_index[action], 0, NodeKind.LEAF, depth)
+
+    def _split(self, obj: dict[str, Any], path: str, depth: int) -> tuple:
+        _check_keys(obj, _SPLIT_KEYS, path)
+        name = _require(obj, "feature", path)
+        if not isinstance(name, str) or name not in self.feature_index:
+            raise _fail(f"{path}.feature", f"unknown feature {name!r}")
+        fi = self.feature_index[name]
+        feature = self.features[fi]
+        if feature.type is FeatureType.CATEGORICAL:
+            if "threshold" in obj:
+                raise _fail(path, f"categorical feature '{name}' splits with 'in', not 'threshold'")
+            members = _require(obj, "in", path)
+            if not isinstance(members, list) or not members:
+                raise _fail(f"{path}.in", "must be a non-empty list of values")
+            row = bytearray(len(feature.values))
+            for i, v in enumerate(members):
+                if not isinstance(v, str) or v not in feature.values:
+                    raise _fail(f"{path}.in[{i}]", f"{v!r} is not a value of feature '{name}'")
+                row[feature.values.index(v)] = 1
+            key = bytes(row)
+            offset = self.rows.get(key)
+            if offset is None:
+                offset = len(self.membership)
+                self.membership.extend(key)
+                self.rows[key] = offset
+            return (0.0, 0, 0, offset, fi, NodeKind.CATEGORICAL, depth)
+        if "in" in obj:
+            raise _fail(path, f"'in' splits need a categorical feature; '{name}' is {feature.type}")
+        if "threshold" in obj:
+            t = _finite(obj["threshold"], f"{path}.threshold", "threshold")
+        elif feature.type is FeatureType.BOOL:
+            t = 0.5
+        else:
+            raise _fail(path, "missing 'threshold'")
+        return (t, 0, 0, 0, fi, NodeKind.NUMERIC, depth)
+
+
+def compile_source(obj: Any, origin: str = "<json>") -> Model:
+    """Validate a parsed JSON model source and compile it into a :class:`Model`."""
+    from clefprove.model.clef import encode_clef, load_bytes
+
+    if not isinstance(obj, dict):
+        raise _fail("", f"{origin}: a model source must be a JSON object")
+    _check_keys(obj, _TOP_KEYS, "")
+    name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
+    version = obj.get("version", "0.0.0")
+    for key, v in (("name", name), ("version", version)):
+        if not isinstance(v, str):
+            raise _fail(key, "must be a string")
+    features = parse_features(_require(obj, "features", ""))
+    actions = parse_actions(_require(obj, "actions", ""))
+    builder = _TreeBuilder(features, actions)
+    builder.build(_require(obj, "tree", ""))
+    nodes = np.array(builder.records, dtype=NODE_DTYPE)
+    membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
+    meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
+    data = encode_clef(name, version, features, actions, nodes, membership, builder.max_depth, meta)
+    return load_bytes(data, origin=origin)
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file; every failure is a one-line :class:`ModelSourceError`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ModelSourceError(f"{path}: cannot read: {reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelSourceError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ModelSourceError(f"{path}: JSON nesting is too deep") from None
+
+
+def load_source(path: str | os.PathLike[str]) -> Model:
+    """Read, validate and compile a JSON model source file."""
+    obj = read_json(path)
+    try:
+        return compile_source(obj, origin=str(path))
+    except ModelSourceError as exc:
+        raise ModelSourceError(f"{path}: {exc}") from None
