@@ -1,0 +1,214 @@
+"""The typed, immutable syntax tree of an invariant file.
+
+Built by :mod:`clefprove.dsl.parser` from the Lark parse tree, consumed by the type checker
+(:mod:`clefprove.dsl.checker`) and the formatter (:mod:`clefprove.dsl.fmt`).  Every node carries
+its source position in :class:`Pos`; positions are excluded from equality, so two trees that
+differ only in layout compare equal.  Operator chains (``and``, ``or``, ``implies``, sums,
+products, chained comparisons) are flat tuples, as written, so a long chain is not a deep tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A span in a source file: 1-based line and column of its start and end."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int = 0
+    end_column: int = 0
+
+
+NOPOS = Pos("<ast>", 0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Node:
+    """Base of every AST node: a source position (ignored by ``==``)."""
+
+    pos: Pos = field(default=NOPOS, compare=False, kw_only=True, repr=False)
+
+    @property
+    def file(self) -> str:
+        return self.pos.file
+
+    @property
+    def line(self) -> int:
+        return self.pos.line
+
+    @property
+    def column(self) -> int:
+        return self.pos.column
+
+
+# ---------------------------------------------------------------- expressions
+
+
+class Expr(Node):
+    """Base of expressions (conditions and numeric terms alike; the checker tells them apart)."""
+
+
+@dataclass(frozen=True)
+class Number(Expr):
+    """A number as written; *value* is the float64 nearest to it, as an exact fraction."""
+
+    text: str
+    value: Fraction
+
+
+@dataclass(frozen=True)
+class String(Expr):
+    value: str
+
+
+@dataclass(frozen=True)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(frozen=True)
+class Name(Expr):
+    """A feature, ``action``, ``confidence``, an action name or a ``let`` name."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class Neg(Expr):
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class Sum(Expr):
+    """``first (op term)*`` with op ``+`` or ``-``."""
+
+    first: Expr
+    rest: tuple[tuple[str, Expr], ...]
+
+
+@dataclass(frozen=True)
+class Product(Expr):
+    factors: tuple[Expr, ...]  # at least two
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    """A comparison chain ``operands[0] ops[0] operands[1] ops[1] ...``."""
+
+    operands: tuple[Expr, ...]  # len(ops) + 1
+    ops: tuple[str, ...]  # each one of < <= > >= == !=
+
+
+@dataclass(frozen=True)
+class InSet(Expr):
+    """``subject in {elements}`` (or ``not in`` when *negated*)."""
+
+    subject: Expr
+    elements: tuple[Expr, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class InInterval(Expr):
+    """``subject in [lo, hi]``, the closed interval (or ``not in`` when *negated*)."""
+
+    subject: Expr
+    lo: Expr
+    hi: Expr
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Not(Expr):
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class And(Expr):
+    args: tuple[Expr, ...]  # at least two
+
+
+@dataclass(frozen=True)
+class Or(Expr):
+    args: tuple[Expr, ...]  # at least two
+
+
+@dataclass(frozen=True)
+class Implies(Expr):
+    """``a implies b implies c`` = ``a implies (b implies c)``."""
+
+    args: tuple[Expr, ...]  # at least two
+
+
+@dataclass(frozen=True)
+class Paren(Expr):
+    """Parentheses as written (kept so that the formatter reproduces them)."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """``name(args)``: the relational forms ``monotone``, ``stable`` and ``independent``."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+# ---------------------------------------------------------------- items
+
+
+@dataclass(frozen=True)
+class Ident(Node):
+    """A name at a definition site (an invariant, a ``let``, an action in ``severity``)."""
+
+    name: str
+
+
+class Item(Node):
+    """Base of top-level items."""
+
+
+@dataclass(frozen=True)
+class Severity(Item):
+    """``severity a < b < c``: actions, lowest severity first."""
+
+    actions: tuple[Ident, ...]
+
+
+@dataclass(frozen=True)
+class Let(Item):
+    name: Ident
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Invariant(Item):
+    name: Ident
+    description: String | None
+    when: Expr | None
+    ensure: Expr
+    when_pos: Pos | None = field(default=None, compare=False, repr=False)
+    ensure_pos: Pos = field(default=NOPOS, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Comment(Node):
+    """A ``#`` comment (text includes the ``#``), kept for the formatter."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Program:
+    """One parsed file."""
+
+    file: str
+    items: tuple[Item, ...]
+    comments: tuple[Comment, ...] = field(default=(), compare=False)
+    blank_lines: frozenset[int] = field(default=frozenset(), compare=False, repr=False)

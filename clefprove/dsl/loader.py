@@ -1,0 +1,111 @@
+"""Public entry of the DSL: invariant files (or text) -> a type-checked program.
+
+>>> program = load_invariants(["invariants/"], model)      # doctest: +SKIP
+>>> program.invariants[0].digest                           # doctest: +SKIP
+
+Every mistake of every file is collected into one :class:`~clefprove.dsl.errors.DslError`
+(``render()`` shows each with its source line and a caret).  A file that cannot be read is a
+plain :class:`~clefprove.errors.ClefproveError` with one line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from clefprove.dsl.ast import Program
+from clefprove.dsl.checked import CheckedProgram
+from clefprove.dsl.checker import check_programs
+from clefprove.dsl.errors import Diagnostic, DslError
+from clefprove.dsl.parser import parse_program
+from clefprove.errors import ClefproveError
+from clefprove.model.types import Model
+
+#: The suffix of invariant files.
+SUFFIX = ".inv"
+
+
+def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Files named by *paths*: a directory means every ``*.inv`` below it, in sorted order.
+
+    Order is that of the arguments; inside a directory, sorted by relative path (stable across
+    machines).  A file named twice is kept once.  A missing path, or a directory without any
+    ``.inv`` file, is an error.
+    """
+    if not paths:
+        raise ClefproveError("no invariant files given")
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                (p for p in path.rglob(f"*{SUFFIX}") if p.is_file()),
+                key=lambda p: p.relative_to(path).as_posix(),
+            )
+            if not found:
+                raise ClefproveError(f"{path}: no {SUFFIX} files in this directory")
+        elif path.exists():
+            found = [path]
+        else:
+            raise ClefproveError(f"{path}: no such file or directory")
+        for p in found:
+            key = p.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+    return out
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The text of an invariant file; undecodable UTF-8 is a DSL error at its position."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ClefproveError(f"{name}: cannot read: {exc.strerror or exc}") from exc
+    return decode(data, name)
+
+
+def decode(data: bytes, file: str) -> str:
+    """UTF-8 bytes -> text (a leading BOM is dropped); a bad byte is a :class:`DslError`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start].decode("utf-8", errors="replace")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        source = data.split(b"\n")[line - 1].decode("utf-8", errors="replace")
+        message = f"invalid UTF-8 byte 0x{data[exc.start]:02x}"
+        raise DslError([Diagnostic(file, line, column, message, source)]) from None
+    return text.removeprefix("\ufeff")
+
+
+def parse_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Program], dict[str, str]]:
+    """Parse every file named by *paths* (syntax only), collecting every file's errors."""
+    programs: list[Program] = []
+    sources: dict[str, str] = {}
+    diagnostics: list[Diagnostic] = []
+    for path in expand_paths(paths):
+        name = str(path)
+        try:
+            text = read_text(path)
+            sources[name] = text
+            programs.append(parse_program(text, name))
+        except DslError as exc:
+            diagnostics.extend(exc.diagnostics)
+    if diagnostics:
+        raise DslError(diagnostics)
+    return programs, sources
+
+
+def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> CheckedProgram:
+    """Parse and type-check the invariant files *paths* (files or directories) against *model*."""
+    programs, sources = parse_files(paths)
+    return check_programs(programs, model, sources)
+
+
+def parse_text(text: str, model: Model, file: str = "<string>") -> CheckedProgram:
+    """Parse and type-check the text of one invariant file against *model*."""
+    return check_programs([parse_program(text, file)], model, {file: text})

@@ -1,0 +1,435 @@
+"""Text -> :class:`~clefprove.dsl.ast.Program`, with every syntax error of a file collected.
+
+The file is lexed once; the token stream is split before every top-level keyword (``severity``,
+``let``, ``invariant``, which can appear nowhere else) and each item is parsed on its own by
+Lark's LALR parser, so one mistake does not hide the next.  The Lark parser is built once, on
+first use, and cached (``cache=True`` keeps the grammar analysis between processes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+
+from clefprove.dsl import ast
+from clefprove.dsl.errors import Diagnostic, DslError
+
+#: Deepest bracket nesting accepted (far beyond anything a person writes).
+MAX_NESTING = 64
+
+_ITEM_KEYWORDS = {"SEVERITY", "LET", "INVARIANT"}
+_OPEN = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
+_CLOSE = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_EXPRESSION_START = {"NAME", "NUMBER", "LPAR"}
+_DISPLAY = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "$END": "end of file",
+    "COLON": "':'",
+    "LT": "'<'",
+    "LE": "'<='",
+    "GT": "'>'",
+    "GE": "'>='",
+    "EQ": "'=='",
+    "NE": "'!='",
+    "PLUS": "'+'",
+    "MINUS": "'-'",
+    "STAR": "'*'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+}
+
+
+@cache
+def lark_parser() -> Lark:
+    """The LALR parser for one top-level item (built once per process)."""
+    grammar = resources.files("clefprove.dsl").joinpath("grammar.lark").read_text("utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="basic",
+        start="item",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        cache=True,
+    )
+
+
+def parse_program(text: str, file: str = "<string>") -> ast.Program:
+    """Parse the text of one invariant file (syntax only; no model needed).
+
+    Raises :class:`DslError` with every syntax error found.
+    """
+    return _FileParser(text, file).run()
+
+
+def _pos(file: str, meta_or_token: object) -> ast.Pos:
+    m = meta_or_token
+    return ast.Pos(
+        file,
+        getattr(m, "line", 0) or 0,
+        getattr(m, "column", 0) or 0,
+        getattr(m, "end_line", 0) or 0,
+        getattr(m, "end_column", 0) or 0,
+    )
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    value = str(tok)
+    if len(value) > 30:
+        value = value[:27] + "..."
+    return f"'{value}'"
+
+
+_OPERATORS = {
+    "LT",
+    "LE",
+    "GT",
+    "GE",
+    "EQ",
+    "NE",
+    "PLUS",
+    "MINUS",
+    "STAR",
+    "AND",
+    "OR",
+    "IMPLIES",
+    "IN",
+    "NOT",
+}
+_PUNCTUATION = {"RPAR", "RSQB", "RBRACE", "COMMA", "$END"}
+
+
+def _expected(names: Sequence[str]) -> str:
+    """A short readable list of what the parser could have accepted."""
+    names = set(names)
+    if names >= _EXPRESSION_START:
+        return "an expression"
+    shown = set()
+    operators = names & _OPERATORS
+    rest = names - _OPERATORS
+    if len(operators) > 2:
+        shown.add("an operator")
+        rest.discard("LPAR")  # the '(' of a call after a name: rarely what was meant
+    else:
+        rest |= operators
+    for n in rest:
+        shown.add("the next item" if n == "$END" else _DISPLAY.get(n, f"'{n.lower()}'"))
+    ordered = sorted(shown)
+    if not ordered:
+        return ""
+    if len(ordered) == 1:
+        return ordered[0]
+    return ", ".join(ordered[:-1]) + " or " + ordered[-1]
+
+
+class _FileParser:
+    def __init__(self, text: str, file: str) -> None:
+        self.text = text
+        self.file = file
+        self.lines = text.split("\n")
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, line: int, column: int, message: str) -> None:
+        source = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        self.diagnostics.append(Diagnostic(self.file, line, column, message, source))
+
+    def error_at(self, tok: Token, message: str) -> None:
+        self.error(tok.line or 0, tok.column or 0, message)
+
+    def run(self) -> ast.Program:
+        tokens: list[Token] = []
+        comments: list[ast.Comment] = []
+        for tok in lark_parser().lex(self.text, dont_ignore=True):
+            if tok.type == "WS":
+                continue
+            if tok.type == "COMMENT":
+                comments.append(ast.Comment(str(tok).rstrip(), pos=_pos(self.file, tok)))
+                continue
+            tokens.append(tok)
+        items: list[ast.Item] = []
+        chunks = list(self._chunks(tokens))
+        for i, chunk in enumerate(chunks):
+            following = chunks[i + 1][0] if i + 1 < len(chunks) else None
+            item = self._parse_item(chunk, following)
+            if item is not None:
+                items.append(item)
+        if self.diagnostics:
+            raise DslError(sorted(self.diagnostics, key=lambda d: (d.line, d.column)))
+        blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
+        return ast.Program(self.file, tuple(items), tuple(comments), blank)
+
+    @staticmethod
+    def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:
+        start = 0
+        for i, tok in enumerate(tokens):
+            if tok.type in _ITEM_KEYWORDS and i > start:
+                yield tokens[start:i]
+                start = i
+        if start < len(tokens):
+            yield tokens[start:]
+
+    def _end_token(self, following: Token | None) -> Token:
+        if following is not None:
+            return Token("$END", str(following), line=following.line, column=following.column)
+        line = len(self.lines)
+        return Token("$END", "", line=line, column=len(self.lines[-1]) + 1)
+
+    def _precheck(self, chunk: list[Token]) -> bool:
+        """Lexical and bracket errors of one item; False when it cannot be parsed."""
+        ok = True
+        first = chunk[0]
+        if first.type not in _ITEM_KEYWORDS:
+            self.error_at(
+                first, f"unexpected {_describe(first)}; expected 'severity', 'let' or 'invariant'"
+            )
+            return False
+        for tok in chunk:
+            if tok.type == "BAD_CHAR":
+                self.error_at(tok, f"unexpected character {_describe(tok)}")
+                ok = False
+            elif tok.type == "UNTERMINATED_STRING":
+                self.error_at(tok, "unterminated string")
+                ok = False
+        if not ok:
+            return False
+        stack: list[Token] = []
+        for tok in chunk:
+            if tok.type in _OPEN:
+                stack.append(tok)
+                if len(stack) > MAX_NESTING:
+                    self.error_at(tok, f"brackets nested more than {MAX_NESTING} deep")
+                    return False
+            elif tok.type in _CLOSE:
+                if not stack:
+                    self.error_at(tok, f"unmatched '{tok}'")
+                    return False
+                opener = stack.pop()
+                if _OPEN[opener.type] != str(tok):
+                    self.error_at(
+                        tok,
+                        f"'{tok}' does not match '{opener}' at line "
+                        f"{opener.line}, column {opener.column}",
+                    )
+                    return False
+        if stack:
+            opener = stack[-1]
+            self.error_at(opener, f"unclosed '{opener}'")
+            return False
+        if first.type == "INVARIANT" and not any(t.type == "ENSURE" for t in chunk):
+            name = chunk[1] if len(chunk) > 1 and chunk[1].type == "NAME" else None
+            what = f"invariant '{name}'" if name is not None else "invariant"
+            self.error_at(first, f"{what} has no 'ensure'")
+            return False
+        return True
+
+    @staticmethod
+    def _acceptable(chunk: list[Token], bad: Token) -> set[str]:
+        """The terminals that the parser really accepts just before *bad* (for the message)."""
+        interactive = lark_parser().parse_interactive(start="item")
+        try:
+            for tok in chunk:
+                if tok is bad:
+                    break
+                interactive.feed_token(tok)
+            return set(interactive.accepts())
+        except UnexpectedInput:  # pragma: no cover - the prefix was accepted once already
+            return set()
+
+    def _parse_item(self, chunk: list[Token], following: Token | None) -> ast.Item | None:
+        if not self._precheck(chunk):
+            return None
+        interactive = lark_parser().parse_interactive(start="item")
+        try:
+            for tok in chunk:
+                interactive.feed_token(tok)
+            tree = interactive.feed_eof(self._end_token(following))
+        except UnexpectedToken as exc:
+            tok = exc.token
+            if tok.type == "$END" and following is None:
+                tok = Token("$END", "", line=chunk[-1].end_line, column=chunk[-1].end_column)
+            expected = _expected(sorted(self._acceptable(chunk, exc.token) or exc.expected))
+            hint = f"; expected {expected}" if expected else ""
+            shown = "end of file" if tok.type == "$END" and following is None else None
+            self.error_at(tok, f"unexpected {shown or _describe(tok)}{hint}")
+            return None
+        except UnexpectedInput as exc:  # defensive: any other parser complaint
+            self.error(exc.line, exc.column, "syntax error")
+            return None
+        builder = _Builder(self)
+        try:
+            return builder.transform(tree)
+        except RecursionError:
+            self.error_at(chunk[0], "expression nested too deeply")
+            return None
+        except VisitError as exc:
+            if isinstance(exc.orig_exc, RecursionError):
+                self.error_at(chunk[0], "expression nested too deeply")
+                return None
+            raise
+
+
+def _plain(children: Sequence[object]) -> list[object]:
+    """Children without keyword tokens and absent optionals."""
+    return [c for c in children if c is not None and not isinstance(c, Token)]
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    """Lark parse tree -> AST (positions from ``propagate_positions``)."""
+
+    def __init__(self, owner: _FileParser) -> None:
+        super().__init__()
+        self.owner = owner
+        self.file = owner.file
+
+    def _p(self, meta: object) -> ast.Pos:
+        return _pos(self.file, meta)
+
+    # items
+    def severity(self, meta, children):
+        names = [c for c in children if isinstance(c, Token) and c.type == "NAME"]
+        idents = tuple(ast.Ident(str(n), pos=_pos(self.file, n)) for n in names)
+        return ast.Severity(idents, pos=self._p(meta))
+
+    def let_def(self, meta, children):
+        name = children[1]
+        return ast.Let(
+            ast.Ident(str(name), pos=_pos(self.file, name)), children[2], pos=self._p(meta)
+        )
+
+    def invariant(self, meta, children):
+        _kw, name, desc, when_kw, when, ensure_kw, ensure = children
+        description = None
+        if desc is not None:
+            description = ast.String(self._string(desc), pos=_pos(self.file, desc))
+        return ast.Invariant(
+            ast.Ident(str(name), pos=_pos(self.file, name)),
+            description,
+            when,
+            ensure,
+            when_pos=_pos(self.file, when_kw) if when_kw is not None else None,
+            ensure_pos=_pos(self.file, ensure_kw),
+            pos=self._p(meta),
+        )
+
+    # boolean structure
+    def implies(self, meta, children):
+        return ast.Implies(tuple(_plain(children)), pos=self._p(meta))
+
+    def or_expr(self, meta, children):
+        return ast.Or(tuple(_plain(children)), pos=self._p(meta))
+
+    def and_expr(self, meta, children):
+        return ast.And(tuple(_plain(children)), pos=self._p(meta))
+
+    def not_(self, meta, children):
+        return ast.Not(children[1], pos=self._p(meta))
+
+    def comparison(self, meta, children):
+        operands = tuple(c for c in children if not isinstance(c, Token))
+        ops = tuple(str(c) for c in children if isinstance(c, Token))
+        return ast.Compare(operands, ops, pos=self._p(meta))
+
+    def in_set(self, meta, children):
+        return ast.InSet(children[0], children[-1], False, pos=self._p(meta))
+
+    def not_in_set(self, meta, children):
+        return ast.InSet(children[0], children[-1], True, pos=self._p(meta))
+
+    def in_interval(self, meta, children):
+        lo, hi = children[-1]
+        return ast.InInterval(children[0], lo, hi, False, pos=self._p(meta))
+
+    def not_in_interval(self, meta, children):
+        lo, hi = children[-1]
+        return ast.InInterval(children[0], lo, hi, True, pos=self._p(meta))
+
+    def set(self, meta, children):
+        return tuple(_plain(children))
+
+    def interval(self, meta, children):
+        return tuple(_plain(children))
+
+    # arithmetic
+    def sum(self, meta, children):
+        rest = tuple((str(children[i]), children[i + 1]) for i in range(1, len(children), 2))
+        return ast.Sum(children[0], rest, pos=self._p(meta))
+
+    def product(self, meta, children):
+        return ast.Product(tuple(_plain(children)), pos=self._p(meta))
+
+    def neg(self, meta, children):
+        return ast.Neg(children[1], pos=self._p(meta))
+
+    # atoms
+    def number(self, meta, children):
+        tok = children[0]
+        return ast.Number(str(tok), self._number(tok), pos=_pos(self.file, tok))
+
+    def string(self, meta, children):
+        tok = children[0]
+        return ast.String(self._string(tok), pos=_pos(self.file, tok))
+
+    def true(self, meta, children):
+        return ast.BoolLit(True, pos=_pos(self.file, children[0]))
+
+    def false(self, meta, children):
+        return ast.BoolLit(False, pos=_pos(self.file, children[0]))
+
+    def name(self, meta, children):
+        tok = children[0]
+        return ast.Name(str(tok), pos=_pos(self.file, tok))
+
+    def call(self, meta, children):
+        name = children[0]
+        return ast.Call(str(name), tuple(_plain(children[1:])), pos=self._p(meta))
+
+    def paren(self, meta, children):
+        return ast.Paren(_plain(children)[0], pos=self._p(meta))
+
+    def __default__(self, data, children, meta):  # pragma: no cover - grammar and builder agree
+        raise AssertionError(f"no AST rule for {data!r}")
+
+    # literal checks
+    def _number(self, tok: Token) -> Fraction:
+        text = str(tok)
+        if not _NUMBER.match(text):
+            self.owner.error_at(tok, f"malformed number '{text}'")
+            return Fraction(0)
+        value = float(text)
+        if not math.isfinite(value):
+            self.owner.error_at(tok, f"number '{text}' is out of the float64 range")
+            return Fraction(0)
+        return Fraction(value)
+
+    def _string(self, tok: Token) -> str:
+        try:
+            value = json.loads(str(tok))
+        except ValueError:
+            self.owner.error_at(tok, "malformed string (escapes are those of JSON)")
+            return ""
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            self.owner.error_at(tok, "malformed string (lone surrogate escape)")
+            return ""
+        return value
