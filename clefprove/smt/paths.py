@@ -1,0 +1,316 @@
+"""Z3 for the leaves that boxes cannot decide: the only module that imports z3.
+
+Encoding: an ``int``, ``bool`` or ``categorical`` feature is a bounded Int, a ``float`` feature
+a Real; every bound and threshold is the exact rational value of a float64.  The Real relaxation
+contains every float64 input, so UNSAT proves the path safe.  A SAT model is rational: it is
+rounded to float64 (nearest, then the neighbouring float64 values, then re-solving with float
+features fixed one by one to float64 values) and accepted only when the rounded input lies in
+the leaf's box and satisfies ``when and not ensure`` exactly.  Anything else is ``unknown``.
+
+Leaves are solved in tree order with one solver: each split on the way down is pushed once and
+shared by every leaf below it; each leaf pushes its box and its violation condition on top.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import z3
+
+from clefprove.dsl import checked as ck
+from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.verify.boxes import LeafBoxes, path_to, tables
+
+#: Z3's random seed: fixed, so that runs are reproducible.
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_ms: int = 0  # 0: none
+    rlimit: int = 50_000_000
+    smtlib_dir: str | None = None
+    tag: str = "query"
+
+
+@dataclass(frozen=True)
+class Query:
+    """One leaf to decide: its box (F+1 columns, the last is the confidence) and decision."""
+
+    leaf: int
+    lo: np.ndarray
+    hi: np.ndarray
+    cats: dict[int, np.ndarray]
+    action: int
+    confidence: float
+
+
+def query_from_boxes(boxes: LeafBoxes, r: int) -> Query:
+    return Query(
+        int(boxes.leaves[r]),
+        boxes.lo[r],
+        boxes.hi[r],
+        {f: m[r] for f, m in boxes.cats.items()},
+        int(boxes.actions[r]),
+        float(boxes.lo[r, -1]),
+    )
+
+
+def _q(ctx: z3.Context, v: Fraction | float | int) -> z3.ArithRef:
+    q = Fraction(v)
+    return (
+        z3.Q(q.numerator, q.denominator, ctx)
+        if q.denominator != 1
+        else z3.RealVal(q.numerator, ctx)
+    )
+
+
+class _Encoder:
+    def __init__(self, model: Model, limits: Limits) -> None:
+        self.model = model
+        self.ctx = z3.Context()
+        self.limits = limits
+        self.vars: list[z3.ArithRef] = []
+        for i, f in enumerate(model.features):
+            if f.type is FeatureType.FLOAT:
+                self.vars.append(z3.Real(f"x{i}", self.ctx))
+            else:
+                self.vars.append(z3.Int(f"x{i}", self.ctx))
+        s = z3.Solver(ctx=self.ctx)
+        s.set("random_seed", SEED)
+        if limits.timeout_ms:
+            s.set("timeout", int(limits.timeout_ms))
+        if limits.rlimit:
+            s.set("rlimit", int(limits.rlimit))
+        for i, f in enumerate(model.features):
+            s.add(self._ge(i, f.min), self._le(i, f.max))
+        self.solver = s
+        self.tab = tables(model)
+
+    def _le(self, i: int, v: float) -> z3.BoolRef:
+        x = self.vars[i]
+        if self.model.features[i].type is FeatureType.FLOAT:
+            return x <= _q(self.ctx, v)
+        return x <= z3.IntVal(math.floor(v), self.ctx)
+
+    def _ge(self, i: int, v: float) -> z3.BoolRef:
+        x = self.vars[i]
+        if self.model.features[i].type is FeatureType.FLOAT:
+            return x >= _q(self.ctx, v)
+        return x >= z3.IntVal(math.ceil(v), self.ctx)
+
+    def _member(self, i: int, codes: Sequence[int]) -> z3.BoolRef:
+        x = self.vars[i]
+        return z3.Or(
+            [x == z3.IntVal(int(c), self.ctx) for c in codes] or [z3.BoolVal(False, self.ctx)]
+        )
+
+    def split(self, node: int, went_left: bool) -> z3.BoolRef:
+        rec = self.model.nodes[node]
+        f = int(rec["feature"])
+        if int(rec["kind"]) == NodeKind.NUMERIC:
+            if went_left:
+                return self._le(f, float(self.tab.left_hi[node]))
+            return self._ge(f, float(self.tab.right_lo[node]))
+        size = len(self.model.features[f].values)
+        off = int(rec["aux"])
+        row = np.asarray(self.model.membership[off : off + size]).astype(bool)
+        return self._member(f, np.flatnonzero(row if went_left else ~row).tolist())
+
+    def box(self, q: Query) -> list[z3.BoolRef]:
+        out = []
+        for i, f in enumerate(self.model.features):
+            if f.type is FeatureType.CATEGORICAL:
+                codes = np.flatnonzero(q.cats[i])
+                if codes.size < len(f.values):
+                    out.append(self._member(i, codes.tolist()))
+            else:
+                out.append(self._ge(i, float(q.lo[i])))
+                out.append(self._le(i, float(q.hi[i])))
+        return out
+
+    def formula(self, f: object, action: int, conf: float) -> z3.BoolRef:
+        ctx = self.ctx
+        match f:
+            case ck.Const(value):
+                return z3.BoolVal(value, ctx)
+            case ck.Compare(expr, strict):
+                k = Fraction(expr.const)
+                parts = []
+                for var, c in expr.terms:
+                    if var == ck.CONFIDENCE:
+                        k += Fraction(c) * Fraction(conf)
+                    else:
+                        parts.append(_q(ctx, c) * self.vars[var])
+                if not parts:
+                    return z3.BoolVal(k < 0 if strict else k <= 0, ctx)
+                e = z3.Sum(parts) + _q(ctx, k)
+                zero = z3.RealVal(0, ctx)
+                return e < zero if strict else e <= zero
+            case ck.InSet(feature, codes):
+                x = self.vars[feature]
+                if self.model.features[feature].type is FeatureType.FLOAT:
+                    return z3.Or(
+                        [x == _q(ctx, c) for c in sorted(codes)] or [z3.BoolVal(False, ctx)]
+                    )
+                return self._member(feature, sorted(codes))
+            case ck.ActionIn(actions):
+                return z3.BoolVal(action in actions, ctx)
+            case ck.Not(arg):
+                return z3.Not(self.formula(arg, action, conf))
+            case ck.And(args):
+                return z3.And(
+                    [self.formula(a, action, conf) for a in args] or [z3.BoolVal(True, ctx)]
+                )
+            case ck.Or(args):
+                return z3.Or(
+                    [self.formula(a, action, conf) for a in args] or [z3.BoolVal(False, ctx)]
+                )
+        raise TypeError(f"not a checked formula: {f!r}")
+
+
+def _violates(model: Model, when: ck.Formula, ensure: ck.Formula, q: Query, x: np.ndarray) -> bool:
+    """Exact test: *x* lies in the leaf's box and satisfies ``when and not ensure``."""
+    for i, f in enumerate(model.features):
+        if f.type is FeatureType.CATEGORICAL:
+            c = int(x[i])
+            if not (0 <= c < len(f.values) and q.cats[i][c]):
+                return False
+        elif not (q.lo[i] <= x[i] <= q.hi[i]):
+            return False
+        if f.is_integral and not float(x[i]).is_integer():
+            return False
+    xs = x.tolist()
+    return ck.evaluate(when, xs, q.action, q.confidence) and not ck.evaluate(
+        ensure, xs, q.action, q.confidence
+    )
+
+
+def _nearest(v: Fraction, lo: float, hi: float) -> float:
+    return min(max(float(v), lo), hi)
+
+
+def _neighbours(v: Fraction, lo: float, hi: float) -> list[float]:
+    f = float(v)
+    if Fraction(f) == v:
+        return [f]
+    below = f if Fraction(f) < v else math.nextafter(f, -math.inf)
+    above = f if Fraction(f) > v else math.nextafter(f, math.inf)
+    return [min(max(c, lo), hi) for c in (below, above)]
+
+
+class _Session:
+    """One solver walking the leaves of one invariant in tree order."""
+
+    def __init__(self, model: Model, when: ck.Formula, ensure: ck.Formula, limits: Limits):
+        self.model = model
+        self.when = when
+        self.ensure = ensure
+        self.enc = _Encoder(model, limits)
+        self.limits = limits
+        self.stack: list[tuple[int, bool]] = []
+
+    def _goto(self, path: list[tuple[int, bool]]) -> None:
+        s = self.enc.solver
+        common = 0
+        while common < min(len(path), len(self.stack)) and path[common] == self.stack[common]:
+            common += 1
+        for _ in range(len(self.stack) - common):
+            s.pop()
+            self.stack.pop()
+        for step in path[common:]:
+            s.push()
+            s.add(self.enc.split(*step))
+            self.stack.append(step)
+
+    def _values(self, m: z3.ModelRef) -> list[Fraction]:
+        out = []
+        for x in self.enc.vars:
+            v = m.eval(x, model_completion=True)
+            out.append(Fraction(v.as_long()) if z3.is_int_value(v) else Fraction(v.as_fraction()))
+        return out
+
+    def solve(self, q: Query) -> tuple[str, np.ndarray | None]:
+        s = self.enc.solver
+        self._goto(path_to(self.model, q.leaf))
+        s.push()
+        try:
+            s.add(*self.enc.box(q))
+            s.add(
+                self.enc.formula(ck.And((self.when, ck.Not(self.ensure))), q.action, q.confidence)
+            )
+            if self.limits.smtlib_dir:
+                name = f"{self.limits.tag}-leaf{q.leaf}.smt2"
+                with open(os.path.join(self.limits.smtlib_dir, name), "w") as fh:
+                    fh.write(s.to_smt2())
+            r = s.check()
+            if r == z3.unsat:
+                return "unsat", None
+            if r != z3.sat:
+                return "unknown", None
+            return "sat", self._witness(q, self._values(s.model()))
+        finally:
+            s.pop()
+
+    def _witness(self, q: Query, vals: list[Fraction]) -> np.ndarray | None:
+        feats = self.model.features
+        floats = [i for i, f in enumerate(feats) if f.type is FeatureType.FLOAT]
+        x = np.array([float(v) for v in vals], dtype=np.float64)
+        for i in floats:
+            x[i] = _nearest(vals[i], float(q.lo[i]), float(q.hi[i]))
+        if _violates(self.model, self.when, self.ensure, q, x):
+            return x
+        inexact = [i for i in floats if Fraction(float(vals[i])) != vals[i]]
+        if 0 < len(inexact) <= 8:
+            options = [_neighbours(vals[i], float(q.lo[i]), float(q.hi[i])) for i in inexact]
+            for combo in itertools.product(*options):
+                y = x.copy()
+                y[inexact] = combo
+                if _violates(self.model, self.when, self.ensure, q, y):
+                    return y
+        return self._resolve(q, vals, floats)
+
+    def _resolve(self, q: Query, vals: list[Fraction], floats: list[int]) -> np.ndarray | None:
+        """Fix the float features one at a time to a float64 neighbour and re-solve."""
+        s = self.enc.solver
+        pushed = 0
+        try:
+            for i in floats:
+                v = vals[i]
+                done = False
+                for cand in _neighbours(v, float(q.lo[i]), float(q.hi[i])):
+                    s.push()
+                    pushed += 1
+                    s.add(self.enc.vars[i] == _q(self.enc.ctx, cand))
+                    if s.check() == z3.sat:
+                        vals = self._values(s.model())
+                        done = True
+                        break
+                    s.pop()
+                    pushed -= 1
+                if not done:
+                    return None
+            x = np.array([float(v) for v in vals], dtype=np.float64)
+            return x if _violates(self.model, self.when, self.ensure, q, x) else None
+        finally:
+            for _ in range(pushed):
+                s.pop()
+
+
+def solve(
+    model: Model,
+    when: ck.Formula,
+    ensure: ck.Formula,
+    queries: Sequence[Query],
+    limits: Limits = Limits(),
+) -> list[tuple[str, np.ndarray | None]]:
+    """Decide each query: ``("unsat", None)``, ``("sat", x)`` with an exact float64 witness,
+    or ``("unknown", None)``; queries are best given in tree order (prefix sharing)."""
+    session = _Session(model, when, ensure, limits)
+    return [session.solve(q) for q in queries]

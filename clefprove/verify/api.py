@@ -1,0 +1,311 @@
+"""``clefprove.check``: verify invariants on a model and return a :class:`Report`.
+
+Per invariant: decide every leaf (see :mod:`clefprove.verify.engine`), then
+
+* ``violated`` when some leaf is VIOLATED: up to K counterexamples, one per violating leaf in
+  tree order, each decoded to a complete input and confirmed by the evaluator;
+* ``unknown`` when no leaf is VIOLATED but some leaf is UNKNOWN;
+* ``holds`` otherwise, with ``vacuous`` when no input in the domain satisfies ``when``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.errors import ClefproveError
+from clefprove.model.types import FeatureType, Model
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
+from clefprove.verify.verdicts import (
+    HOLDS,
+    UNKNOWN,
+    VIOLATED,
+    Counterexample,
+    InvariantResult,
+    ModelInfo,
+    Report,
+)
+
+InvariantsArg = (
+    ck.CheckedProgram
+    | ck.CheckedInvariant
+    | Sequence[ck.CheckedInvariant]
+    | str
+    | os.PathLike[str]
+    | Sequence[str | os.PathLike[str]]
+)
+
+
+def refuse_relational(program: ck.CheckedProgram) -> None:
+    """Raise a one-line error for the first relational invariant (not supported yet)."""
+    for inv in program.invariants:
+        if inv.is_relational:
+            raise ClefproveError(
+                f"{inv.file}:{inv.line}: invariant '{inv.name}': relational invariants "
+                "(monotone, stable, independent) are not supported by check yet"
+            )
+
+
+def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
+    if isinstance(invariants, ck.CheckedProgram):
+        return invariants
+    if isinstance(invariants, ck.CheckedInvariant):
+        return ck.CheckedProgram((invariants,))
+    if isinstance(invariants, str | os.PathLike):
+        invariants = [invariants]
+    items = list(invariants)
+    if all(isinstance(i, ck.CheckedInvariant) for i in items):
+        return ck.CheckedProgram(tuple(items))  # type: ignore[arg-type]
+    from clefprove.dsl.loader import load_invariants
+
+    return load_invariants([str(p) for p in items], model)
+
+
+def _model(model: Model | str | os.PathLike[str]) -> tuple[Model, str]:
+    if isinstance(model, Model):
+        return model, str(model.metadata.get("path", model.name))
+    from clefprove.model.clef import load_model
+
+    return load_model(model), str(model)
+
+
+def check(
+    model: Model | str | os.PathLike[str],
+    invariants: InvariantsArg,
+    *,
+    counterexamples: int = 3,
+    timeout: float | None = None,
+    jobs: int = 1,
+    rlimit: int = 50_000_000,
+    smtlib: str | None = None,
+    model_path: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Check every invariant on *model* (a Model or a .clef/.json path); see module docstring.
+
+    *invariants* is a CheckedProgram, checked invariants, or .inv file/directory paths.
+    Relational invariants are refused with a :class:`ClefproveError`.
+    """
+    start = time.perf_counter()
+    mdl, path = _model(model)
+    program = _program(mdl, invariants)
+    refuse_relational(program)
+    if counterexamples < 0:
+        raise ClefproveError("--counterexamples must be >= 0")
+    if smtlib is not None:
+        Path(smtlib).mkdir(parents=True, exist_ok=True)
+    settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
+    boxes = leaf_boxes(mdl)
+    results = []
+    total = len(program.invariants)
+    for i, inv in enumerate(program.invariants):
+        results.append(check_invariant(mdl, inv, settings, counterexamples, boxes))
+        if progress is not None:
+            progress(i + 1, total)
+    info = ModelInfo(
+        model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+    )
+    return Report(info, tuple(results), time.perf_counter() - start)
+
+
+def check_invariant(
+    model: Model,
+    inv: ck.CheckedInvariant,
+    settings: eg.Settings | None = None,
+    counterexamples: int = 3,
+    boxes: LeafBoxes | None = None,
+) -> InvariantResult:
+    """The verdict on one non-relational invariant over the whole tree."""
+    t0 = time.perf_counter()
+    settings = settings or eg.Settings()
+    prep = eg.prepare(model, inv, settings.dnf_cap)
+    if boxes is None:
+        boxes = leaf_boxes(model)
+    pv = eg.decide(model, prep, boxes, settings)
+    return finish(model, prep, pv, settings, counterexamples, t0)
+
+
+def finish(
+    model: Model,
+    prep: eg.Prepared,
+    pv: eg.PathVerdicts,
+    settings: eg.Settings,
+    counterexamples: int,
+    t0: float,
+    paths_reused: int = 0,
+) -> InvariantResult:
+    """Turn per-leaf outcomes into an :class:`InvariantResult` (counterexamples, vacuity)."""
+    inv = prep.invariant
+    warnings: list[str] = []
+    status = pv.status.copy()
+    violating = np.flatnonzero(status == eg.VIOLATED)
+    cexs: list[Counterexample] = []
+    if violating.size:
+        from clefprove.eval.evaluator import Evaluator
+
+        evaluator = Evaluator(model)
+        for r in violating.tolist():
+            if len(cexs) >= counterexamples:
+                break
+            x = eg.witness(model, prep, pv, r)
+            cex = confirm(model, evaluator, inv, int(pv.boxes.leaves[r]), x)
+            if cex is None:  # a bug: never print it, never claim the path
+                status[r] = eg.UNKNOWN
+                warnings.append(
+                    f"internal: unconfirmed witness for leaf {int(pv.boxes.leaves[r])}; "
+                    "path reported as unknown"
+                )
+                continue
+            cexs.append(cex)
+        if counterexamples == 0:
+            # Still confirm one witness, so that 'violated' always rests on a checked input.
+            r = int(violating[0])
+            if (
+                confirm(
+                    model, evaluator, inv, int(pv.boxes.leaves[r]), eg.witness(model, prep, pv, r)
+                )
+                is None
+            ):
+                status[r] = eg.UNKNOWN
+    n_violating = int(np.count_nonzero(status == eg.VIOLATED))
+    n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
+    vacuous = False
+    if n_violating:
+        verdict = VIOLATED
+    elif n_unknown:
+        verdict = UNKNOWN
+    else:
+        verdict = HOLDS
+        vacuous = when_is_vacuous(model, prep, pv.boxes, settings)
+        if vacuous:
+            warnings.append(
+                f"{inv.file}:{inv.line}: invariant '{inv.name}' holds vacuously: "
+                "no input in the domain satisfies its 'when'"
+            )
+    return InvariantResult(
+        invariant=inv.name,
+        file=inv.file,
+        line=inv.line,
+        column=inv.column,
+        status=verdict,
+        vacuous=vacuous,
+        violating_paths=n_violating,
+        unknown_paths=n_unknown,
+        counterexamples=tuple(cexs),
+        seconds=time.perf_counter() - t0,
+        paths_checked=pv.boxes.size,
+        paths_reused=paths_reused,
+        description=inv.description,
+        solver_paths=pv.solver_paths,
+        warnings=tuple(warnings),
+    )
+
+
+def when_is_vacuous(
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: eg.Settings
+) -> bool:
+    """True only when ``when`` is proved unsatisfiable on the whole domain."""
+    when_inv = ck.CheckedInvariant(
+        prep.invariant.name,
+        None,
+        prep.invariant.file,
+        prep.invariant.line,
+        1,
+        prep.invariant.when,
+        ck.Const(False),
+    )
+    wprep = eg.prepare(model, when_inv, settings.dnf_cap)
+    n_feat = len(model.features)
+    if nm.uses_decision(wprep.violation, n_feat):
+        pv = eg.decide(model, wprep, boxes, settings)
+    else:
+        pv = eg.decide(model, wprep, domain_boxes(model), settings)
+    return bool(np.all(pv.status == eg.SAFE))
+
+
+def domain_boxes(model: Model) -> LeafBoxes:
+    """The whole domain as a single box (confidence column [0, 1], no action)."""
+    d = Box.domain(model)
+    lo = np.append(d.lo, 0.0)[None, :]
+    hi = np.append(d.hi, 1.0)[None, :]
+    return LeafBoxes(
+        np.array([0]),
+        lo,
+        hi,
+        {f: m[None, :] for f, m in d.cats.items()},
+        np.array([-1]),
+        np.array([not d.empty]),
+    )
+
+
+# ---------------------------------------------------------------- counterexamples
+
+
+def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
+    """Encoded input -> the JSON record a user writes."""
+    return {f.name: f.decode(float(x[i])) for i, f in enumerate(model.features)}
+
+
+def _encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+    out = np.empty(len(model.features), dtype=np.float64)
+    for i, f in enumerate(model.features):
+        v = record[f.name]
+        out[i] = f.values.index(v) if f.type is FeatureType.CATEGORICAL else float(v)
+    return out
+
+
+def confirm(
+    model: Model, evaluator: Any, inv: ck.CheckedInvariant, leaf: int, x: np.ndarray
+) -> Counterexample | None:
+    """A counterexample for *x* if the evaluator confirms it (else None): the decoded input
+    re-encodes to *x*, is in the domain, reaches *leaf*, satisfies ``when``, breaks ``ensure``."""
+    record = decode(model, x)
+    xe = _encode(model, record)
+    if not np.array_equal(xe, x):
+        return None
+    for i, f in enumerate(model.features):
+        if not (f.min <= xe[i] <= f.max):
+            return None
+    d = evaluator.evaluate_one(xe)
+    if int(d.leaf) != leaf:
+        return None
+    xs = xe.tolist()
+    if not ck.evaluate(inv.when, xs, d.action, d.confidence):
+        return None
+    if ck.evaluate(inv.ensure, xs, d.action, d.confidence):  # type: ignore[arg-type]
+        return None
+    return Counterexample(
+        record, model.actions[d.action], float(d.confidence), leaf, describe_path(model, leaf)
+    )
+
+
+def _num(t: float) -> str:
+    return str(int(t)) if t.is_integer() and abs(t) < 2**53 else repr(t)
+
+
+def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
+    """Readable split conditions from the root to *leaf*."""
+    out = []
+    for node, went_left in path_to(model, leaf):
+        n = model.node(node)
+        f = model.features[n.feature]
+        if f.type is FeatureType.CATEGORICAL:
+            names = ", ".join(f.values[c] for c in sorted(n.categories))
+            out.append(f"{f.name} {'in' if went_left else 'not in'} {{{names}}}")
+        elif f.type is FeatureType.BOOL and 0.0 <= n.threshold < 1.0:
+            out.append(f"{f.name} == {'false' if went_left else 'true'}")
+        else:
+            out.append(f"{f.name} {'<=' if went_left else '>'} {_num(n.threshold)}")
+    return tuple(out)
+
+
+def iter_results(report: Report) -> Iterable[InvariantResult]:
+    return iter(report.results)

@@ -1,0 +1,216 @@
+"""Paths as boxes: the exact set of encoded inputs that reach each leaf.
+
+A root-to-leaf path is a conjunction of split conditions on single features, so the inputs that
+reach a leaf form a *box*: per numeric feature a closed interval of encoded values, per
+categorical feature a set of codes.  Bounds are tightened to the feature's value set, which is
+what makes every later shortcut exact:
+
+* ``x <= t`` gives ``hi = t`` on a float feature and ``hi = floor(t)`` on an integral one;
+* ``x > t`` gives ``lo = nextafter(t, +inf)`` on a float feature (the smallest float64 above
+  ``t``) and ``lo = floor(t) + 1`` on an integral one;
+* everything is intersected with the feature's domain ``[min, max]`` (inputs are clipped).
+
+A box with ``lo > hi`` somewhere, or an empty code set, is an infeasible path.
+
+Column ``F`` (one past the last feature) holds the leaf's confidence as the degenerate interval
+``[c, c]``, so that ``confidence`` is handled like a float feature by the rest of the engine.
+
+The boxes of every leaf below a node are computed level by level with numpy (no Python loop over
+nodes), starting from any node with any context box: :func:`leaf_boxes` is the unit the
+incremental checker calls per subtree.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from clefprove.model.types import FeatureType, Model, NodeKind
+
+
+@dataclass(frozen=True, eq=False)
+class Box:
+    """One box over the features: ``lo``/``hi`` of shape (F,), and a code mask per categorical
+    feature.  The confidence column is not part of a context box."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    cats: dict[int, np.ndarray]
+
+    @staticmethod
+    def domain(model: Model) -> Box:
+        """The whole input domain of *model*."""
+        lo = np.array([f.min for f in model.features], dtype=np.float64)
+        hi = np.array([f.max for f in model.features], dtype=np.float64)
+        cats = {
+            i: np.ones(len(f.values), dtype=bool)
+            for i, f in enumerate(model.features)
+            if f.type is FeatureType.CATEGORICAL
+        }
+        return Box(lo, hi, cats)
+
+    @property
+    def empty(self) -> bool:
+        return bool(np.any(self.lo > self.hi)) or any(not m.any() for m in self.cats.values())
+
+
+@dataclass(frozen=True, eq=False)
+class LeafBoxes:
+    """The boxes of a set of leaves (rows sorted by node index, i.e. tree pre-order)."""
+
+    leaves: np.ndarray  # (L,) int64 node indices
+    lo: np.ndarray  # (L, F + 1) float64; column F = confidence
+    hi: np.ndarray  # (L, F + 1)
+    cats: dict[int, np.ndarray]  # feature -> (L, V) bool
+    actions: np.ndarray  # (L,) int64
+    feasible: np.ndarray  # (L,) bool
+
+    @property
+    def size(self) -> int:
+        return int(self.leaves.shape[0])
+
+    def take(self, rows: np.ndarray) -> LeafBoxes:
+        """The sub-collection at *rows* (an index or boolean array)."""
+        return LeafBoxes(
+            self.leaves[rows],
+            self.lo[rows],
+            self.hi[rows],
+            {f: m[rows] for f, m in self.cats.items()},
+            self.actions[rows],
+            self.feasible[rows],
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class TreeTables:
+    """Per-model arrays derived once: tightened split bounds and parent links."""
+
+    left_hi: np.ndarray  # numeric split: the hi bound of the left child
+    right_lo: np.ndarray  # numeric split: the lo bound of the right child
+    parent: np.ndarray  # parent node index, -1 for the root (and unreachable nodes)
+    integral: np.ndarray  # (F,) bool: feature takes whole values
+
+
+_TABLES: weakref.WeakKeyDictionary[Model, TreeTables] = weakref.WeakKeyDictionary()
+
+
+def tables(model: Model) -> TreeTables:
+    """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
+    cached = _TABLES.get(model)
+    if cached is not None:
+        return cached
+    nodes = model.nodes
+    n = nodes.shape[0]
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    value = nodes["value"].astype(np.float64)
+    feat = nodes["feature"].astype(np.int64)
+    numeric = nodes["kind"] == NodeKind.NUMERIC
+    is_int = np.zeros(n, dtype=bool)
+    is_int[numeric] = integral[feat[numeric]]
+    with np.errstate(invalid="ignore"):
+        fl = np.floor(value)
+        left_hi = np.where(is_int, fl, value)
+        right_lo = np.where(is_int, fl + 1.0, np.nextafter(value, np.inf))
+    parent = np.full(n, -1, dtype=np.int64)
+    internal = np.flatnonzero(nodes["kind"] != NodeKind.LEAF)
+    parent[nodes["left"][internal].astype(np.int64)] = internal
+    parent[nodes["right"][internal].astype(np.int64)] = internal
+    out = TreeTables(left_hi, right_lo, parent, integral)
+    _TABLES[model] = out
+    return out
+
+
+def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafBoxes:
+    """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
+    tab = tables(model)
+    nodes = model.nodes
+    kind = nodes["kind"]
+    left = nodes["left"]
+    right = nodes["right"]
+    feat = nodes["feature"]
+    aux = nodes["aux"]
+    ctx = context or Box.domain(model)
+    n_feat = len(model.features)
+
+    frontier = np.array([root], dtype=np.int64)
+    lo = np.empty((1, n_feat + 1), dtype=np.float64)
+    hi = np.empty((1, n_feat + 1), dtype=np.float64)
+    lo[0, :n_feat] = ctx.lo
+    hi[0, :n_feat] = ctx.hi
+    cats = {f: m[None, :].copy() for f, m in ctx.cats.items()}
+    out_leaves: list[np.ndarray] = []
+    out_lo: list[np.ndarray] = []
+    out_hi: list[np.ndarray] = []
+    out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cats}
+
+    while frontier.size:
+        is_leaf = kind[frontier] == NodeKind.LEAF
+        if is_leaf.any():
+            out_leaves.append(frontier[is_leaf])
+            out_lo.append(lo[is_leaf])
+            out_hi.append(hi[is_leaf])
+            for f, m in cats.items():
+                out_cats[f].append(m[is_leaf])
+        if is_leaf.all():
+            break
+        inner = ~is_leaf
+        fr = frontier[inner]
+        lo_i, hi_i = lo[inner], hi[inner]
+        k = fr.size
+        frontier = np.concatenate([left[fr], right[fr]]).astype(np.int64)
+        lo = np.concatenate([lo_i, lo_i])
+        hi = np.concatenate([hi_i, hi_i])
+        f_idx = feat[fr].astype(np.int64)
+        num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
+        if num.size:
+            fn = f_idx[num]
+            hi[num, fn] = np.minimum(hi[num, fn], tab.left_hi[fr[num]])
+            lo[num + k, fn] = np.maximum(lo[num + k, fn], tab.right_lo[fr[num]])
+        new_cats = {}
+        for f, m in cats.items():
+            m_i = m[inner]
+            m2 = np.concatenate([m_i, m_i])
+            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
+            if rows.size:
+                width = m.shape[1]
+                member = model.membership[
+                    aux[fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+                ]
+                member = member.astype(bool)
+                m2[rows] &= member
+                m2[rows + k] &= ~member
+            new_cats[f] = m2
+        cats = new_cats
+
+    leaves = np.concatenate(out_leaves) if out_leaves else np.empty(0, dtype=np.int64)
+    order = np.argsort(leaves, kind="stable")
+    leaves = leaves[order]
+    lo = np.concatenate(out_lo)[order] if out_lo else np.empty((0, n_feat + 1))
+    hi = np.concatenate(out_hi)[order] if out_hi else np.empty((0, n_feat + 1))
+    conf = nodes["value"][leaves].astype(np.float64)
+    lo[:, n_feat] = conf
+    hi[:, n_feat] = conf
+    cat_arrays = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
+    feasible = np.all(lo <= hi, axis=1)
+    for m in cat_arrays.values():
+        feasible &= m.any(axis=1)
+    actions = aux[leaves].astype(np.int64)
+    return LeafBoxes(leaves, lo, hi, cat_arrays, actions, feasible)
+
+
+def path_to(model: Model, leaf: int, root: int = 0) -> list[tuple[int, bool]]:
+    """The splits from *root* down to *leaf*: ``(node, went_left)`` pairs, top first."""
+    tab = tables(model)
+    steps: list[tuple[int, bool]] = []
+    node = leaf
+    left = model.nodes["left"]
+    while node != root:
+        parent = int(tab.parent[node])
+        if parent < 0:
+            raise ValueError(f"node {leaf} is not below node {root}")
+        steps.append((parent, int(left[parent]) == node))
+        node = parent
+    steps.reverse()
+    return steps

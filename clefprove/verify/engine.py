@@ -1,0 +1,274 @@
+"""The per-path engine: decides ``when and not ensure`` on every leaf box of a (sub)tree.
+
+For one invariant and one subtree, every leaf gets one of three outcomes:
+
+* ``SAFE``: no input that reaches the leaf satisfies ``when`` and breaks ``ensure``;
+* ``VIOLATED``: some input does, and a float64/int witness that reaches the leaf is known;
+* ``UNKNOWN``: the solver hit a limit, or its rational model could not be turned into a
+  float64 input that provably breaks the invariant.
+
+The violation condition ``V = when and not ensure`` is normalized once (see
+:mod:`clefprove.verify.normal`), then decided in stages, each exact:
+
+1. three-valued evaluation over all leaf boxes at once (numpy): ``V`` false on the whole box is
+   SAFE, ``V`` true on the whole box is VIOLATED (any point of the box is a witness);
+2. for the remaining leaves, ``V`` as a short DNF: each conjunction is decided per box by
+   intersecting the single-variable literals with the box and, when one multi-variable linear
+   literal remains, evaluating its minimum at the box's corner;
+3. whatever is left goes to Z3 (:mod:`clefprove.smt`), only imported when needed.
+
+:func:`check_subtree` is the unit the incremental checker calls with a path context.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.model.types import FeatureType, Model
+from clefprove.verify import normal as nm
+from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes
+
+SAFE, VIOLATED, UNKNOWN = 0, 1, 2
+
+#: ``how`` codes: the whole box violates / decided by the solver; >= 0 is a DNF conjunct index.
+HOW_BOX = -1
+HOW_SOLVER = -2
+HOW_NONE = -3
+
+#: Fan out to worker processes only when at least this many leaves need the solver: below it
+#: process start-up and model transfer cost more than they save (docs/verification.md).
+PARALLEL_MIN_SOLVER_PATHS = 64
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits and switches of one check."""
+
+    timeout: float | None = None  # seconds per solver query (None: no wall-clock limit)
+    rlimit: int = 50_000_000  # Z3 resource limit per query (deterministic)
+    jobs: int = 1
+    dnf_cap: int = 64
+    shortcuts: bool = True  # False sends every feasible leaf to the solver (for testing)
+    smtlib_dir: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """One invariant compiled for one model."""
+
+    invariant: ck.CheckedInvariant
+    violation: object  # normalized V
+    when: object  # normalized when
+    conjuncts: list[tuple[object, ...]] | None
+
+
+def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
+    """Normalize ``when and not ensure`` of a non-relational invariant for *model*."""
+    if invariant.is_relational:
+        raise ValueError("relational invariants are not decided by the path engine")
+    norm = nm.Normalizer(model)
+    v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure))))  # type: ignore[arg-type]
+    when = norm.nnf(invariant.when)
+    return Prepared(invariant, v, when, nm.dnf(v, dnf_cap))
+
+
+@dataclass(frozen=True, eq=False)
+class PathVerdicts:
+    """Per-leaf outcomes of one invariant on the leaves of ``boxes``."""
+
+    boxes: LeafBoxes
+    status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN per row
+    how: np.ndarray  # int16 HOW_* or conjunct index
+    witnesses: dict[int, np.ndarray] = field(default_factory=dict)  # row -> x (solver rows)
+    solver_paths: int = 0
+
+    @property
+    def violating(self) -> np.ndarray:
+        return np.flatnonzero(self.status == VIOLATED)
+
+    @property
+    def unknown(self) -> np.ndarray:
+        return np.flatnonzero(self.status == UNKNOWN)
+
+
+def _rows(b: LeafBoxes) -> nm.Rows:
+    return nm.Rows(b.lo, b.hi, b.cats, b.actions)
+
+
+def decide(
+    model: Model, prep: Prepared, boxes: LeafBoxes, settings: Settings = Settings()
+) -> PathVerdicts:
+    """Decide the violation condition on every leaf box (see module docstring)."""
+    n = boxes.size
+    status = np.full(n, SAFE, dtype=np.int8)
+    how = np.full(n, HOW_NONE, dtype=np.int16)
+    if n == 0:
+        return PathVerdicts(boxes, status, how)
+    rows = _rows(boxes)
+    ct, cf = nm.tri(prep.violation, rows)
+    live = boxes.feasible & ct
+    to_solver = np.zeros(n, dtype=bool)
+    if not settings.shortcuts:
+        to_solver = live.copy()
+    else:
+        whole = live & ~cf
+        status[whole] = VIOLATED
+        how[whole] = HOW_BOX
+        mixed = np.flatnonzero(live & cf)
+        if mixed.size:
+            if prep.conjuncts is None:
+                to_solver[mixed] = True
+            else:
+                sub = _rows(boxes.take(mixed))
+                done = np.zeros(mixed.size, dtype=bool)
+                undecided = np.zeros(mixed.size, dtype=bool)
+                for k, conj in enumerate(prep.conjuncts):
+                    res = nm.decide_conjunct(conj, sub)
+                    hit = (res == nm.SAT) & ~done
+                    status[mixed[hit]] = VIOLATED
+                    how[mixed[hit]] = k
+                    done |= hit
+                    undecided |= res == nm.UNDECIDED
+                to_solver[mixed[undecided & ~done]] = True
+    witnesses: dict[int, np.ndarray] = {}
+    solver_rows = np.flatnonzero(to_solver)
+    if solver_rows.size:
+        outcomes = _solve(model, prep, boxes, solver_rows, settings)
+        for r, (verdict, x) in zip(solver_rows.tolist(), outcomes, strict=True):
+            how[r] = HOW_SOLVER
+            if verdict == "unsat":
+                status[r] = SAFE
+            elif verdict == "sat" and x is not None:
+                status[r] = VIOLATED
+                witnesses[r] = x
+            else:
+                status[r] = UNKNOWN
+    return PathVerdicts(boxes, status, how, witnesses, int(solver_rows.size))
+
+
+def _solve(
+    model: Model, prep: Prepared, boxes: LeafBoxes, rows: np.ndarray, settings: Settings
+) -> list[tuple[str, np.ndarray | None]]:
+    from clefprove.smt import paths as smt_paths
+
+    inv = prep.invariant
+    queries = [smt_paths.query_from_boxes(boxes, int(r)) for r in rows]
+    jobs = max(1, int(settings.jobs))
+    if jobs == 1 or len(queries) < PARALLEL_MIN_SOLVER_PATHS:
+        return smt_paths.solve(model, inv.when, inv.ensure, queries, _limits(settings))
+    # Contiguous chunks in pre-order are subtrees (or runs of neighbouring subtrees), so the
+    # workers keep the solver's prefix sharing; results come back in order.
+    from concurrent.futures import ProcessPoolExecutor
+
+    n_chunks = min(len(queries), jobs * 4)
+    bounds = np.linspace(0, len(queries), n_chunks + 1).astype(int)
+    chunks = [queries[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    out: list[tuple[str, np.ndarray | None]] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [
+            pool.submit(smt_paths.solve, model, inv.when, inv.ensure, c, _limits(settings))
+            for c in chunks
+        ]
+        for fut in futures:
+            out.extend(fut.result())
+    return out
+
+
+def _limits(settings: Settings) -> Any:
+    from clefprove.smt.paths import Limits
+
+    ms = 0 if settings.timeout is None else max(1, int(settings.timeout * 1000))
+    return Limits(timeout_ms=ms, rlimit=settings.rlimit, smtlib_dir=settings.smtlib_dir)
+
+
+def check_subtree(
+    model: Model,
+    node: int,
+    context: Box | None,
+    invariant: ck.CheckedInvariant | Prepared,
+    settings: Settings = Settings(),
+) -> PathVerdicts:
+    """Decide *invariant* on every leaf below *node*, whose inputs are limited to *context*
+    (the box of the path from the root to *node*; None: the whole domain)."""
+    prep = invariant if isinstance(invariant, Prepared) else prepare(model, invariant)
+    return decide(model, prep, leaf_boxes(model, node, context), settings)
+
+
+# ---------------------------------------------------------------- witnesses
+
+
+def nice_float(lo: float, hi: float, target: float) -> float:
+    """A float64 in [lo, hi]: *target* if inside, else the shortest decimal near the closer end."""
+    if lo <= target <= hi:
+        return float(target)
+    up = target < lo
+    flo, fhi = Fraction(lo), Fraction(hi)
+    for digits in range(0, 18):
+        scale = 10**digits
+        q = (
+            Fraction(math.ceil(flo * scale), scale)
+            if up
+            else Fraction(math.floor(fhi * scale), scale)
+        )
+        f = float(q)
+        if lo <= f <= hi:
+            return f
+    return lo if up else hi
+
+
+def nice_point(model: Model, rows: nm.Rows, r: int) -> np.ndarray:
+    """A readable point of box *r*: each feature's default, or the value nearest to it."""
+    x = np.empty(len(model.features), dtype=np.float64)
+    for i, f in enumerate(model.features):
+        lo, hi = float(rows.lo[r, i]), float(rows.hi[r, i])
+        if f.type is FeatureType.CATEGORICAL:
+            codes = np.flatnonzero(rows.cats[i][r])
+            x[i] = f.default if int(f.default) in codes else float(codes[0])
+        elif f.type is FeatureType.FLOAT:
+            x[i] = nice_float(lo, hi, f.default)
+        else:
+            x[i] = min(max(f.default, lo), hi)
+    return x
+
+
+def _lin_value(lit: nm.Lin, x: np.ndarray, conf: float) -> Fraction:
+    total = lit.const
+    n = x.shape[0]
+    for col, c in lit.terms:
+        total += c * Fraction(conf if col == n else float(x[col]))
+    return total
+
+
+def witness(model: Model, prep: Prepared, pv: PathVerdicts, r: int) -> np.ndarray:
+    """An encoded input that reaches leaf row *r* and breaks the invariant (row VIOLATED)."""
+    if r in pv.witnesses:
+        return pv.witnesses[r]
+    rows = _rows(pv.boxes.take(np.array([r])))
+    k = int(pv.how[r])
+    if k < 0:
+        return nice_point(model, rows, 0)
+    assert prep.conjuncts is not None
+    nrows, ok, multi = nm.narrow(prep.conjuncts[k], rows)
+    assert ok[0]
+    x = nice_point(model, nrows, 0)
+    conf = float(pv.boxes.lo[r, -1])
+    if len(multi) == 1:
+        lit = multi[0]
+        v = _lin_value(lit, x, conf)
+        if not (v < 0 if lit.strict else v <= 0):
+            for col, c in lit.terms:  # the minimizing corner
+                if col < x.shape[0]:
+                    x[col] = nrows.lo[0, col] if c > 0 else nrows.hi[0, col]
+    return x
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)

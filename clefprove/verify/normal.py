@@ -1,0 +1,405 @@
+"""The violation condition in a form that boxes can decide exactly.
+
+A checked formula is put in negation normal form over four kinds of literal:
+
+* :class:`Bound`: one variable (a feature, or the confidence column) against a closed bound
+  that is already tightened to the variable's value set (float64 or whole numbers).  A
+  single-variable ``c*x + k <= 0`` becomes ``x <= b`` where ``b`` is the largest float64 (or
+  integer) that satisfies it, computed once per literal with exact fractions;
+* :class:`Cat`: a categorical feature's code set;
+* :class:`Act`: the leaf's action set (a constant per leaf);
+* :class:`Lin`: a linear constraint over several variables (exact rational coefficients).
+
+Negation is exact on every kind (the complement of ``x <= b`` in float64 is ``x >= next(b)``).
+:func:`tri` evaluates a formula three-valued on a batch of boxes; :func:`dnf` expands it into
+a short disjunction of conjunctions, each decided exactly by :func:`decide_conjunct`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.model.types import FeatureType, Model
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``x[col] <= bound`` (upper) or ``x[col] >= bound`` (lower); closed, in the value set."""
+
+    col: int
+    upper: bool
+    bound: float
+
+
+@dataclass(frozen=True)
+class Cat:
+    feature: int
+    codes: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Act:
+    actions: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Lin:
+    """``sum(c * x[col]) + const <= 0`` (``< 0`` when strict), two or more variables."""
+
+    terms: tuple[tuple[int, Fraction], ...]
+    const: Fraction
+    strict: bool
+
+
+@dataclass(frozen=True)
+class NAnd:
+    args: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class NOr:
+    args: tuple[object, ...]
+
+
+TRUE = ck.Const(True)
+FALSE = ck.Const(False)
+
+
+def float_le(q: Fraction) -> float:
+    """The largest float64 that is <= q (q within float range)."""
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def float_ge(q: Fraction) -> float:
+    """The smallest float64 that is >= q (q within float range)."""
+    f = float(q)
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+class Normalizer:
+    """Turns checked formulas of one model into NNF over exact literals."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.n_feat = len(model.features)
+        self.n_actions = len(model.actions)
+        self.integral = [f.is_integral for f in model.features] + [False]
+        self.dmin = [Fraction(f.min) for f in model.features] + [Fraction(0)]
+        self.dmax = [Fraction(f.max) for f in model.features] + [Fraction(1)]
+
+    def col(self, var: int) -> int:
+        return self.n_feat if var == ck.CONFIDENCE else var
+
+    def nnf(self, f: object, neg: bool = False) -> object:
+        """Negation normal form of *f* (negated when *neg*), simplified."""
+        match f:
+            case ck.Const(value):
+                return ck.Const(value != neg)
+            case ck.Not(arg):
+                return self.nnf(arg, not neg)
+            case ck.And(args) | ck.Or(args):
+                is_and = isinstance(f, ck.And) != neg
+                parts = [self.nnf(a, neg) for a in args]
+                return _join(is_and, parts)
+            case ck.ActionIn(actions):
+                acts = frozenset(actions) & frozenset(range(self.n_actions))
+                if neg:
+                    acts = frozenset(range(self.n_actions)) - acts
+                return _const_or(Act(acts), acts, self.n_actions)
+            case ck.InSet(feature, codes):
+                feat = self.model.features[feature]
+                if feat.type is FeatureType.CATEGORICAL:
+                    universe = frozenset(range(len(feat.values)))
+                    cs = frozenset(codes) & universe
+                    if neg:
+                        cs = universe - cs
+                    return _const_or(Cat(feature, cs), cs, len(universe))
+                return self.nnf(self._inset_numeric(feature, codes), neg)
+            case ck.Compare(expr, strict):
+                if neg:
+                    expr = ck.Linear(tuple((v, -c) for v, c in expr.terms), -expr.const)
+                    strict = not strict
+                return self._compare(expr, strict)
+        raise TypeError(f"not a checked formula: {f!r}")
+
+    def _inset_numeric(self, feature: int, codes: frozenset[int]) -> ck.Formula:
+        """``x in {..}`` on a numeric/bool feature as a disjunction of closed ranges."""
+        values = sorted(Fraction(c) for c in codes)
+        runs: list[tuple[Fraction, Fraction]] = []
+        for v in values:
+            if runs and self.integral[feature] and v == runs[-1][1] + 1:
+                runs[-1] = (runs[-1][0], v)
+            else:
+                runs.append((v, v))
+        one = ((feature, Fraction(1)),)
+        minus = ((feature, Fraction(-1)),)
+        return ck.Or(
+            tuple(
+                ck.And(
+                    (ck.Compare(ck.Linear(minus, a), False), ck.Compare(ck.Linear(one, -b), False))
+                )
+                for a, b in runs
+            )
+        )
+
+    def _compare(self, expr: ck.Linear, strict: bool) -> object:
+        terms = tuple((self.col(v), Fraction(c)) for v, c in expr.terms if c != 0)
+        k = Fraction(expr.const)
+        if not terms:
+            return ck.Const(k < 0 if strict else k <= 0)
+        if len(terms) > 1:
+            return Lin(tuple(sorted(terms)), k, strict)
+        col, c = terms[0]
+        q = -k / c
+        upper = c > 0
+        lo_d, hi_d = self.dmin[col], self.dmax[col]
+        q = min(max(q, lo_d - 1), hi_d + 1)  # keeps floats finite; same truth on the domain
+        if self.integral[col]:
+            if upper:
+                b = (math.ceil(q) - 1) if strict else math.floor(q)
+            else:
+                b = (math.floor(q) + 1) if strict else math.ceil(q)
+            bound = float(b)
+        elif upper:
+            bound = float_le(q)
+            if strict and Fraction(bound) == q:
+                bound = math.nextafter(bound, -math.inf)
+        else:
+            bound = float_ge(q)
+            if strict and Fraction(bound) == q:
+                bound = math.nextafter(bound, math.inf)
+        if upper and bound >= hi_d:
+            return TRUE
+        if not upper and bound <= lo_d:
+            return TRUE
+        if (upper and bound < lo_d) or (not upper and bound > hi_d):
+            return FALSE
+        return Bound(col, upper, bound)
+
+
+def _const_or(lit: object, members: frozenset[int], size: int) -> object:
+    if not members:
+        return FALSE
+    if len(members) == size:
+        return TRUE
+    return lit
+
+
+def _join(is_and: bool, parts: list[object]) -> object:
+    out: list[object] = []
+    for p in parts:
+        if isinstance(p, ck.Const):
+            if p.value != is_and:  # False in an And, True in an Or
+                return ck.Const(not is_and)
+            continue
+        if isinstance(p, NAnd if is_and else NOr):
+            out.extend(p.args)  # type: ignore[union-attr]
+        else:
+            out.append(p)
+    if not out:
+        return ck.Const(is_and)
+    if len(out) == 1:
+        return out[0]
+    return NAnd(tuple(out)) if is_and else NOr(tuple(out))
+
+
+def uses_decision(f: object, n_feat: int) -> bool:
+    """Whether a normalized formula mentions the action or the confidence (column n_feat)."""
+    match f:
+        case Act():
+            return True
+        case Bound(col, _, _):
+            return col == n_feat
+        case Lin(terms, _, _):
+            return any(col == n_feat for col, _ in terms)
+        case NAnd(args) | NOr(args):
+            return any(uses_decision(a, n_feat) for a in args)
+    return False
+
+
+# ---------------------------------------------------------------- three-valued evaluation
+
+
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """A batch of boxes: lo/hi (R, F+1), categorical masks, leaf actions."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    cats: dict[int, np.ndarray]
+    actions: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.lo.shape[0])
+
+
+def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
+    """``(can_be_true, can_be_false)`` of *f* on each box (each an over-approximation)."""
+    n = rows.size
+    match f:
+        case ck.Const(value):
+            return np.full(n, value), np.full(n, not value)
+        case Bound(col, upper, b):
+            if upper:
+                return rows.lo[:, col] <= b, rows.hi[:, col] > b
+            return rows.hi[:, col] >= b, rows.lo[:, col] < b
+        case Cat(feature, codes):
+            m = rows.cats[feature]
+            sel = np.zeros(m.shape[1], dtype=bool)
+            sel[list(codes)] = True
+            return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
+        case Act(actions):
+            t = np.isin(rows.actions, list(actions))
+            return t, ~t
+        case Lin():
+            lo_v = lin_extreme(f, rows.lo, rows.hi, minimum=True)
+            hi_v = lin_extreme(f, rows.lo, rows.hi, minimum=False)
+            if f.strict:
+                return lo_v < 0, hi_v >= 0
+            return lo_v <= 0, hi_v > 0
+        case NAnd(args):
+            ct, cf = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+            for a in args:
+                t, fl = tri(a, rows)
+                ct &= t
+                cf |= fl
+            return ct, cf
+        case NOr(args):
+            ct, cf = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
+            for a in args:
+                t, fl = tri(a, rows)
+                ct |= t
+                cf &= fl
+            return ct, cf
+    raise TypeError(f"not a normalized formula: {f!r}")
+
+
+def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
+    """The sign of the min (or max) of ``sum(c*x) + const`` over each box, exactly.
+
+    Returns an int8 array of -1/0/+1.  float64 arithmetic decides the rows whose value is far
+    from zero compared with a rigorous rounding-error bound; the rest are summed in fractions.
+    """
+    cols = [c for c, _ in lit.terms]
+    coeffs = np.array([float(c) for _, c in lit.terms])
+    pos = coeffs > 0
+    a, b = lo[:, cols], hi[:, cols]
+    pick_lo = pos if minimum else ~pos
+    corner = np.where(pick_lo, a, b)
+    kf = float(lit.const)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = (coeffs * corner).sum(axis=1) + kf
+        mag = (np.abs(coeffs) * np.abs(corner)).sum(axis=1) + abs(kf)
+        err = mag * ((len(cols) + 4) * 2.0**-50) + 1e-300 * (len(cols) + 2)
+        sign = np.where(total > err, 1, np.where(total < -err, -1, 0)).astype(np.int8)
+        unsure = ~((total > err) | (total < -err)) | ~np.isfinite(total)
+    for r in np.flatnonzero(unsure):
+        v = lit.const
+        for j, (_, c) in enumerate(lit.terms):
+            v += c * Fraction(float(corner[r, j]))
+        sign[r] = (v > 0) - (v < 0)
+    return sign
+
+
+def _lin_tri(lit: Lin, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    smin = lin_extreme(lit, lo, hi, True)
+    smax = lin_extreme(lit, lo, hi, False)
+    if lit.strict:
+        return smin < 0, smax >= 0
+    return smin <= 0, smax > 0
+
+
+# ---------------------------------------------------------------- DNF and exact conjuncts
+
+
+def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
+    """*f* as a list of conjunctions of literals, or None when that exceeds *cap* terms."""
+    match f:
+        case ck.Const(value):
+            return [()] if value else []
+        case NOr(args):
+            out: list[tuple[object, ...]] = []
+            for a in args:
+                sub = dnf(a, cap)
+                if sub is None:
+                    return None
+                out.extend(sub)
+                if len(out) > cap:
+                    return None
+            return out
+        case NAnd(args):
+            acc: list[tuple[object, ...]] = [()]
+            for a in args:
+                sub = dnf(a, cap)
+                if sub is None:
+                    return None
+                acc = [x + y for x in acc for y in sub]
+                if len(acc) > cap:
+                    return None
+            return acc
+    return [(f,)]
+
+
+SAT, UNSAT, UNDECIDED = 1, 0, 2
+
+
+def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:
+    """Apply the single-variable literals of *conj* to the boxes: (narrowed rows, ok, multi)."""
+    lo, hi = rows.lo.copy(), rows.hi.copy()
+    cats = {f: m.copy() for f, m in rows.cats.items()}
+    ok = np.ones(rows.size, dtype=bool)
+    multi: list[Lin] = []
+    for lit in conj:
+        match lit:
+            case Bound(col, upper, b):
+                if upper:
+                    np.minimum(hi[:, col], b, out=hi[:, col])
+                else:
+                    np.maximum(lo[:, col], b, out=lo[:, col])
+            case Cat(feature, codes):
+                sel = np.zeros(cats[feature].shape[1], dtype=bool)
+                sel[list(codes)] = True
+                cats[feature] &= sel
+            case Act(actions):
+                ok &= np.isin(rows.actions, list(actions))
+            case Lin():
+                multi.append(lit)
+            case _:
+                raise TypeError(f"not a literal: {lit!r}")
+    ok &= np.all(lo <= hi, axis=1)
+    for m in cats.values():
+        ok &= m.any(axis=1)
+    return Rows(lo, hi, cats, rows.actions), ok, multi
+
+
+def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
+    """SAT / UNSAT / UNDECIDED per box for a conjunction of literals; exact when it has at most
+    one multi-variable literal (a linear constraint's minimum over a box is at a corner)."""
+    nrows, ok, multi = narrow(conj, rows)
+    out = np.where(ok, SAT, UNSAT).astype(np.int8)
+    if not multi or not ok.any():
+        return out
+    if len(multi) == 1:
+        can, _ = _lin_tri(multi[0], nrows.lo, nrows.hi)
+        out[ok & ~can] = UNSAT
+        return out
+    can_all = np.ones(rows.size, dtype=bool)
+    must_all = np.ones(rows.size, dtype=bool)
+    for lit in multi:
+        ct, cf = _lin_tri(lit, nrows.lo, nrows.hi)
+        can_all &= ct
+        must_all &= ~cf
+    out[ok & ~can_all] = UNSAT
+    out[ok & can_all & ~must_all] = UNDECIDED
+    return out

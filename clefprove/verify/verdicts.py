@@ -1,0 +1,140 @@
+"""What ``check`` returns: counterexamples, per-invariant results and the whole report.
+
+:meth:`Report.to_json_dict` is exactly the JSON object of SPEC §4 (plus a few extra keys);
+:attr:`Report.exit_code` is the exit status of SPEC §4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """A complete in-domain input (JSON values) that the evaluator maps to ``action`` at
+    ``leaf``, satisfying ``when`` and breaking ``ensure``; ``path`` is its readable route."""
+
+    input: dict[str, Any]
+    action: str
+    confidence: float
+    leaf: int
+    path: tuple[str, ...]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "input": dict(self.input),
+            "action": self.action,
+            "confidence": self.confidence,
+            "leaf": self.leaf,
+            "path": list(self.path),
+        }
+
+
+@dataclass(frozen=True)
+class InvariantResult:
+    """The verdict on one invariant."""
+
+    invariant: str
+    file: str
+    line: int
+    status: str  # holds | violated | unknown
+    vacuous: bool = False
+    violating_paths: int = 0
+    unknown_paths: int = 0
+    counterexamples: tuple[Counterexample, ...] = ()
+    seconds: float = 0.0
+    paths_checked: int = 0
+    paths_reused: int = 0
+    description: str | None = None
+    column: int = 1
+    solver_paths: int = 0
+    warnings: tuple[str, ...] = ()
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "invariant": self.invariant,
+            "file": self.file,
+            "line": self.line,
+            "status": self.status,
+            "violating_paths": self.violating_paths,
+            "counterexamples": [c.to_json_dict() for c in self.counterexamples],
+        }
+        if self.vacuous:
+            out["vacuous"] = True
+        out["unknown_paths"] = self.unknown_paths
+        if self.description:
+            out["description"] = self.description
+        out["paths_checked"] = self.paths_checked
+        out["paths_reused"] = self.paths_reused
+        out["seconds"] = round(self.seconds, 6)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: str
+    sha256: str
+    nodes: int
+    leaves: int
+    name: str = ""
+    version: str = ""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "nodes": self.nodes,
+            "leaves": self.leaves,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of one ``check`` run; what every output format renders."""
+
+    model: ModelInfo
+    results: tuple[InvariantResult, ...]
+    seconds: float
+    warnings: tuple[str, ...] = ()
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {
+            "invariants": len(self.results),
+            "holds": self.count(HOLDS),
+            "violated": self.count(VIOLATED),
+            "unknown": self.count(UNKNOWN),
+            "paths_checked": sum(r.paths_checked for r in self.results),
+            "paths_reused": sum(r.paths_reused for r in self.results),
+            "seconds": round(self.seconds, 6),
+        }
+
+    @property
+    def exit_code(self) -> int:
+        """0 every invariant holds, 1 one is violated, 3 none violated but one unknown."""
+        if self.count(VIOLATED):
+            return EXIT_VIOLATED
+        if self.count(UNKNOWN):
+            return EXIT_UNKNOWN
+        return EXIT_OK
+
+    @property
+    def all_warnings(self) -> tuple[str, ...]:
+        return self.warnings + tuple(w for r in self.results for w in r.warnings)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.to_json_dict(),
+            "summary": self.summary,
+            "results": [r.to_json_dict() for r in self.results],
+        }
