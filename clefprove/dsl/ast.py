@@ -212,3 +212,5 @@ class Program:
     items: tuple[Item, ...]
     comments: tuple[Comment, ...] = field(default=(), compare=False)
     blank_lines: frozenset[int] = field(default=frozenset(), compare=False, repr=False)
+    #: (line, column of the first token on that line), for placing comments when formatting.
+    code_starts: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)

@@ -175,7 +175,12 @@ class _FileParser:
         if self.diagnostics:
             raise DslError(sorted(self.diagnostics, key=lambda d: (d.line, d.column)))
         blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
-        return ast.Program(self.file, tuple(items), tuple(comments), blank)
+        starts: dict[int, int] = {}
+        for tok in tokens:
+            starts.setdefault(tok.line, tok.column)
+        return ast.Program(
+            self.file, tuple(items), tuple(comments), blank, tuple(sorted(starts.items()))
+        )
 
     @staticmethod
     def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:

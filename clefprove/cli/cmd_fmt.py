@@ -1,0 +1,68 @@
+"""``clefprove fmt FILE... [--check]``: rewrite invariant files in the canonical layout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fmt",
+        help="format invariant files in the canonical layout",
+        description="Rewrite .inv files in the canonical layout (a directory means every .inv "
+        "file below it; '-' reads stdin and writes stdout). No model is needed.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help=".inv files or directories, or -")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; list the files that would change and exit 1 if there are any",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.output import write_atomic
+    from clefprove.dsl.errors import DslError
+    from clefprove.dsl.fmt import format_text
+    from clefprove.dsl.loader import decode, expand_paths, read_text
+
+    stdin = "-" in args.files
+    if stdin and len(args.files) > 1:
+        from clefprove.errors import ClefproveError
+
+        raise ClefproveError("fmt: '-' (stdin) cannot be combined with other files")
+    if stdin:
+        text = decode(sys.stdin.buffer.read(), "<stdin>")
+        out = format_text(text, "<stdin>")
+        if args.check:
+            if out != text:
+                sys.stdout.write("<stdin>\n")
+                return 1
+            return 0
+        sys.stdout.write(out)
+        return 0
+
+    # Format everything first: a mistake in any file changes no file.
+    changes: list[tuple[str, str]] = []
+    diagnostics = []
+    for path in expand_paths(args.files):
+        name = str(path)
+        try:
+            text = read_text(path)
+            out = format_text(text, name)
+        except DslError as exc:
+            diagnostics.extend(exc.diagnostics)
+            continue
+        if out != text:
+            changes.append((name, out))
+    if diagnostics:
+        raise DslError(diagnostics)
+    for name, out in changes:
+        if args.check:
+            sys.stdout.write(f"{name}\n")
+        else:
+            write_atomic(name, out)
+            sys.stdout.write(f"reformatted {name}\n")
+    return 1 if args.check and changes else 0
