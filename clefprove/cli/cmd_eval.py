@@ -1,0 +1,144 @@
+"""``clefprove eval MODEL [--input FILE|-] [--explain]``: JSON lines in, one decision per line out.
+
+Each non-blank input line is a JSON object (a record, SPEC §2); each gets one output line,
+``{"action": ..., "confidence": ..., "leaf": ...}`` or ``{"error": "line N: ..."}``.  Lines are
+encoded one by one (so every bad line is reported on its own) and evaluated in batches.  Exit
+status 1 at the end if any line was bad, 2 if the model or the input file cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+
+from clefprove.errors import ClefproveError, InputError
+
+#: Lines encoded before one batch evaluation.
+BATCH_LINES = 4096
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate JSON-lines inputs on a model, one decision per line")
+    p.add_argument("model", help="a .clef file (or a JSON model source)")
+    p.add_argument(
+        "--input", default="-", metavar="FILE", help="JSON lines to evaluate ('-': stdin, default)"
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="add the decision path as readable conditions and the input as evaluated",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.model.clef import load_model
+
+    model = load_model(args.model)
+    if args.input == "-":
+        return evaluate_stream(model, sys.stdin.buffer, sys.stdout, explain=args.explain)
+    try:
+        fh = open(args.input, "rb")  # noqa: SIM115 - closed below
+    except IsADirectoryError:
+        raise ClefproveError(f"{args.input}: is a directory, not a JSON-lines file") from None
+    except OSError as exc:
+        raise ClefproveError(f"{args.input}: cannot read: {exc.strerror or exc}") from None
+    with fh:
+        return evaluate_stream(model, fh, sys.stdout, explain=args.explain)
+
+
+def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = False) -> int:
+    """Evaluate every JSON line of *lines*, writing one output line each; returns the exit code."""
+    from clefprove.eval.evaluator import Evaluator
+    from clefprove.eval.inputs import RecordEncoder
+
+    evaluator = Evaluator(model)
+    encoder = RecordEncoder(model)
+    quoted = [json.dumps(a) for a in model.actions]
+    bad = 0
+    for batch in _batches(lines):
+        X = np.empty((len(batch), len(model.features)), dtype=np.float64)
+        errors: dict[int, str] = {}
+        for i, (lineno, raw) in enumerate(batch):
+            try:
+                encoder.encode_into(_parse_line(raw), X[i])
+            except InputError as exc:
+                errors[i] = f"line {lineno}: {exc.one_line()}"
+        good = [i for i in range(len(batch)) if i not in errors]
+        result = evaluator.evaluate(X[good]) if good else None
+        acts = result.actions.tolist() if result else []
+        confs = result.confidences.tolist() if result else []
+        leaves = result.leaves.tolist() if result else []
+        text: list[str] = []
+        k = 0
+        for i in range(len(batch)):
+            if i in errors:
+                bad += 1
+                text.append(json.dumps({"error": errors[i]}))
+                continue
+            if explain:
+                text.append(_explained(model, evaluator, X[i], acts[k], confs[k], leaves[k]))
+            else:
+                text.append(
+                    f'{{"action": {quoted[acts[k]]}, "confidence": {confs[k]!r}, '
+                    f'"leaf": {leaves[k]}}}'
+                )
+            k += 1
+        out.write("\n".join(text) + "\n")
+        out.flush()
+    return 1 if bad else 0
+
+
+def _batches(lines: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
+    batch: list[tuple[int, bytes]] = []
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        batch.append((lineno, raw))
+        if len(batch) >= BATCH_LINES:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _parse_line(raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting is too deep") from None
+    if not isinstance(obj, dict):
+        kind = "an array" if isinstance(obj, list) else "not an object"
+        raise InputError(f"an input must be a JSON object, got {kind}")
+    return obj
+
+
+def _explained(
+    model: Any, evaluator: Any, x: np.ndarray, action: int, conf: float, leaf: int
+) -> str:
+    from clefprove.eval.inputs import decode_input
+    from clefprove.model.describe import path_conditions
+
+    path = evaluator.path(x)
+    if path[-1] != leaf:  # the batch and single-input walks must agree
+        raise AssertionError(f"evaluator disagreement at leaf {leaf} vs {path[-1]}")
+    return json.dumps(
+        {
+            "action": model.actions[action],
+            "confidence": conf,
+            "leaf": leaf,
+            "path": path_conditions(model, path),
+            "input": decode_input(model, x),
+        }
+    )

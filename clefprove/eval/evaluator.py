@@ -1,0 +1,325 @@
+"""The bounded evaluator: the runtime oracle shared by ``clefprove eval`` and the verifier.
+
+Semantics are exactly SPEC §2: an encoded input (see :mod:`clefprove.model.types`) is clipped
+into each feature's ``[min, max]``; a numeric split goes left when ``x <= threshold`` in float64;
+a categorical split goes left when the code is in the split's set.
+
+Batch evaluation walks all rows down the tree together, in exactly ``model.max_depth``
+vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there).  Rows
+are processed in cache-sized chunks, and every step is a handful of ``np.take`` gathers into
+preallocated buffers.  Per-model lookup arrays are derived once from the node records:
+
+* clipping is folded into the thresholds: for a feature with domain ``[lo, hi]``, a threshold
+  ``t < lo`` sends every input right (derived threshold ``-inf``), ``t >= hi`` sends every input
+  left (``+inf``), and for ``lo <= t < hi`` ``clip(x) <= t`` iff ``x <= t``.  So no row is
+  ever clipped, and the result equals the clip-then-compare semantics for every finite input;
+* a categorical split whose set is a prefix ``{0..k}`` of the vocabulary is the numeric split
+  ``code <= k + 0.5``; one whose set is a suffix ``{j..V-1}`` is ``code <= j - 0.5`` with the
+  children swapped.  Other sets are resolved by a membership-table lookup, only on the steps
+  (depths) where such a node exists and only for the rows standing on one;
+* the walk state is ``2 * node``, so that the next state is ``child2[state + went_right]``.
+
+See docs/performance.md for measurements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from clefprove.errors import InputError
+from clefprove.model.types import Model, NodeKind
+
+#: Rows per chunk: large enough to amortise numpy call overhead, small enough that the
+#: per-chunk buffers stay in the CPU's L2 cache.
+DEFAULT_CHUNK_ROWS = 8192
+
+#: Deepest tree evaluated in the heap layout (2**(depth+1) slots of derived tables).
+HEAP_MAX_DEPTH = 16
+
+_LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The decision for one input: action index, leaf confidence, and leaf node index."""
+
+    action: int
+    confidence: float
+    leaf: int
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Decisions for a batch of inputs, one entry per row."""
+
+    actions: np.ndarray  # intp action indices
+    confidences: np.ndarray  # float64
+    leaves: np.ndarray  # intp leaf node indices
+
+    def __len__(self) -> int:
+        return int(self.leaves.shape[0])
+
+    def decision(self, i: int) -> Decision:
+        return Decision(int(self.actions[i]), float(self.confidences[i]), int(self.leaves[i]))
+
+
+class Evaluator:
+    """Evaluates encoded inputs on one model (batch and single-input fast path)."""
+
+    def __init__(
+        self, model: Model, chunk_rows: int = DEFAULT_CHUNK_ROWS, layout: str = "auto"
+    ) -> None:
+        """*layout*: ``"heap"``, ``"table"`` or ``"auto"`` (heap up to :data:`HEAP_MAX_DEPTH`)."""
+        if chunk_rows < 1:
+            raise ValueError("chunk_rows must be positive")
+        if layout not in ("auto", "heap", "table"):
+            raise ValueError(f"unknown layout {layout!r}")
+        self.layout = layout
+        self.model = model
+        self.chunk_rows = int(chunk_rows)
+        self.n_features = len(model.features)
+        self.depth = int(model.max_depth)
+        self._derive()
+
+    # ------------------------------------------------------------------ derived lookup arrays
+    def _derive(self) -> None:
+        model = self.model
+        nodes = model.nodes  # structured, read-only; fields are read as views
+        n = model.n_nodes
+        kind = nodes["kind"]
+        feat = nodes["feature"].astype(np.intp)
+        left = nodes["left"].astype(np.intp)
+        right = nodes["right"].astype(np.intp)
+        value = nodes["value"]
+        aux = nodes["aux"]
+        lo = np.array([f.min for f in model.features], dtype=np.float64)
+        hi = np.array([f.max for f in model.features], dtype=np.float64)
+
+        leaf = kind == _LEAF
+        numeric = kind == _NUMERIC
+        categorical = kind == _CATEGORICAL
+        feat = np.where(leaf, 0, feat)
+
+        # Numeric thresholds with clipping folded in (see module docstring).
+        thr = np.full(n, np.inf)
+        t = value[numeric]
+        f_lo, f_hi = lo[feat[numeric]], hi[feat[numeric]]
+        thr[numeric] = np.where(t < f_lo, -np.inf, np.where(t >= f_hi, np.inf, t))
+
+        # Categorical splits: prefix / suffix sets become numeric splits on the code.
+        swap = np.zeros(n, dtype=bool)
+        general = np.zeros(n, dtype=bool)
+        cat_sets: dict[int, frozenset[int]] = {}
+        membership = model.membership
+        for i in np.flatnonzero(categorical).tolist():
+            f = model.features[int(feat[i])]
+            size = len(f.values)
+            off = int(aux[i])
+            row = membership[off : off + size]
+            members = np.flatnonzero(row)
+            cat_sets[i] = frozenset(members.tolist())
+            k = len(members)
+            if members[-1] == k - 1:  # prefix {0..k-1}: left iff code <= k - 0.5
+                thr[i] = np.inf if k == size else k - 0.5
+            elif members[0] == size - k:  # suffix {size-k..size-1}: right iff code <= j - 0.5
+                thr[i] = size - k - 0.5
+                swap[i] = True
+            else:
+                general[i] = True
+                thr[i] = np.nan  # never used: the lookup overrides the comparison
+
+        first = np.where(swap, right, left)
+        second = np.where(swap, left, right)
+        self._aux = aux.astype(np.intp)
+        self._conf = np.ascontiguousarray(value)
+        self._membership = np.ascontiguousarray(membership, dtype=np.uint8)
+        vmax = np.array([max(len(f.values) - 1, 0) for f in model.features], dtype=np.float64)
+        self._catoff = np.where(general, aux, 0).astype(np.intp)
+        self._catmax = np.where(general, vmax[feat], 0.0)
+        depth = nodes["depth"]
+        self._general_at_depth = np.zeros(self.depth + 1, dtype=bool)
+        if general.any():
+            self._general_at_depth[np.unique(depth[general])] = True
+
+        if self.layout == "heap" or (self.layout == "auto" and self.depth <= HEAP_MAX_DEPTH):
+            # Heap layout: slot k's children are slots 2k and 2k+1 (root = slot 1); a leaf
+            # above the last level fills the slots below it, so the next state is 2k + went_right
+            # with no child gather.  2**(depth+1) slots, hence only for shallow trees.
+            levels = [np.zeros(1, dtype=np.intp)]
+            for _ in range(self.depth):
+                up = levels[-1]
+                levels.append(np.stack((first[up], second[up]), axis=1).ravel())
+            slot_node = np.concatenate([np.zeros(1, dtype=np.intp), *levels])
+            self._heap = True
+            self._state_node = slot_node
+        else:
+            # Child-table layout: state = 2 * node, next state = child2[state + went_right].
+            slot_node = np.repeat(np.arange(n, dtype=np.intp), 2)
+            child2 = np.empty(2 * n, dtype=np.intp)
+            child2[0::2] = 2 * first
+            child2[1::2] = 2 * second
+            self._heap = False
+            self._child2 = child2
+            self._state_node = slot_node
+        self._feat_s = feat[slot_node]
+        self._thr_s = thr[slot_node]
+        self._general_s = general[slot_node]
+        self._root_state = 1 if self._heap else 0
+        self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
+        self._root_children = (2, 3) if self._heap else (int(2 * first[0]), int(2 * second[0]))
+
+        # Pure-Python lists for the single-input walk.
+        py_kind = np.where(leaf, _LEAF, np.where(general, _CATEGORICAL, _NUMERIC))
+        self._py_kind = py_kind.tolist()
+        self._py_feat = feat.tolist()
+        self._py_thr = thr.tolist()
+        self._py_left = first.tolist()
+        self._py_right = second.tolist()
+        self._py_aux = self._aux.tolist()
+        self._py_conf = self._conf.tolist()
+        self._py_sets = {i: s for i, s in cat_sets.items() if general[i]}
+        self._py_catmax = {i: len(model.features[self._py_feat[i]].values) - 1 for i in cat_sets}
+
+    # ------------------------------------------------------------------ batch
+    def evaluate(self, X: np.ndarray) -> BatchResult:
+        """Evaluate an encoded float64 matrix of shape (n, n_features), row by row in batch.
+
+        Every value must be finite (an :class:`InputError` names the first that is not);
+        int features must be whole and categorical codes whole, as :mod:`.inputs` makes them.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise InputError(
+                f"expected an array of shape (n, {self.n_features}), got {tuple(X.shape)}"
+            )
+        n = X.shape[0]
+        leaves = np.empty(n, dtype=np.intp)
+        actions = np.empty(n, dtype=np.intp)
+        confidences = np.empty(n, dtype=np.float64)
+        if n == 0:
+            return BatchResult(actions, confidences, leaves)
+
+        F = self.n_features
+        C = min(self.chunk_rows, n)
+        rowoff_full = np.arange(C, dtype=np.intp) * F
+        bufs = _Buffers(C)
+        feat_s, thr_s = self._feat_s, self._thr_s
+        general_at = self._general_at_depth
+        heap = self._heap
+        child2 = None if heap else self._child2
+        root_f = int(feat_s[self._root_state])
+        root_t = float(thr_s[self._root_state])
+        root_l, root_r = self._root_children
+        first_step = 1 if self._root_simple else 0
+        finite = np.empty(C * F, dtype=bool)
+
+        for start in range(0, n, C):
+            m = min(C, n - start)
+            b = bufs if m == C else _Buffers(m)
+            rowoff = rowoff_full[:m]
+            block = X[start : start + m]
+            flat = block.reshape(-1)
+            if not np.isfinite(flat, out=finite[: m * F]).all():
+                self._raise_non_finite(block, start)
+            s, s_next, fi, xv, tv, go = b.s, b.s_next, b.fi, b.xv, b.tv, b.go
+
+            if first_step:  # the root's comparison straight on the column, no gathers
+                np.greater(block[:, root_f], root_t, out=go)
+                np.multiply(go, root_r - root_l, out=s)
+                np.add(s, root_l, out=s)
+            else:
+                s.fill(self._root_state)
+            for d in range(first_step, self.depth):
+                np.take(feat_s, s, out=fi, mode="clip")
+                np.add(fi, rowoff, out=fi)
+                np.take(flat, fi, out=xv, mode="clip")
+                np.take(thr_s, s, out=tv, mode="clip")
+                np.greater(xv, tv, out=go)
+                if general_at[d]:
+                    self._categorical_lookup(s, xv, go, b)
+                if heap:
+                    np.left_shift(s, 1, out=s)
+                    np.add(s, go, out=s)
+                else:
+                    np.add(s, go, out=s)
+                    np.take(child2, s, out=s_next, mode="clip")
+                    s, s_next = s_next, s
+
+            out_leaves = leaves[start : start + m]
+            np.take(self._state_node, s, out=out_leaves, mode="clip")
+            np.take(self._aux, out_leaves, out=actions[start : start + m], mode="clip")
+            np.take(self._conf, out_leaves, out=confidences[start : start + m], mode="clip")
+        return BatchResult(actions, confidences, leaves)
+
+    def _categorical_lookup(
+        self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, b: _Buffers
+    ) -> None:
+        """Overwrite ``go`` for the rows standing on a general categorical split."""
+        np.take(self._general_s, s, out=b.flag, mode="clip")
+        rows = np.flatnonzero(b.flag)
+        if rows.size == 0:
+            return
+        at = self._state_node[s[rows]]
+        codes = np.clip(xv[rows], 0.0, self._catmax[at])
+        index = self._catoff[at] + codes.astype(np.intp)
+        go[rows] = self._membership[index] == 0
+
+    def _raise_non_finite(self, block: np.ndarray, start: int) -> None:
+        bad = np.argwhere(~np.isfinite(block))[0]
+        row, col = int(bad[0]), int(bad[1])
+        name = self.model.features[col].name
+        raise InputError(f"row {start + row}: {name}: value {block[row, col]} is not finite")
+
+    # ------------------------------------------------------------------ single input
+    def evaluate_one(self, x: Sequence[float] | np.ndarray) -> Decision:
+        """Evaluate one encoded input (a sequence of n_features floats)."""
+        leaf = self._walk(x, None)
+        return Decision(self._py_aux[leaf], self._py_conf[leaf], leaf)
+
+    def path(self, x: Sequence[float] | np.ndarray) -> list[int]:
+        """Node indices from the root to the leaf that decides the encoded input *x*."""
+        visited: list[int] = []
+        self._walk(x, visited)
+        return visited
+
+    def _walk(self, x: Sequence[float] | np.ndarray, visited: list[int] | None) -> int:
+        xs = x.tolist() if isinstance(x, np.ndarray) else list(x)
+        if len(xs) != self.n_features:
+            raise InputError(f"expected {self.n_features} values, got {len(xs)}")
+        for j, v in enumerate(xs):
+            if not math.isfinite(v):
+                raise InputError(f"{self.model.features[j].name}: value {v} is not finite")
+        kinds, feats, thrs = self._py_kind, self._py_feat, self._py_thr
+        lefts, rights = self._py_left, self._py_right
+        i = 0
+        for _ in range(self.depth + 1):
+            if visited is not None:
+                visited.append(i)
+            k = kinds[i]
+            if k == _NUMERIC:
+                i = rights[i] if xs[feats[i]] > thrs[i] else lefts[i]
+            elif k == _LEAF:
+                return i
+            else:
+                code = min(max(xs[feats[i]], 0.0), self._py_catmax[i])
+                i = lefts[i] if int(code) in self._py_sets[i] else rights[i]
+        raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
+
+
+class _Buffers:
+    """Per-chunk work arrays, reused across chunks and steps."""
+
+    __slots__ = ("fi", "flag", "go", "s", "s_next", "tv", "xv")
+
+    def __init__(self, m: int) -> None:
+        self.s = np.empty(m, dtype=np.intp)
+        self.s_next = np.empty(m, dtype=np.intp)
+        self.fi = np.empty(m, dtype=np.intp)
+        self.xv = np.empty(m, dtype=np.float64)
+        self.tv = np.empty(m, dtype=np.float64)
+        self.go = np.empty(m, dtype=bool)
+        self.flag = np.empty(m, dtype=bool)

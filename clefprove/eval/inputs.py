@@ -1,0 +1,141 @@
+"""Input records (JSON objects) <-> encoded float64 vectors, per SPEC §2.
+
+A record maps feature names to JSON values.  Missing features take their default; numbers are
+clipped into ``[min, max]``; ``int`` features take whole numbers only (``3`` or ``3.0``, not
+``3.5``); ``bool`` features take ``true``/``false`` only; categorical features take one of their
+vocabulary strings.  A non-finite number, a value of the wrong type, an unknown categorical value
+or an unknown feature name is an :class:`~clefprove.errors.InputError`, never a silent guess.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from clefprove.errors import InputError
+from clefprove.model.types import Feature, FeatureType, Model
+
+
+def _describe(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool | np.bool_):
+        return "a boolean"
+    if isinstance(v, str):
+        return f"the string {v!r}"
+    if isinstance(v, list | tuple):
+        return "a list"
+    if isinstance(v, Mapping):
+        return "an object"
+    if isinstance(v, numbers.Number):
+        return f"the number {v!r}"
+    return f"a {type(v).__name__}"
+
+
+def _number(f: Feature, v: Any) -> float:
+    """Validate and clip a value for a numeric (int or float) feature."""
+    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+        raise InputError(f"{f.name}: expected a number, got {_describe(v)}")
+    if isinstance(v, numbers.Integral):
+        iv = int(v)
+        # Compare exactly before converting: a huge int is finite and simply clips.
+        if iv <= f.min:
+            return f.min
+        if iv >= f.max:
+            return f.max
+        return float(iv)
+    x = float(v)
+    if not math.isfinite(x):
+        raise InputError(f"{f.name}: {x} is not a finite number")
+    if f.type is FeatureType.INT and not x.is_integer():
+        raise InputError(f"{f.name}: an int feature takes whole numbers, not {v!r}")
+    return min(max(x, f.min), f.max)
+
+
+def encode_value(f: Feature, v: Any) -> float:
+    """The encoded float64 of one JSON value *v* for feature *f* (clipped into its domain)."""
+    if f.type is FeatureType.BOOL:
+        if not isinstance(v, bool | np.bool_):
+            raise InputError(f"{f.name}: expected true or false, got {_describe(v)}")
+        return 1.0 if v else 0.0
+    if f.type is FeatureType.CATEGORICAL:
+        if not isinstance(v, str):
+            raise InputError(f"{f.name}: expected one of {_vocab(f)}, got {_describe(v)}")
+        try:
+            return float(f.values.index(v))
+        except ValueError:
+            raise InputError(
+                f"{f.name}: unknown value {v!r} (expected one of {_vocab(f)})"
+            ) from None
+    return _number(f, v)
+
+
+def _vocab(f: Feature) -> str:
+    shown = ", ".join(repr(v) for v in f.values[:12])
+    return "{" + shown + (", ..." if len(f.values) > 12 else "") + "}"
+
+
+class RecordEncoder:
+    """Encodes records for one model; reusable (it caches the name -> index table)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.features = model.features
+        self.index = {f.name: i for i, f in enumerate(model.features)}
+        self.defaults = np.array([f.default for f in model.features], dtype=np.float64)
+
+    def encode_into(self, record: Any, out: np.ndarray) -> None:
+        """Encode *record* into the float64 row *out* (raises :class:`InputError`)."""
+        if not isinstance(record, Mapping):
+            raise InputError(f"an input must be a JSON object, got {_describe(record)}")
+        out[:] = self.defaults
+        features, index = self.features, self.index
+        for name, v in record.items():
+            i = index.get(name) if isinstance(name, str) else None
+            if i is None:
+                raise InputError(self._unknown(name))
+            out[i] = encode_value(features[i], v)
+
+    def encode(self, record: Any) -> np.ndarray:
+        out = np.empty(len(self.features), dtype=np.float64)
+        self.encode_into(record, out)
+        return out
+
+    def _unknown(self, name: Any) -> str:
+        msg = f"unknown feature {name!r}"
+        if isinstance(name, str):
+            close = difflib.get_close_matches(name, list(self.index), n=1)
+            if close:
+                msg += f"; did you mean {close[0]!r}?"
+        return msg
+
+
+def encode_record(model: Model, record: Mapping[str, Any]) -> np.ndarray:
+    """Encode one input record into a float64 vector (defaults filled, values clipped)."""
+    return RecordEncoder(model).encode(record)
+
+
+def encode_records(model: Model, records: Iterable[Mapping[str, Any]]) -> np.ndarray:
+    """Encode records into an (n, n_features) float64 matrix; errors name the record index."""
+    enc = RecordEncoder(model)
+    rows = list(records)
+    out = np.empty((len(rows), len(model.features)), dtype=np.float64)
+    for i, rec in enumerate(rows):
+        try:
+            enc.encode_into(rec, out[i])
+        except InputError as exc:
+            raise InputError(f"record {i}: {exc}") from None
+    return out
+
+
+def decode_input(model: Model, x: Iterable[float]) -> dict[str, Any]:
+    """The JSON-ready record of an encoded input (int, float, bool or string per feature)."""
+    values = x.tolist() if isinstance(x, np.ndarray) else list(x)
+    if len(values) != len(model.features):
+        raise InputError(f"expected {len(model.features)} values, got {len(values)}")
+    return {f.name: f.decode(v) for f, v in zip(model.features, values, strict=True)}
