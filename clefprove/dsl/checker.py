@@ -164,8 +164,18 @@ def _kind(feature: Feature) -> str:
 class Checker:
     """Checks the parsed files of one run against *model*."""
 
-    def __init__(self, model: Model, sources: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        sources: Mapping[str, str] | None = None,
+        broken: Mapping[str, frozenset[str]] | None = None,
+        broken_severity: bool = False,
+    ) -> None:
         self.model = model
+        # items that did not parse: their uses are not reported again as unknown names
+        self.broken = dict(broken or {})
+        self.broken_here: frozenset[str] = frozenset()
+        self.severity_declared = broken_severity
         self.features = {f.name: i for i, f in enumerate(model.features)}
         self.actions = {a: i for i, a in enumerate(model.actions)}
         self.sources = {f: t.split("\n") for f, t in (sources or {}).items()}
@@ -188,7 +198,7 @@ class Checker:
     # ------------------------------------------------------------------ program
 
     def check(self, programs: Sequence[ast.Program]) -> ck.CheckedProgram:
-        """Check every file; raises :class:`DslError` listing every mistake found."""
+        """Check every file; the mistakes found are left in :attr:`diagnostics`."""
         self._severity(programs)
         invariants: list[ck.CheckedInvariant] = []
         seen: dict[str, ast.Pos] = {}
@@ -211,8 +221,6 @@ class Checker:
                     result = self._invariant(item)
                     if result is not None:
                         invariants.append(result)
-        if self.diagnostics:
-            raise DslError(self.diagnostics)
         return ck.CheckedProgram(tuple(invariants), self.severity)
 
     def _severity(self, programs: Sequence[ast.Program]) -> None:
@@ -221,6 +229,7 @@ class Checker:
             for item in program.items:
                 if not isinstance(item, ast.Severity):
                     continue
+                self.severity_declared = True
                 order = self._severity_order(item)
                 if order is None:
                     continue
@@ -256,6 +265,7 @@ class Checker:
         return tuple(order)
 
     def _enter_file(self, program: ast.Program) -> None:
+        self.broken_here = self.broken.get(program.file, frozenset())
         self.lets = {}
         self.let_values = {}
         for item in program.items:
@@ -369,6 +379,8 @@ class Checker:
                     "categorical (use independent(...))",
                 )
             if self.severity is None:
+                if self.severity_declared:
+                    raise _Reported()  # the severity line's own mistake is reported
                 raise self.error(
                     call.pos, "monotone(...) needs a severity line that orders every action"
                 )
@@ -539,6 +551,8 @@ class Checker:
             return _Num(((index, Fraction(1)),), Fraction(0))
         if name in self.actions:
             return _ActionName(self.actions[name])
+        if name in self.broken_here:
+            raise _Reported()  # a let that did not parse: its syntax error is reported
         if action_context:
             raise self._unknown_action(expr.pos, name)
         pools = [
@@ -581,6 +595,10 @@ class Checker:
                 return f"action name '{self.model.actions[a]}'"
             case _Cond():
                 return "a condition"
+            case _Num(coeffs, const) if not coeffs:
+                return f"the number {_show(const)}"
+            case _Num():
+                return "a number"
         return "this"  # pragma: no cover
 
     def _product(self, expr: ast.Expr, factors: Sequence[ast.Expr]) -> _Num:
@@ -671,6 +689,8 @@ class Checker:
             atom = ck.ActionIn(frozenset({target}))
             return atom if op == "==" else ck.Not(atom)
         if self.severity is None:
+            if self.severity_declared:
+                raise _Reported()  # the severity line's own mistake is reported
             raise self.error(
                 rx.pos,
                 f"'action {op} {self.model.actions[target]}' needs a "
@@ -752,5 +772,12 @@ def _show(q: Fraction) -> str:
 def check_programs(
     programs: Sequence[ast.Program], model: Model, sources: Mapping[str, str] | None = None
 ) -> ck.CheckedProgram:
-    """Type-check parsed files against *model* (*sources* maps file -> text, for carets)."""
-    return Checker(model, sources).check(programs)
+    """Type-check parsed files against *model* (*sources* maps file -> text, for carets).
+
+    Raises :class:`DslError` listing every mistake found.
+    """
+    checker = Checker(model, sources)
+    result = checker.check(programs)
+    if checker.diagnostics:
+        raise DslError(checker.diagnostics)
+    return result

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from clefprove.dsl.ast import Program
 from clefprove.dsl.checked import CheckedProgram
-from clefprove.dsl.checker import check_programs
+from clefprove.dsl.checker import Checker
 from clefprove.dsl.errors import Diagnostic, DslError
-from clefprove.dsl.parser import parse_program
+from clefprove.dsl.parser import parse_partial
 from clefprove.errors import ClefproveError
 from clefprove.model.types import Model
 
@@ -83,29 +83,75 @@ def decode(data: bytes, file: str) -> str:
 
 
 def parse_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Program], dict[str, str]]:
-    """Parse every file named by *paths* (syntax only), collecting every file's errors."""
-    programs: list[Program] = []
-    sources: dict[str, str] = {}
-    diagnostics: list[Diagnostic] = []
-    for path in expand_paths(paths):
-        name = str(path)
-        try:
-            text = read_text(path)
-            sources[name] = text
-            programs.append(parse_program(text, name))
-        except DslError as exc:
-            diagnostics.extend(exc.diagnostics)
+    """Parse every file named by *paths* (syntax only), raising every file's syntax errors."""
+    programs, sources, _, _, diagnostics = _parse_all(paths)
     if diagnostics:
         raise DslError(diagnostics)
     return programs, sources
 
 
+def _parse_all(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[list[Program], dict[str, str], dict[str, frozenset[str]], bool, list[Diagnostic]]:
+    programs: list[Program] = []
+    sources: dict[str, str] = {}
+    broken: dict[str, frozenset[str]] = {}
+    broken_severity = False
+    diagnostics: list[Diagnostic] = []
+    for path in expand_paths(paths):
+        name = str(path)
+        try:
+            text = read_text(path)
+        except DslError as exc:
+            diagnostics.extend(exc.diagnostics)
+            continue
+        sources[name] = text
+        result = parse_partial(text, name)
+        programs.append(result.program)
+        diagnostics.extend(result.diagnostics)
+        broken[name] = result.broken
+        broken_severity = broken_severity or result.broken_severity
+    return programs, sources, broken, broken_severity, diagnostics
+
+
+def _check(
+    programs: list[Program],
+    sources: dict[str, str],
+    broken: dict[str, frozenset[str]],
+    broken_severity: bool,
+    syntax: list[Diagnostic],
+    model: Model,
+) -> CheckedProgram:
+    checker = Checker(model, sources, broken, broken_severity)
+    result = checker.check(programs)
+    if syntax or checker.diagnostics:
+        order = {name: i for i, name in enumerate(sources)}
+        everything = sorted(
+            [*syntax, *checker.diagnostics],
+            key=lambda d: (order.get(d.file, len(order)), d.line, d.column),
+        )
+        raise DslError(everything)
+    return result
+
+
 def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> CheckedProgram:
-    """Parse and type-check the invariant files *paths* (files or directories) against *model*."""
-    programs, sources = parse_files(paths)
-    return check_programs(programs, model, sources)
+    """Parse and type-check the invariant files *paths* (files or directories) against *model*.
+
+    Raises :class:`DslError` with every syntax and type error of every file (the items that
+    parse are type-checked even when others do not), or :class:`ClefproveError` for a path
+    that does not exist or cannot be read.
+    """
+    return _check(*_parse_all(paths), model)
 
 
 def parse_text(text: str, model: Model, file: str = "<string>") -> CheckedProgram:
     """Parse and type-check the text of one invariant file against *model*."""
-    return check_programs([parse_program(text, file)], model, {file: text})
+    result = parse_partial(text, file)
+    return _check(
+        [result.program],
+        {file: text},
+        {file: result.broken},
+        result.broken_severity,
+        list(result.diagnostics),
+        model,
+    )

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from importlib import resources
@@ -71,11 +72,34 @@ def lark_parser() -> Lark:
     )
 
 
+@dataclass(frozen=True)
+class ParseResult:
+    """A file parsed as far as possible: the items that parsed, and the mistakes.
+
+    *broken* names the ``let`` and ``invariant`` items that did not parse (so that the checker
+    does not report their uses as unknown names); *broken_severity* says a ``severity`` line did
+    not parse.
+    """
+
+    program: ast.Program
+    diagnostics: tuple[Diagnostic, ...]
+    broken: frozenset[str] = frozenset()
+    broken_severity: bool = False
+
+
 def parse_program(text: str, file: str = "<string>") -> ast.Program:
     """Parse the text of one invariant file (syntax only; no model needed).
 
     Raises :class:`DslError` with every syntax error found.
     """
+    result = parse_partial(text, file)
+    if result.diagnostics:
+        raise DslError(result.diagnostics)
+    return result.program
+
+
+def parse_partial(text: str, file: str = "<string>") -> ParseResult:
+    """Parse what parses; the syntax errors come back as data (sorted by position)."""
     return _FileParser(text, file).run()
 
 
@@ -114,6 +138,13 @@ _OPERATORS = {
     "IMPLIES",
     "IN",
     "NOT",
+}
+_OPERATOR_HINTS = {
+    "&&": "; write 'and'",
+    "&": "; write 'and'",
+    "||": "; write 'or'",
+    "|": "; write 'or'",
+    "!": "; write 'not'",
 }
 _PUNCTUATION = {"RPAR", "RSQB", "RBRACE", "COMMA", "$END"}
 
@@ -155,7 +186,7 @@ class _FileParser:
     def error_at(self, tok: Token, message: str) -> None:
         self.error(tok.line or 0, tok.column or 0, message)
 
-    def run(self) -> ast.Program:
+    def run(self) -> ParseResult:
         tokens: list[Token] = []
         comments: list[ast.Comment] = []
         for tok in lark_parser().lex(self.text, dont_ignore=True):
@@ -166,21 +197,27 @@ class _FileParser:
                 continue
             tokens.append(tok)
         items: list[ast.Item] = []
+        broken: set[str] = set()
+        broken_severity = False
         chunks = list(self._chunks(tokens))
         for i, chunk in enumerate(chunks):
             following = chunks[i + 1][0] if i + 1 < len(chunks) else None
             item = self._parse_item(chunk, following)
             if item is not None:
                 items.append(item)
-        if self.diagnostics:
-            raise DslError(sorted(self.diagnostics, key=lambda d: (d.line, d.column)))
+            elif chunk[0].type == "SEVERITY":
+                broken_severity = True
+            elif len(chunk) > 1 and chunk[1].type == "NAME":
+                broken.add(str(chunk[1]))
         blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
         starts: dict[int, int] = {}
         for tok in tokens:
             starts.setdefault(tok.line, tok.column)
-        return ast.Program(
+        program = ast.Program(
             self.file, tuple(items), tuple(comments), blank, tuple(sorted(starts.items()))
         )
+        diagnostics = tuple(sorted(self.diagnostics, key=lambda d: (d.line, d.column)))
+        return ParseResult(program, diagnostics, frozenset(broken), broken_severity)
 
     @staticmethod
     def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:
@@ -207,13 +244,23 @@ class _FileParser:
                 first, f"unexpected {_describe(first)}; expected 'severity', 'let' or 'invariant'"
             )
             return False
+        previous: Token | None = None
         for tok in chunk:
             if tok.type == "BAD_CHAR":
-                self.error_at(tok, f"unexpected character {_describe(tok)}")
+                if not (
+                    previous is not None
+                    and previous.type == "BAD_CHAR"
+                    and previous.end_pos == tok.start_pos
+                ):
+                    self._bad_chars(chunk, tok)
+                ok = False
+            elif tok.type == "SINGLE_QUOTED":
+                self.error_at(tok, "strings are written in double quotes")
                 ok = False
             elif tok.type == "UNTERMINATED_STRING":
                 self.error_at(tok, "unterminated string")
                 ok = False
+            previous = tok
         if not ok:
             return False
         stack: list[Token] = []
@@ -246,6 +293,19 @@ class _FileParser:
             return False
         return True
 
+    def _bad_chars(self, chunk: list[Token], first: Token) -> None:
+        """One message for a run of characters that no token starts with."""
+        run = str(first)
+        end = first.end_pos
+        for tok in chunk[chunk.index(first) + 1 :]:
+            if tok.type != "BAD_CHAR" or tok.start_pos != end:
+                break
+            run += str(tok)
+            end = tok.end_pos
+        hint = _OPERATOR_HINTS.get(run, "")
+        what = "character" if len(run) == 1 else "characters"
+        self.error_at(first, f"unexpected {what} '{run}'{hint}")
+
     @staticmethod
     def _acceptable(chunk: list[Token], bad: Token) -> set[str]:
         """The terminals that the parser really accepts just before *bad* (for the message)."""
@@ -273,6 +333,8 @@ class _FileParser:
                 tok = Token("$END", "", line=chunk[-1].end_line, column=chunk[-1].end_column)
             expected = _expected(sorted(self._acceptable(chunk, exc.token) or exc.expected))
             hint = f"; expected {expected}" if expected else ""
+            if tok.type == "EQUAL":
+                hint = "; write '==' to compare"
             shown = "end of file" if tok.type == "$END" and following is None else None
             self.error_at(tok, f"unexpected {shown or _describe(tok)}{hint}")
             return None
