@@ -1,0 +1,477 @@
+"""What the importers share: exact split conditions, the intermediate tree, feature specs.
+
+Every importer reads its library's file into an intermediate tree of :class:`Split` and
+:class:`Leaf` nodes whose splits are already in clefprove's form (``x <= cut`` goes left, over
+float64 inputs), then :func:`build_model` turns it into a SPEC §2 JSON source and compiles it
+with :func:`~clefprove.model.source.compile_source`, so validation is the same as for JSON.
+
+A library's comparison (``float32(x) < t``, ``x == t``, ...) is turned into the set of float64
+inputs that take its *true* branch.  For the six comparison modes that set is always an
+interval ``(lo, hi]`` of the float64 line or its complement (see :class:`Interval`), which one
+or two ``x <= cut`` splits express exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clefprove.errors import ImportModelError, ModelSourceError
+from clefprove.model.sklearn import float32_threshold, whole_threshold
+from clefprove.model.types import MAX_TREE_DEPTH, Feature, FeatureType, Model
+
+F64_MAX = float(np.finfo(np.float64).max)
+INF = math.inf
+
+#: Bounds of a feature that the model file does not bound: every finite float64.
+WIDE_MIN, WIDE_MAX = -F64_MAX, F64_MAX
+
+#: Most nodes an imported tree may expand to (``==`` splits duplicate a subtree).
+MAX_IMPORT_NODES = 1_000_000
+
+#: Largest input file an importer reads (model files of single trees are small).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ")
+
+
+# --------------------------------------------------------------------------- conditions
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The float64 inputs that take a split's *true* branch: ``lo < x <= hi``, or the
+    complement of that when ``negate``.  ``lo = -inf`` means no lower bound, ``hi = +inf`` no
+    upper bound; an empty interval (``hi <= lo``) means no input at all."""
+
+    lo: float
+    hi: float
+    negate: bool = False
+
+
+NEVER = Interval(0.0, 0.0)
+ALWAYS = Interval(0.0, 0.0, negate=True)
+
+
+def _norm(cut: float) -> float:
+    """A cut ``x <= c``: at or beyond the largest float64 it holds for every finite input."""
+    return INF if cut >= F64_MAX else cut
+
+
+def f32_leq_cut(t: float) -> float:
+    """The cut ``c`` with ``float32(x) <= t  <=>  x <= c`` for every finite float64 ``x``."""
+    return _norm(float32_threshold(t))
+
+
+def f32_lt_cut(t32: float) -> float:
+    """The cut ``c`` with ``float32(x) < t32  <=>  x <= c``, for a float32 value ``t32``."""
+    if t32 == -INF:
+        return -INF
+    below = np.nextafter(np.float32(t32), np.float32(-np.inf))
+    return _norm(float32_threshold(float(below)))
+
+
+def f64_leq_cut(t: float) -> float:
+    return _norm(t)
+
+
+def f64_lt_cut(t: float) -> float:
+    return -INF if t == -INF else _norm(math.nextafter(t, -INF))
+
+
+def condition(mode: str, t: float, leq: Callable[[float], float], lt: Callable[[float], float]):
+    """The :class:`Interval` of inputs for which ``cmp(x) MODE t`` is true.
+
+    *leq* and *lt* give the cuts of ``cmp(x) <= t`` and ``cmp(x) < t`` (``cmp`` is how the
+    library sees the input: float32 rounding, or none).  A NaN threshold compares false.
+    """
+    if math.isnan(t):
+        return ALWAYS if mode == "BRANCH_NEQ" else NEVER
+    if mode == "BRANCH_LEQ":
+        return Interval(-INF, leq(t))
+    if mode == "BRANCH_LT":
+        return Interval(-INF, lt(t))
+    if mode == "BRANCH_GT":
+        return Interval(-INF, leq(t), negate=True)
+    if mode == "BRANCH_GTE":
+        return Interval(-INF, lt(t), negate=True)
+    if mode == "BRANCH_EQ":
+        return Interval(lt(t), leq(t))
+    if mode == "BRANCH_NEQ":
+        return Interval(lt(t), leq(t), negate=True)
+    raise ImportModelError(f"unknown split mode {mode!r}")
+
+
+def float32_condition(mode: str, t: float) -> Interval:
+    """``float32(x) MODE float32(t)`` (ONNX float inputs, XGBoost): exact float64 interval."""
+    with np.errstate(over="ignore"):
+        t32 = float(np.float32(t))  # round to nearest, overflow to +-inf, NaN stays NaN
+    return condition(mode, t32, f32_leq_cut, f32_lt_cut)
+
+
+def float64_condition(mode: str, t: float) -> Interval:
+    """``x MODE t`` compared in float64."""
+    return condition(mode, float(t), f64_leq_cut, f64_lt_cut)
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+@dataclass(frozen=True, eq=False)
+class Leaf:
+    action: int
+    confidence: float
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """``x[feature] <= cut`` goes left (float64); cut may be +-inf (then one side is empty)."""
+
+    feature: int
+    cut: float
+    left: Tree
+    right: Tree
+
+
+@dataclass(frozen=True, eq=False)
+class SetSplit:
+    """A categorical split: the codes in ``codes`` go left."""
+
+    feature: int
+    codes: frozenset[int]
+    left: Tree
+    right: Tree
+
+
+Tree = Leaf | Split | SetSplit
+
+
+def interval_split(feature: int, cond: Interval, true: Tree, false: Tree) -> Tree:
+    """The tree that sends *cond*'s inputs to *true* and the others to *false*."""
+    inside, outside = (false, true) if cond.negate else (true, false)
+    lo, hi = cond.lo, cond.hi
+    if hi == -INF or lo >= hi:
+        return outside
+    if lo == -INF and hi == INF:
+        return inside
+    if lo == -INF:
+        return Split(feature, hi, inside, outside)
+    if hi == INF:
+        return Split(feature, lo, outside, inside)
+    return Split(feature, lo, outside, Split(feature, hi, inside, outside))
+
+
+def walk(
+    root: int,
+    children: Callable[[int], tuple[int, int] | None],
+    make: Callable[[int, Tree | None, Tree | None], Tree],
+    what: str = "node",
+) -> Tree:
+    """Build the tree below node *root* of a library's node table, bottom-up, without recursion.
+
+    *children(i)* gives (first, second) child indices or None for a leaf; *make(i, a, b)* builds
+    node *i* from its children's trees (None, None for a leaf).  Cycles and absurd depths in a
+    crafted file are errors; a node reached twice is converted once (and counted twice).
+    """
+    done: dict[int, Tree] = {}
+    limit = 4 * MAX_TREE_DEPTH
+    stack: list[tuple[int, int]] = [(root, 0)]
+    on_path: set[int] = set()
+    while stack:
+        i, depth = stack[-1]
+        if i in done:
+            stack.pop()
+            continue
+        kids = children(i)
+        if kids is None:
+            done[i] = make(i, None, None)
+            stack.pop()
+            continue
+        pending = [k for k in kids if k not in done]
+        if not pending:
+            done[i] = make(i, done[kids[0]], done[kids[1]])
+            on_path.discard(i)
+            stack.pop()
+            continue
+        if i in on_path:
+            raise ImportModelError(f"{what} {i}: the tree has a cycle")
+        on_path.add(i)
+        if depth >= limit:
+            raise ImportModelError(f"{what} {i}: the tree is deeper than {limit}")
+        for k in pending:
+            if k in on_path:
+                raise ImportModelError(f"{what} {i}: the tree has a cycle")
+            stack.append((k, depth + 1))
+    return done[root]
+
+
+def _size(tree: Tree) -> int:
+    """Number of nodes of *tree* once shared subtrees are written out in full."""
+    sizes: dict[int, int] = {}
+    stack: list[Tree] = [tree]
+    while stack:
+        t = stack[-1]
+        if id(t) in sizes:
+            stack.pop()
+            continue
+        if isinstance(t, Leaf):
+            sizes[id(t)] = 1
+            stack.pop()
+            continue
+        pending = [c for c in (t.left, t.right) if id(c) not in sizes]
+        if pending:
+            stack.extend(pending)
+            continue
+        sizes[id(t)] = 1 + sizes[id(t.left)] + sizes[id(t.right)]
+        stack.pop()
+    return sizes[id(tree)]
+
+
+# --------------------------------------------------------------------------- to JSON
+
+
+def _split_json(f: Feature, t: Split) -> dict[str, Any] | str:
+    """The JSON split for ``x <= cut`` on *f*, or 'left'/'right' when one side is empty."""
+    cut = t.cut
+    if cut == INF:
+        return "left"
+    if cut == -INF:
+        return "right"
+    if f.type is FeatureType.FLOAT:
+        return {"feature": f.name, "threshold": cut}
+    if f.type is FeatureType.INT:
+        return {"feature": f.name, "threshold": whole_threshold(cut)}
+    if f.type is FeatureType.BOOL:
+        at0, at1 = cut >= 0.0, cut >= 1.0
+        if at0 == at1:
+            return "left" if at0 else "right"
+        return {"feature": f.name, "threshold": 0.5}
+    members = [v for code, v in enumerate(f.values) if code <= cut]
+    if not members:
+        return "right"
+    if len(members) == len(f.values):
+        return "left"
+    return {"feature": f.name, "in": members}
+
+
+def _set_json(f: Feature, t: SetSplit) -> dict[str, Any] | str:
+    if f.type is not FeatureType.CATEGORICAL:  # pragma: no cover - importers check first
+        raise ImportModelError(f"feature '{f.name}' has a categorical split but is {f.type}")
+    members = [v for code, v in enumerate(f.values) if code in t.codes]
+    if not members:
+        return "right"
+    if len(members) == len(f.values):
+        return "left"
+    return {"feature": f.name, "in": members}
+
+
+def to_json(tree: Tree, features: Sequence[Feature], actions: Sequence[str]) -> dict[str, Any]:
+    """The SPEC §2 JSON tree of *tree*; splits one side of which is empty are dropped."""
+    n = _size(tree)
+    if n > MAX_IMPORT_NODES:
+        raise ImportModelError(
+            f"the converted tree would have {n} nodes (limit {MAX_IMPORT_NODES}): "
+            "too many ==/!= splits duplicate their subtrees"
+        )
+    root: dict[str, Any] = {}
+    stack: list[tuple[Tree, dict[str, Any]]] = [(tree, root)]
+    while stack:
+        t, out = stack.pop()
+        while not isinstance(t, Leaf):
+            f = features[t.feature]
+            js = _split_json(f, t) if isinstance(t, Split) else _set_json(f, t)
+            if js == "left":
+                t = t.left
+            elif js == "right":
+                t = t.right
+            else:
+                out.update(js)  # type: ignore[arg-type]
+                out["left"], out["right"] = {}, {}
+                stack.append((t.right, out["right"]))
+                stack.append((t.left, out["left"]))
+                break
+        else:
+            out["action"] = actions[t.action]
+            out["confidence"] = t.confidence
+    return root
+
+
+# --------------------------------------------------------------------------- features, actions
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """The ``--features`` file: declarations in column order, actions in class order."""
+
+    features: list[dict[str, Any]] | None
+    actions: list[str] | None
+    name: str | None
+    version: str | None
+    description: str | None = None
+
+
+_SPEC_KEYS = {"features", "actions", "name", "version", "description"}
+
+
+def read_feature_spec(path: str | os.PathLike[str]) -> FeatureSpec:
+    """Read and shape-check a ``--features`` JSON file (declarations are validated later)."""
+    from clefprove.model.source import read_json
+
+    try:
+        obj = read_json(path)
+    except ModelSourceError as exc:
+        raise ImportModelError(str(exc)) from None
+    if not isinstance(obj, dict):
+        raise ImportModelError(f"{path}: a features spec must be a JSON object")
+    unknown = sorted(set(obj) - _SPEC_KEYS)
+    if unknown:
+        raise ImportModelError(
+            f"{path}: unknown key '{unknown[0]}' (expected features, actions, name, version)"
+        )
+    feats, actions = obj.get("features"), obj.get("actions")
+    if feats is not None and (not isinstance(feats, list) or not feats):
+        raise ImportModelError(f"{path}: 'features' must be a non-empty list of declarations")
+    if actions is not None and (
+        not isinstance(actions, list) or not actions or not all(isinstance(a, str) for a in actions)
+    ):
+        raise ImportModelError(f"{path}: 'actions' must be a non-empty list of action names")
+    for key in ("name", "version", "description"):
+        if key in obj and not isinstance(obj[key], str):
+            raise ImportModelError(f"{path}: '{key}' must be a string")
+    return FeatureSpec(feats, actions, obj.get("name"), obj.get("version"), obj.get("description"))
+
+
+def wide_float(name: str) -> dict[str, Any]:
+    """A float feature over every finite float64 (no bounds known)."""
+    return {"name": name, "type": "float", "min": WIDE_MIN, "max": WIDE_MAX, "default": 0.0}
+
+
+def resolve_features(
+    spec: FeatureSpec | None,
+    n_columns: int,
+    derived: Callable[[], list[dict[str, Any]]],
+    model_names: Sequence[str] | None = None,
+) -> tuple[list[dict[str, Any]], tuple[Feature, ...]]:
+    """Declarations for the model's *n_columns* inputs: the spec's, else *derived()*."""
+    from clefprove.model.source import parse_features
+
+    if spec is not None and spec.features is not None:
+        feats = [dict(f) if isinstance(f, dict) else f for f in spec.features]
+        if len(feats) != n_columns:
+            raise ImportModelError(
+                f"the model reads {n_columns} input columns but the features spec declares "
+                f"{len(feats)}"
+            )
+        if model_names:
+            declared = [f.get("name") if isinstance(f, dict) else None for f in feats]
+            if list(model_names) != declared:
+                raise ImportModelError(
+                    "declared feature names do not match the model's feature names "
+                    f"{list(model_names)}"
+                )
+    else:
+        feats = derived()
+    try:
+        parsed = parse_features(feats)
+    except ModelSourceError as exc:
+        hint = "" if spec is not None and spec.features else " (declare them with --features)"
+        raise ImportModelError(f"{exc}{hint}") from None
+    return feats, parsed
+
+
+def check_name(name: str, what: str) -> str:
+    if not name.isidentifier():
+        raise ImportModelError(
+            f"{what} {name!r} is not a valid feature name (letters, digits, _): "
+            "declare the features with --features"
+        )
+    return name
+
+
+def label_action(label: Any, index: int) -> str:
+    """The default action name of a class label: itself when it is an identifier."""
+    if isinstance(label, str) and label.isidentifier():
+        return label
+    if isinstance(label, int | np.integer):
+        return f"class_{int(label)}" if label >= 0 else f"class_m{-int(label)}"
+    return f"class_{index}"
+
+
+def resolve_actions(spec: FeatureSpec | None, labels: Sequence[Any]) -> list[str]:
+    """Action names in class order: the spec's, else derived from the class labels."""
+    if spec is not None and spec.actions is not None:
+        if len(spec.actions) != len(labels):
+            raise ImportModelError(
+                f"the model has {len(labels)} classes but the features spec names "
+                f"{len(spec.actions)} actions"
+            )
+        return list(spec.actions)
+    names = [label_action(lab, i) for i, lab in enumerate(labels)]
+    if len(set(names)) != len(names):
+        names = [f"class_{i}" for i in range(len(labels))]
+    return names
+
+
+def file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a model file; every failure is a one-line :class:`ImportModelError`."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise ImportModelError(f"{path}: is a directory, not a model file")
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ImportModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ImportModelError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    if not data:
+        raise ImportModelError(f"{path}: the file is empty")
+    return data
+
+
+def build_model(
+    tree: Tree,
+    features_json: list[dict[str, Any]],
+    features: tuple[Feature, ...],
+    actions: list[str],
+    spec: FeatureSpec | None,
+    default_name: str,
+    origin: dict[str, Any],
+) -> Model:
+    """Compile the imported tree through :func:`compile_source` (shared validation)."""
+    from clefprove.model.source import compile_source
+
+    source: dict[str, Any] = {
+        "name": (spec.name if spec and spec.name else default_name),
+        "version": (spec.version if spec and spec.version else "0.0.0"),
+        "features": features_json,
+        "actions": actions,
+        "tree": to_json(tree, features, actions),
+        "metadata": {"imported_from": origin},
+    }
+    if spec is not None and spec.description:
+        source["description"] = spec.description
+    try:
+        return compile_source(source, origin=f"<{origin.get('format', 'import')}>")
+    except ModelSourceError as exc:
+        raise ImportModelError(f"the converted model is invalid: {exc}") from None
+
+
+def model_name(path: str | os.PathLike[str]) -> str:
+    return Path(path).stem or "model"
+
+
+def dumps_compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))

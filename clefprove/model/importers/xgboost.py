@@ -1,0 +1,339 @@
+"""Import a single-tree XGBoost ``binary:logistic`` model from its JSON or UBJSON file.
+
+Read ``booster.save_model("m.json")`` (or ``"m.ubj"``) output; nothing is unpickled, and the
+``xgboost`` package is not needed.  Semantics (docs/importers.md):
+
+* XGBoost stores its input as float32 and goes left ("yes") when ``float32(x) < t`` with a
+  float32 ``t``; each such split becomes the exact float64 split ``x <= cut``;
+* a categorical split sends the categories in its set to the *right*;
+* missing values never occur in clefprove inputs, so ``default_left`` is irrelevant;
+* a leaf's margin is ``float32(base_margin + leaf)`` with ``base_margin = logit(base_score)``;
+  ``p = 1 / (1 + exp(-margin))`` in float32 and the class is 1 iff ``p > 0.5`` (as
+  ``XGBClassifier.predict``); the confidence is ``p`` for class 1 and ``1 - p`` for class 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from typing import Any, ClassVar
+
+import numpy as np
+
+from clefprove.errors import ImportModelError
+from clefprove.model.importers.common import (
+    FeatureSpec,
+    Leaf,
+    SetSplit,
+    Tree,
+    build_model,
+    check_name,
+    file_digest,
+    float32_condition,
+    interval_split,
+    model_name,
+    read_file,
+    resolve_actions,
+    resolve_features,
+    walk,
+    wide_float,
+)
+from clefprove.model.types import MAX_VOCABULARY, FeatureType, Model
+
+_SUPPORTED = ("binary:logistic",)
+
+
+def import_xgboost(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
+    """Convert the single-tree XGBoost model saved as JSON or UBJSON in *path*."""
+    data = read_file(path)
+    doc = _decode(data, path)
+    try:
+        return _convert(doc, spec, path, data)
+    except ImportModelError as exc:
+        raise ImportModelError(f"{path}: {exc}") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise ImportModelError(f"{path}: malformed XGBoost model ({_why(exc)})") from None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]!r}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _decode(data: bytes, path: Any) -> Any:
+    head = data.lstrip()[:1]
+    if head == b"{" and data.lstrip()[1:2] in (b'"', b" ", b"\n", b"\r", b"\t", b"}"):
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise ImportModelError(f"{path}: not an XGBoost JSON model ({_why(exc)})") from None
+    if head == b"{":
+        try:
+            value, _ = _Ubj(data).value(0)
+        except (IndexError, struct.error, ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise ImportModelError(f"{path}: not an XGBoost UBJSON model ({_why(exc)})") from None
+        return value
+    if data[:2] == b"\x80\x04" or data[:1] == b"\x80":
+        raise ImportModelError(
+            f"{path}: looks like a pickle; clefprove never unpickles files: save the booster "
+            "with booster.save_model('model.json')"
+        )
+    raise ImportModelError(
+        f"{path}: not an XGBoost JSON or UBJSON model (save it with booster.save_model)"
+    )
+
+
+class _Ubj:
+    """A minimal UBJSON reader for XGBoost's ``.ubj`` files (objects, arrays, typed arrays)."""
+
+    _FMT: ClassVar[dict[bytes, str]] = {
+        b"i": ">b",
+        b"U": ">B",
+        b"I": ">h",
+        b"l": ">i",
+        b"L": ">q",
+        b"d": ">f",
+        b"D": ">d",
+    }
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def _marker(self, pos: int) -> tuple[bytes, int]:
+        m = self.data[pos : pos + 1]
+        if not m:
+            raise ValueError("truncated")
+        return m, pos + 1
+
+    def _scalar(self, m: bytes, pos: int) -> tuple[Any, int]:
+        if m in self._FMT:
+            fmt = self._FMT[m]
+            size = struct.calcsize(fmt)
+            (v,) = struct.unpack_from(fmt, self.data, pos)
+            return v, pos + size
+        if m == b"S" or m == b"H":
+            n, pos = self._length(pos)
+            raw = self.data[pos : pos + n]
+            if len(raw) != n:
+                raise ValueError("truncated string")
+            return raw.decode("utf-8"), pos + n
+        if m == b"C":
+            return self.data[pos : pos + 1].decode("utf-8"), pos + 1
+        if m == b"T":
+            return True, pos
+        if m == b"F":
+            return False, pos
+        if m == b"Z":
+            return None, pos
+        raise ValueError(f"unknown UBJSON marker {m!r} at byte {pos - 1}")
+
+    def _length(self, pos: int) -> tuple[int, int]:
+        m, pos = self._marker(pos)
+        n, pos = self._scalar(m, pos)
+        if not isinstance(n, int) or n < 0 or n > len(self.data):
+            raise ValueError(f"bad length {n!r}")
+        return n, pos
+
+    def value(self, pos: int, depth: int = 0) -> tuple[Any, int]:
+        if depth > 64:
+            raise ValueError("nesting too deep")
+        m, pos = self._marker(pos)
+        if m == b"{":
+            return self._object(pos, depth)
+        if m == b"[":
+            return self._array(pos, depth)
+        return self._scalar(m, pos)
+
+    def _container_header(self, pos: int) -> tuple[bytes | None, int | None, int]:
+        typ = count = None
+        if self.data[pos : pos + 1] == b"$":
+            typ, pos = self.data[pos + 1 : pos + 2], pos + 2
+        if self.data[pos : pos + 1] == b"#":
+            count, pos = self._length(pos + 1)
+        return typ, count, pos
+
+    def _array(self, pos: int, depth: int) -> tuple[Any, int]:
+        typ, count, pos = self._container_header(pos)
+        if typ in self._FMT and count is not None:
+            fmt = self._FMT[typ]
+            size = struct.calcsize(fmt)
+            end = pos + size * count
+            if end > len(self.data):
+                raise ValueError("truncated typed array")
+            arr = np.frombuffer(self.data, dtype=np.dtype(fmt), count=count, offset=pos)
+            return arr.tolist(), end
+        out = []
+        while True:
+            if count is not None and len(out) == count:
+                return out, pos
+            if count is None and self.data[pos : pos + 1] == b"]":
+                return out, pos + 1
+            if typ is not None:
+                v, pos = self._scalar(typ, pos)
+            else:
+                v, pos = self.value(pos, depth + 1)
+            out.append(v)
+
+    def _object(self, pos: int, depth: int) -> tuple[Any, int]:
+        typ, count, pos = self._container_header(pos)
+        out: dict[str, Any] = {}
+        while True:
+            if count is not None and len(out) == count:
+                return out, pos
+            if count is None and self.data[pos : pos + 1] == b"}":
+                return out, pos + 1
+            n, pos = self._length(pos)
+            key = self.data[pos : pos + n].decode("utf-8")
+            pos += n
+            if typ is not None:
+                v, pos = self._scalar(typ, pos)
+            else:
+                v, pos = self.value(pos, depth + 1)
+            out[key] = v
+
+
+def _float(v: Any) -> float:
+    if isinstance(v, list):
+        if len(v) != 1:
+            raise ImportModelError(f"expected one base_score, got {v}")
+        v = v[0]
+    if isinstance(v, str):
+        v = v.strip().strip("[]")
+    return float(v)
+
+
+def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Model:
+    if not isinstance(doc, dict) or "learner" not in doc:
+        raise ImportModelError("not an XGBoost model (no 'learner' object)")
+    learner = doc["learner"]
+    objective = learner["objective"]["name"]
+    booster = learner["gradient_booster"]
+    if booster.get("name") != "gbtree":
+        raise ImportModelError(f"booster '{booster.get('name')}' is not supported (gbtree only)")
+    trees = booster["model"]["trees"]
+    if len(trees) != 1:
+        raise ImportModelError(
+            f"the model holds {len(trees)} trees; only a single tree can be imported (forests, "
+            "including multi-class models with one tree per class, are for a later format "
+            "version): train with n_estimators=1"
+        )
+    if objective not in _SUPPORTED:
+        raise ImportModelError(
+            f"objective '{objective}' is not supported (only binary:logistic classifiers)"
+        )
+    params = learner["learner_model_param"]
+    if int(params.get("num_target", "1")) != 1:
+        raise ImportModelError("multi-target models are not supported")
+    n_columns = int(params["num_feature"])
+    tree = trees[0]
+    if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
+        raise ImportModelError("vector-leaf trees (multi_output_tree) are not supported")
+    base = np.float32(_float(params["base_score"]))
+    if not 0.0 < float(base) < 1.0:
+        raise ImportModelError(f"base_score {float(base)} is not a probability in (0, 1)")
+    with np.errstate(all="ignore"):
+        base_margin = np.float32(-np.log(np.float32(1.0) / base - np.float32(1.0)))
+
+    lefts = [int(v) for v in tree["left_children"]]
+    rights = [int(v) for v in tree["right_children"]]
+    indices = [int(v) for v in tree["split_indices"]]
+    conds = [float(v) for v in tree["split_conditions"]]
+    n = len(lefts)
+    if n == 0 or not len(rights) == len(indices) == len(conds) == n:
+        raise ImportModelError("tree arrays have different lengths")
+    types = [int(v) for v in tree.get("split_type", [0] * n)]
+    cat_sets = _categories(tree, n)
+    for i in range(n):
+        if lefts[i] == -1:
+            continue
+        if not (0 <= lefts[i] < n and 0 <= rights[i] < n):
+            raise ImportModelError(f"node {i}: child index out of range")
+        if not 0 <= indices[i] < n_columns:
+            raise ImportModelError(f"node {i}: split on feature {indices[i]} of {n_columns}")
+
+    names = [str(v) for v in learner.get("feature_names") or []]
+    ftypes = [str(v) for v in learner.get("feature_types") or []]
+    if names and len(names) != n_columns:
+        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    cat_features = {indices[i] for i in range(n) if lefts[i] != -1 and types[i] == 1}
+
+    def derived() -> list[dict[str, Any]]:
+        out = []
+        for j in range(n_columns):
+            name = check_name(names[j], "feature name") if names else f"f{j}"
+            ftype = ftypes[j] if j < len(ftypes) else "q"
+            if ftype == "c" or j in cat_features:
+                top = max(
+                    (max(s, default=0) for i, s in cat_sets.items() if indices[i] == j), default=0
+                )
+                if top + 2 > MAX_VOCABULARY:
+                    raise ImportModelError(f"feature {name}: category code {top} is too large")
+                values = [str(c) for c in range(top + 2)]
+                out.append({"name": name, "type": "categorical", "values": values, "default": "0"})
+            elif ftype == "int":
+                lim = 2**53
+                out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
+            elif ftype == "i":
+                out.append({"name": name, "type": "bool", "default": False})
+            else:
+                out.append(wide_float(name))
+        return out
+
+    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
+    for j in cat_features:
+        if feats[j].type is not FeatureType.CATEGORICAL:
+            raise ImportModelError(
+                f"feature '{feats[j].name}' has categorical splits: declare it categorical "
+                "(vocabulary position = XGBoost category code)"
+            )
+    actions = resolve_actions(spec, [0, 1])
+
+    def leaf(i: int) -> Leaf:
+        value = np.float32(conds[i])
+        margin = np.float32(base_margin + value)
+        if not math.isfinite(float(margin)):
+            raise ImportModelError(f"leaf {i}: margin {float(margin)} is not finite")
+        with np.errstate(over="ignore"):
+            p = np.float32(1.0) / (np.float32(1.0) + np.exp(-margin))
+        k = 1 if p > np.float32(0.5) else 0
+        conf = float(p) if k == 1 else 1.0 - float(p)
+        return Leaf(k, min(1.0, max(0.0, conf)))
+
+    def make(i: int, left: Tree | None, right: Tree | None) -> Tree:
+        if left is None or right is None:
+            return leaf(i)
+        if types[i] == 1:
+            return SetSplit(indices[i], frozenset(cat_sets.get(i, ())), right, left)
+        return interval_split(indices[i], float32_condition("BRANCH_LT", conds[i]), left, right)
+
+    def children(i: int) -> tuple[int, int] | None:
+        return None if lefts[i] == -1 else (lefts[i], rights[i])
+
+    root = walk(0, children, make)
+    origin = {
+        "format": "xgboost",
+        "file": os.path.basename(str(path)),
+        "sha256": file_digest(data),
+        "objective": objective,
+        "base_score": float(base),
+        "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
+    }
+    return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _categories(tree: dict[str, Any], n: int) -> dict[int, list[int]]:
+    nodes = [int(v) for v in tree.get("categories_nodes", [])]
+    segs = [int(v) for v in tree.get("categories_segments", [])]
+    sizes = [int(v) for v in tree.get("categories_sizes", [])]
+    cats = [int(v) for v in tree.get("categories", [])]
+    if not len(nodes) == len(segs) == len(sizes):
+        raise ImportModelError("categorical split arrays have different lengths")
+    out: dict[int, list[int]] = {}
+    for node, seg, size in zip(nodes, segs, sizes, strict=True):
+        if not 0 <= node < n or seg < 0 or size < 0 or seg + size > len(cats):
+            raise ImportModelError(f"node {node}: categorical split out of range")
+        out[node] = cats[seg : seg + size]
+    return out
