@@ -1,0 +1,281 @@
+"""The evaluator against a plain recursive reference on hypothesis-generated trees and inputs.
+
+Round trip: JSON source -> compile -> .clef file -> mmap load -> evaluate (batch in both table
+layouts and with tiny chunks, and the single-input path) must equal the reference, which reads
+the JSON source directly with SPEC §2 semantics (defaults, clipping, float64 ``<=`` left,
+categorical membership).  Inputs concentrate on boundaries: exactly at a threshold, the adjacent
+float64 values, the clipping edges and values beyond them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.errors import InputError
+from clefprove.eval.evaluator import Evaluator
+from clefprove.eval.inputs import encode_records
+from clefprove.model.clef import load, write_clef
+from clefprove.model.source import compile_source
+
+VOCAB = ["a", "b", "c", "d", "e"]
+ACTIONS = ["allow", "challenge", "rate_limit", "block"]
+
+
+# ---------------------------------------------------------------- reference (reads the JSON)
+def reference(source: dict[str, Any], record: dict[str, Any]) -> tuple[str, float]:
+    """SPEC §2 semantics, recursively, straight from the JSON source."""
+    x: dict[str, Any] = {}
+    for f in source["features"]:
+        v = record.get(f["name"], f["default"])
+        if f["type"] in ("int", "float"):
+            v = min(max(float(v), float(f["min"])), float(f["max"]))
+        elif f["type"] == "bool":
+            v = 1.0 if v else 0.0
+        x[f["name"]] = v
+    return _walk(source["tree"], x)
+
+
+def _walk(node: dict[str, Any], x: dict[str, Any]) -> tuple[str, float]:
+    if "action" in node:
+        return node["action"], float(node["confidence"])
+    v = x[node["feature"]]
+    go_left = v in node["in"] if "in" in node else v <= float(node.get("threshold", 0.5))
+    return _walk(node["left"] if go_left else node["right"], x)
+
+
+# ---------------------------------------------------------------- strategies
+@st.composite
+def feature_decls(draw: st.DrawFn) -> list[dict[str, Any]]:
+    lo = draw(st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=True))
+    width = draw(st.sampled_from([0.0, 1e-300, 1.0, 1000.0, 1e9]))
+    ilo = draw(st.integers(-50, 50))
+    ihi = ilo + draw(st.integers(0, 20))
+    return [
+        {"name": "f", "type": "float", "min": lo, "max": lo + width, "default": lo},
+        {"name": "i", "type": "int", "min": ilo, "max": ihi, "default": ihi},
+        {"name": "b", "type": "bool", "default": draw(st.booleans())},
+        {"name": "c", "type": "categorical", "values": VOCAB, "default": "c"},
+    ]
+
+
+def _threshold(draw: st.DrawFn, f: dict[str, Any]) -> float:
+    lo, hi = float(f["min"]), float(f["max"])
+    base = draw(
+        st.sampled_from([lo, hi, (lo + hi) / 2, lo - 1, hi + 1])
+        | st.floats(lo - 10, hi + 10, allow_nan=False, allow_infinity=False)
+    )
+    if f["type"] == "int":
+        base = math.floor(base) + draw(st.sampled_from([0.0, 0.5, -0.5]))
+    step = draw(st.sampled_from([0, 0, 1, -1]))
+    if step:
+        base = math.nextafter(base, math.inf * step)
+    return base
+
+
+@st.composite
+def trees(draw: st.DrawFn, features: list[dict[str, Any]], depth: int) -> dict[str, Any]:
+    if depth == 0 or draw(st.integers(0, 4)) == 0:
+        return {
+            "action": draw(st.sampled_from(ACTIONS)),
+            "confidence": draw(st.floats(0, 1)),
+        }
+    f = draw(st.sampled_from(features))
+    node: dict[str, Any] = {"feature": f["name"]}
+    if f["type"] == "categorical":
+        pattern = draw(st.sampled_from(["prefix", "suffix", "any"]))
+        k = draw(st.integers(1, len(VOCAB)))
+        if pattern == "prefix":
+            node["in"] = VOCAB[:k]
+        elif pattern == "suffix":
+            node["in"] = VOCAB[-k:]
+        else:
+            node["in"] = draw(st.lists(st.sampled_from(VOCAB), min_size=1, unique=True))
+    elif f["type"] == "bool":
+        if draw(st.booleans()):
+            node["threshold"] = draw(st.sampled_from([0.5, 0.0, 1.0, -0.5, 1.5, 0.25]))
+    else:
+        node["threshold"] = _threshold(draw, f)
+    node["left"] = draw(trees(features, depth - 1))
+    node["right"] = draw(trees(features, depth - 1))
+    return node
+
+
+def _thresholds(tree: dict[str, Any], name: str) -> list[float]:
+    out: list[float] = []
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if "action" in n:
+            continue
+        if n["feature"] == name and "threshold" in n:
+            out.append(float(n["threshold"]))
+        stack += [n["left"], n["right"]]
+    return out
+
+
+@st.composite
+def models_and_inputs(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    features = draw(feature_decls())
+    tree = draw(trees(features, draw(st.integers(0, 7))))
+    source = {"name": "t", "version": "1", "features": features, "actions": ACTIONS, "tree": tree}
+    fdecl, idecl = features[0], features[1]
+    fpool = [float(fdecl["min"]), float(fdecl["max"])]
+    for t in _thresholds(tree, "f"):
+        fpool += [t, math.nextafter(t, math.inf), math.nextafter(t, -math.inf)]
+    fpool += [math.nextafter(v, s) for v in fpool[:2] for s in (math.inf, -math.inf)]
+    fpool += [fpool[0] - 1e6, fpool[1] + 1e6]
+    ipool = [int(idecl["min"]), int(idecl["max"]), int(idecl["min"]) - 3, int(idecl["max"]) + 3]
+    for t in _thresholds(tree, "i"):
+        if abs(t) < 1e9:
+            ipool += [math.floor(t), math.ceil(t), math.floor(t) + 1]
+    record = st.fixed_dictionaries(
+        {},
+        optional={
+            "f": st.sampled_from(fpool) | st.floats(-1e7, 1e7),
+            "i": st.sampled_from(ipool) | st.integers(-100, 100),
+            "b": st.booleans(),
+            "c": st.sampled_from(VOCAB),
+        },
+    )
+    inputs = draw(st.lists(record, min_size=1, max_size=40))
+    return source, inputs
+
+
+# ---------------------------------------------------------------- tests
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(models_and_inputs())
+def test_round_trip_matches_reference(tmp_path_factory, case) -> None:
+    source, inputs = case
+    path = tmp_path_factory.mktemp("rt") / "m.clef"
+    path.write_bytes(write_clef(compile_source(source)))
+    model = load(path)
+    X = encode_records(model, inputs)
+    raw = _unclipped(source, inputs)  # the evaluator must clip too (folded into thresholds)
+    expected = [reference(source, r) for r in inputs]
+    for ev in (
+        Evaluator(model),
+        Evaluator(model, layout="table"),
+        Evaluator(model, layout="heap", chunk_rows=3),
+        Evaluator(model, layout="table", chunk_rows=2),
+    ):
+        res = ev.evaluate(X)
+        got = [(model.actions[a], c) for a, c in zip(res.actions, res.confidences, strict=True)]
+        assert got == expected
+        assert ev.evaluate(raw).leaves.tolist() == res.leaves.tolist()
+        assert [ev.evaluate_one(x).leaf for x in raw] == res.leaves.tolist()
+        for k, x in enumerate(X):
+            d = ev.evaluate_one(x)
+            assert (model.actions[d.action], d.confidence) == expected[k]
+            assert d.leaf == res.leaves[k]
+            path_nodes = ev.path(x)
+            assert path_nodes[0] == 0 and path_nodes[-1] == d.leaf
+            assert model.node(d.leaf).is_leaf
+
+
+def _unclipped(source: dict[str, Any], inputs: list[dict[str, Any]]) -> np.ndarray:
+    rows = []
+    for r in inputs:
+        row = []
+        for f in source["features"]:
+            v = r.get(f["name"], f["default"])
+            row.append(VOCAB.index(v) if f["type"] == "categorical" else float(v))
+        rows.append(row)
+    return np.array(rows, dtype=np.float64)
+
+
+def test_spec_toy_examples(spec_model) -> None:
+    ev = Evaluator(spec_model)
+    rows = [
+        {"client_rtt_ms": 300},
+        {"client_rtt_ms": math.nextafter(300.0, math.inf), "ua_family": "curl"},
+        {"client_rtt_ms": 301, "ua_family": "Chrome"},
+        {"client_rtt_ms": -5},
+        {"client_rtt_ms": 1e300, "ua_family": "python-requests"},
+    ]
+    res = ev.evaluate(encode_records(spec_model, rows))
+    assert [spec_model.actions[a] for a in res.actions] == [
+        "allow",
+        "block",
+        "challenge",
+        "allow",
+        "block",
+    ]
+    assert res.confidences.tolist() == [0.98, 0.91, 0.77, 0.98, 0.91]
+    assert res.leaves.tolist() == [1, 3, 4, 1, 3]
+
+
+def test_clipping_is_folded_into_thresholds() -> None:
+    # A threshold above the domain: every input (even a huge one) clips to max and goes left.
+    source = {
+        "features": [{"name": "x", "type": "float", "min": 0, "max": 10, "default": 0}],
+        "actions": ["allow", "block"],
+        "tree": {
+            "feature": "x",
+            "threshold": 20,
+            "left": {"feature": "x", "threshold": -1, "left": _leaf("block"), "right": _leaf()},
+            "right": _leaf("block"),
+        },
+    }
+    model = compile_source(source)
+    X = np.array([[-1e308], [0.0], [15.0], [25.0], [1e308]])
+    for ev in (Evaluator(model), Evaluator(model, layout="table")):
+        assert ev.evaluate(X).actions.tolist() == [0, 0, 0, 0, 0]
+        assert [ev.evaluate_one(x).action for x in X] == [0, 0, 0, 0, 0]
+
+
+def _leaf(action: str = "allow") -> dict[str, Any]:
+    return {"action": action, "confidence": 1.0}
+
+
+def test_exactly_max_depth_steps_on_a_degenerate_chain() -> None:
+    depth = 40
+    tree: dict[str, Any] = _leaf("block")
+    for k in range(depth):
+        tree = {"feature": "x", "threshold": float(depth - k), "left": _leaf(), "right": tree}
+    source = {
+        "features": [{"name": "x", "type": "float", "min": 0, "max": 100, "default": 0}],
+        "actions": ["allow", "block"],
+        "tree": tree,
+    }
+    model = compile_source(source)
+    assert model.max_depth == depth
+    X = np.arange(0, 45, 0.5).reshape(-1, 1)
+    ev = Evaluator(model)  # deeper than the heap limit: child-table layout
+    assert not ev._heap
+    res = ev.evaluate(X)
+    assert res.actions.tolist() == [int(x > depth) for x in X[:, 0]]
+
+
+def test_non_finite_and_bad_shapes_are_input_errors(spec_model) -> None:
+    ev = Evaluator(spec_model)
+    X = np.zeros((3, 6))
+    X[2, 3] = np.nan
+    with pytest.raises(InputError, match="row 2: referer_entropy"):
+        ev.evaluate(X)
+    with pytest.raises(InputError, match="shape"):
+        ev.evaluate(np.zeros((2, 5)))
+    with pytest.raises(InputError, match="not finite"):
+        ev.evaluate_one([np.inf, 772, 1, 0, 0, 0])
+    with pytest.raises(InputError, match="expected 6 values"):
+        ev.evaluate_one([1.0])
+    assert len(ev.evaluate(np.zeros((0, 6)))) == 0
+
+
+def test_single_leaf_model() -> None:
+    model = compile_source(
+        {
+            "features": [{"name": "x", "type": "bool", "default": False}],
+            "actions": ["allow"],
+            "tree": {"action": "allow", "confidence": 0.5},
+        }
+    )
+    ev = Evaluator(model)
+    res = ev.evaluate(np.array([[0.0], [1.0]]))
+    assert res.leaves.tolist() == [0, 0] and res.confidences.tolist() == [0.5, 0.5]
+    assert ev.evaluate_one([1.0]).leaf == 0 and ev.path([1.0]) == [0]
