@@ -1,0 +1,1 @@
+../../../coq/ClefCheck.v

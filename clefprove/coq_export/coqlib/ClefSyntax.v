@@ -1,0 +1,1 @@
+../../../coq/ClefSyntax.v

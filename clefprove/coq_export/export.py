@@ -1,0 +1,410 @@
+"""Build a self-contained Coq development for a model and its invariants.
+
+For each invariant the exporter first runs the mirror of the Coq checker
+(:mod:`clefprove.coq_export.mirror`):
+
+* the mirror proves it: a theorem is written, proved by ``vm_compute`` of ``check``;
+* otherwise the verifier (Z3) is asked; for a violated invariant its counterexample is
+  re-checked exactly and written with a theorem that refutes the invariant by computation;
+* anything else (an invariant that holds but lies beyond the checker, e.g. one needing
+  integer reasoning on a multi-feature sum, an ``unknown`` verdict, a relational invariant) is
+  listed as not exported, with the reason, and no proof is written for it.
+
+Nothing is emitted that ``coqc`` would reject.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+
+from clefprove.coq_export import mirror
+from clefprove.coq_export.render import (
+    Ctx,
+    Namer,
+    Names,
+    comment,
+    domain_term,
+    formula_term,
+    join_blocks,
+    make_names,
+    prop,
+    q_term,
+    tree_term,
+    used_features,
+)
+from clefprove.coq_export.terms import (
+    CFormula,
+    FConst,
+    evalf,
+    eval_tree,
+    from_checked,
+    in_domain,
+    model_domain,
+    model_tree,
+)
+from clefprove.dsl import checked as ck
+from clefprove.errors import ClefproveError
+from clefprove.model.types import Model
+
+#: Library files, in dependency order (package data, copies of coq/*.v).
+LIBRARY = ("ClefSyntax.v", "ClefCheck.v")
+
+PROVED, REFUTED, SKIPPED = "proved", "refuted", "not exported"
+
+
+@dataclass(frozen=True)
+class InvariantExport:
+    """What the export says about one invariant."""
+
+    name: str
+    status: str  # proved | refuted | not exported
+    theorem: str | None = None
+    reason: str = ""
+    counterexample: tuple[Fraction, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Export:
+    """The files of an export (name -> text) and what was exported."""
+
+    files: dict[str, str]
+    results: tuple[InvariantExport, ...] = field(default_factory=tuple)
+
+    @property
+    def exit_code(self) -> int:
+        """0 all proved, 1 some refuted, 3 otherwise something not exported."""
+        statuses = {r.status for r in self.results}
+        if REFUTED in statuses:
+            return 1
+        if SKIPPED in statuses:
+            return 3
+        return 0
+
+    def write(self, directory: str | os.PathLike[str]) -> None:
+        """Write every file into *directory* (created if needed), each file atomically."""
+        from clefprove.cli.output import write_atomic
+
+        out = Path(directory)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ClefproveError(f"{out}: cannot create directory: {exc.strerror}") from exc
+        for name, text in self.files.items():
+            write_atomic(out / name, text)
+
+
+def library_text(name: str) -> str:
+    """The text of a library file shipped as package data (``coqlib/``)."""
+    return resources.files("clefprove.coq_export").joinpath("coqlib", name).read_text()
+
+
+def export_coq(
+    model: Model,
+    invariants: Sequence[ck.CheckedInvariant] | ck.CheckedProgram,
+    *,
+    verify: bool = True,
+    counterexamples: dict[str, Sequence[Fraction]] | None = None,
+) -> Export:
+    """The Coq development for *model* and *invariants* (nothing is written yet).
+
+    *counterexamples* maps invariant names to known encoded inputs (tests); otherwise, when
+    *verify* is true, the verifier is asked for a counterexample of what the checker cannot
+    prove.
+    """
+    if isinstance(invariants, ck.CheckedProgram):
+        invariants = invariants.invariants
+    domain = model_domain(model)
+    tree = model_tree(model)
+    namer = Namer()
+    names = make_names(model, namer)
+
+    blocks: list[str] = [_proofs_header(model)]
+    results: list[InvariantExport] = []
+    for inv in invariants:
+        ident = namer.name(inv.name, "inv")
+        res, block = _one(model, domain, tree, names, inv, ident, verify, counterexamples or {})
+        results.append(res)
+        blocks.append(block)
+
+    files = {name: library_text(name) for name in LIBRARY}
+    files["Model.v"] = _model_file(model, domain, tree, names)
+    files["Invariants.v"] = join_blocks(blocks)
+    files["Assumptions.v"] = _assumptions_file(results)
+    files["_CoqProject"] = "-Q . Clef\n" + "".join(
+        f"{n}\n" for n in (*LIBRARY, "Model.v", "Invariants.v")
+    )
+    files["Makefile"] = MAKEFILE
+    files["README.md"] = _readme(model, results)
+    return Export(files, tuple(results))
+
+
+# ------------------------------------------------------------------------ per invariant
+
+
+def _one(
+    model: Model,
+    domain: tuple,
+    tree: object,
+    names: Names,
+    inv: ck.CheckedInvariant,
+    ident: str,
+    verify: bool,
+    known: dict[str, Sequence[Fraction]],
+) -> tuple[InvariantExport, str]:
+    where = f"{inv.file}:{inv.line}"
+    head = f"(** ** Invariant [{comment(inv.name)}] ({comment(where)})"
+    if inv.description:
+        head += f"\n    {comment(repr(inv.description))}"
+    if inv.is_relational:
+        reason = "relational invariants are not supported by the Coq export"
+        return InvariantExport(inv.name, SKIPPED, reason=reason), f"{head}\n    Not exported: {reason}. *)"
+    w = from_checked(inv.when)
+    e = from_checked(inv.ensure)  # type: ignore[arg-type]
+    failures: list[mirror.Failure] = []
+    if mirror.check(domain, tree, w, e, failures):
+        block = _defs(ident, w, e, names) + "\n\n" + _theorem(ident, w, e, names)
+        return InvariantExport(inv.name, PROVED, theorem=ident), f"{head}\n    Proved. *)\n\n{block}"
+    cex = _counterexample(model, domain, tree, inv, w, e, verify, known.get(inv.name))
+    if cex is not None:
+        thm = f"{ident}_fails"
+        decision = eval_tree(tree, cex)[:2]  # type: ignore[arg-type]
+        block = _defs(ident, w, e, names) + "\n\n" + _refutation(
+            ident, thm, w, e, names, cex, decision
+        )
+        res = InvariantExport(inv.name, REFUTED, theorem=thm, counterexample=tuple(cex))
+        return res, f"{head}\n    Violated: refuted below at a concrete input. *)\n\n{block}"
+    reason = _why_not(w, e, failures, verify)
+    res = InvariantExport(inv.name, SKIPPED, reason=reason)
+    return res, f"{head}\n    Not exported: {comment(reason)}. *)"
+
+
+def _why_not(w: CFormula, e: CFormula, failures: list[mirror.Failure], verify: bool) -> str:
+    if not verify:
+        return "the Coq checker cannot prove it and no counterexample was given"
+    if mirror.uses_fm(w, e):
+        return ("the Coq checker (interval reasoning and Fourier-Motzkin over Q) cannot prove "
+                "it, and the verifier found no counterexample; it may need integer reasoning "
+                "on a sum of features")
+    return "the Coq checker cannot prove it and the verifier found no counterexample"
+
+
+def _counterexample(
+    model: Model,
+    domain: tuple,
+    tree: object,
+    inv: ck.CheckedInvariant,
+    w: CFormula,
+    e: CFormula,
+    verify: bool,
+    known: Sequence[Fraction] | None,
+) -> list[Fraction] | None:
+    """An exactly re-checked encoded input refuting the invariant, or None."""
+    candidates: list[list[Fraction]] = []
+    if known is not None:
+        candidates.append([Fraction(v) for v in known])
+    elif verify:
+        candidates.extend(_verifier_counterexamples(model, inv))
+    for x in candidates:
+        if len(x) != len(domain) or not in_domain(domain, x):
+            continue
+        a, c, _ = eval_tree(tree, x)  # type: ignore[arg-type]
+        if evalf(w, x, a, c) and not evalf(e, x, a, c):
+            return x
+    return None
+
+
+def _verifier_counterexamples(model: Model, inv: ck.CheckedInvariant) -> list[list[Fraction]]:
+    from clefprove.eval.inputs import encode_record
+    from clefprove.verify.api import check_invariant
+
+    result = check_invariant(model, inv, counterexamples=3)
+    out = []
+    for cex in result.counterexamples:
+        x = encode_record(model, cex.input)
+        out.append([Fraction(float(v)) for v in x])
+    return out
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def _proofs_header(model: Model) -> str:
+    return (
+        f"(** * Invariants of model [{comment(model.name)}] {comment(model.version)}\n\n"
+        "    Each theorem states an invariant over the named features of [Model.v] and is\n"
+        "    proved by computing the checker of [ClefCheck.v] ([vm_compute]); the checker is\n"
+        "    proved sound once ([check_sound]).  [action x] and [confidence x] are the\n"
+        "    model's decision for input [x]. *)\n\n"
+        "From Coq Require Import QArith ZArith List.\n"
+        "From Clef Require Import ClefSyntax ClefCheck Model.\n"
+        "Import ListNotations.\n"
+        "Local Open Scope Q_scope."
+    )
+
+
+def _defs(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
+    gen = Ctx("a", "c")
+    lines = [
+        f"Definition {ident}_w : formula :=\n  {formula_term(w)}.",
+        f"Definition {ident}_e : formula :=\n  {formula_term(e)}.",
+        f"Definition {ident}_When (x : input) (a : N) (c : Q) : Prop :=\n  {prop(w, names, gen)}.",
+        f"Definition {ident}_Ensure (x : input) (a : N) (c : Q) : Prop :=\n"
+        f"  {prop(e, names, gen)}.",
+        _iff_lemma(f"{ident}_When", f"{ident}_w", w, names),
+        _iff_lemma(f"{ident}_Ensure", f"{ident}_e", e, names),
+    ]
+    return "\n\n".join(lines)
+
+
+def _iff_lemma(readable: str, formula: str, p: CFormula, names: Names) -> str:
+    feats = sorted(used_features(p))
+    unfold = ", ".join([readable, formula, *(names.features[i] for i in feats)])
+    return (
+        f"Lemma {readable}_iff : forall x a c, {readable} x a c <-> sem {formula} x a c.\n"
+        f"Proof. intros x a c; unfold {unfold}; cbn [sem]; clef_iff. Qed."
+    )
+
+
+def _statement(w: CFormula, e: CFormula, names: Names) -> str:
+    ctx = Ctx("action x", "confidence x")
+    parts = ["forall x : input, in_domain model_domain x ->"]
+    if w != FConst(True):
+        parts.append(f"  {prop(w, names, ctx)} ->")
+    parts.append(f"  {prop(e, names, ctx)}")
+    return "\n  ".join(parts)
+
+
+def _theorem(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
+    args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
+            f"{ident}_When_iff {ident}_Ensure_iff x Hx")
+    finish = "vm_compute; reflexivity." if w != FConst(True) else (
+        "- vm_compute; reflexivity.\n  - exact I."
+    )
+    return (
+        f"Theorem {ident} :\n  {_statement(w, e, names)}.\n"
+        f"Proof.\n  intros x Hx.\n  apply (readable_sound {args}).\n  {finish}\nQed."
+    )
+
+
+def _refutation(ident: str, thm: str, w: CFormula, e: CFormula, names: Names,
+                cex: list[Fraction], decision: tuple[int, Fraction]) -> str:
+    ctx = Ctx("action x", "confidence x")
+    cases = "\n".join(
+        f"  | {i}%nat => {q_term(v)}   (* {names.features[i]} *)" for i, v in enumerate(cex)
+    )
+    body = f"fun i => match i with\n{cases}\n  | _ => 0\n  end"
+    hyp = f"{prop(w, names, ctx)} -> " if w != FConst(True) else ""
+    args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
+            f"{ident}_When_iff {ident}_Ensure_iff {ident}_cex")
+    return (
+        f"(** A counterexample: an input of the domain that satisfies [when] and breaks\n"
+        f"    [ensure]. *)\n"
+        f"Definition {ident}_cex : input :=\n  {body}.\n\n"
+        f"Example {ident}_cex_decision : eval model_tree {ident}_cex = "
+        f"({decision[0]}%N, {q_term(decision[1])}).\nProof. vm_compute; reflexivity. Qed.\n\n"
+        f"Theorem {thm} :\n  ~ (forall x : input, in_domain model_domain x ->\n"
+        f"       {hyp}{prop(e, names, ctx)}).\n"
+        f"Proof.\n  apply (readable_refuted {args}); vm_compute; reflexivity.\nQed."
+    )
+
+
+def _model_file(model: Model, domain: tuple, tree: object, names: Names) -> str:
+    feats = []
+    for i, (f, n) in enumerate(zip(model.features, names.features, strict=True)):
+        feats.append(
+            f"Definition {n} (x : input) : Q := x {i}%nat.   "
+            f"(* {comment(f.name)}: {f.type.value} in {comment(f.describe_domain())} *)"
+        )
+    acts = [
+        f"Definition {n} : N := {i}%N.   (* {comment(a)} *)"
+        for i, (a, n) in enumerate(zip(model.actions, names.actions, strict=True))
+    ]
+    codes = [
+        f"Definition {n} : Z := {z}%Z.   (* {comment(model.features[f].values[z])} *)"
+        for (f, z), n in names.codes.items()
+    ]
+    blocks = [
+        f"(** * Model [{comment(model.name)}] {comment(model.version)}\n\n"
+        f"    sha256 {model.sha256}; {model.n_nodes} nodes, {model.n_leaves} leaves.\n"
+        "    Generated by clefprove export-coq.  Inputs are encoded as in clefprove: int\n"
+        "    features are whole numbers, bool features 0/1, categorical features the index\n"
+        "    of the value.  Thresholds and confidences are the exact values of the float64\n"
+        "    numbers of the model file. *)",
+        "From Coq Require Import QArith ZArith List.\n"
+        "From Clef Require Import ClefSyntax.\nImport ListNotations.\nLocal Open Scope Q_scope.",
+        "(** ** Features *)\n" + "\n".join(feats),
+        "(** ** Actions *)\n" + "\n".join(acts),
+    ]
+    if codes:
+        blocks.append("(** ** Categorical values *)\n" + "\n".join(codes))
+    blocks.append(
+        "(** ** Domain: integral?, min, max, codes, per feature *)\n"
+        f"Definition model_domain : domain :=\n  {domain_term(domain, names)}."
+    )
+    blocks.append(f"(** ** Tree *)\nDefinition model_tree : tree :=\n{tree_term(tree)}.")
+    blocks.append(
+        "(** ** Decision *)\n"
+        "Definition action (x : input) : N := fst (eval model_tree x).\n"
+        "Definition confidence (x : input) : Q := snd (eval model_tree x)."
+    )
+    return join_blocks(blocks)
+
+
+def _assumptions_file(results: Sequence[InvariantExport]) -> str:
+    lines = [
+        "(* Prints the axioms each theorem depends on: expect \"Closed under the global"
+        " context\". *)",
+        "From Clef Require Import ClefSyntax ClefCheck Model Invariants.",
+    ]
+    lines += [f"Print Assumptions {r.theorem}." for r in results if r.theorem]
+    return "\n".join(lines) + "\n"
+
+
+def _readme(model: Model, results: Sequence[InvariantExport]) -> str:
+    rows = "\n".join(
+        f"| `{r.name}` | {r.status} | {('`' + r.theorem + '`') if r.theorem else ''} | "
+        f"{r.reason} |"
+        for r in results
+    )
+    return (
+        f"# Coq export of model `{model.name}` {model.version}\n\n"
+        f"sha256 `{model.sha256}`\n\n"
+        "Check with `make` (needs `coqc`, Coq 8.16 or later); `make assumptions` prints the\n"
+        "axioms of every theorem (expect `Closed under the global context`).\n\n"
+        "- `ClefSyntax.v`: trees, domains, the invariant language and their meaning (the\n"
+        "  specification to read);\n"
+        "- `ClefCheck.v`: the checker and its soundness proof (`check_sound`);\n"
+        "- `Model.v`: this model as Coq terms, named features and actions;\n"
+        "- `Invariants.v`: one theorem per invariant.\n\n"
+        "| invariant | status | theorem | note |\n|---|---|---|---|\n" + rows + "\n"
+    )
+
+
+MAKEFILE = """\
+COQC ?= coqc
+FLAGS := -Q . Clef
+
+all: Invariants.vo
+
+ClefSyntax.vo: ClefSyntax.v
+\t$(COQC) $(FLAGS) $<
+ClefCheck.vo: ClefCheck.v ClefSyntax.vo
+\t$(COQC) $(FLAGS) $<
+Model.vo: Model.v ClefSyntax.vo
+\t$(COQC) $(FLAGS) $<
+Invariants.vo: Invariants.v Model.vo ClefCheck.vo
+\t$(COQC) $(FLAGS) $<
+
+assumptions: Invariants.vo
+\t$(COQC) $(FLAGS) Assumptions.v
+
+clean:
+\trm -f *.vo *.vok *.vos *.glob .*.aux
+
+.PHONY: all assumptions clean
+"""
