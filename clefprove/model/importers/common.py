@@ -213,91 +213,92 @@ def walk(
     return done[root]
 
 
-def _size(tree: Tree) -> int:
-    """Number of nodes of *tree* once shared subtrees are written out in full."""
-    sizes: dict[int, int] = {}
-    stack: list[Tree] = [tree]
-    while stack:
-        t = stack[-1]
-        if id(t) in sizes:
-            stack.pop()
-            continue
-        if isinstance(t, Leaf):
-            sizes[id(t)] = 1
-            stack.pop()
-            continue
-        pending = [c for c in (t.left, t.right) if id(c) not in sizes]
-        if pending:
-            stack.extend(pending)
-            continue
-        sizes[id(t)] = 1 + sizes[id(t.left)] + sizes[id(t.right)]
-        stack.pop()
-    return sizes[id(tree)]
-
-
 # --------------------------------------------------------------------------- to JSON
 
-
-def _split_json(f: Feature, t: Split) -> dict[str, Any] | str:
-    """The JSON split for ``x <= cut`` on *f*, or 'left'/'right' when one side is empty."""
-    cut = t.cut
-    if cut == INF:
-        return "left"
-    if cut == -INF:
-        return "right"
-    if f.type is FeatureType.FLOAT:
-        return {"feature": f.name, "threshold": cut}
-    if f.type is FeatureType.INT:
-        return {"feature": f.name, "threshold": whole_threshold(cut)}
-    if f.type is FeatureType.BOOL:
-        at0, at1 = cut >= 0.0, cut >= 1.0
-        if at0 == at1:
-            return "left" if at0 else "right"
-        return {"feature": f.name, "threshold": 0.5}
-    members = [v for code, v in enumerate(f.values) if code <= cut]
-    if not members:
-        return "right"
-    if len(members) == len(f.values):
-        return "left"
-    return {"feature": f.name, "in": members}
+# What a path has learnt about one feature: numeric ``lo < x <= hi``, or the possible codes.
+_Range = tuple[float, float] | frozenset[int]
 
 
-def _set_json(f: Feature, t: SetSplit) -> dict[str, Any] | str:
-    if f.type is not FeatureType.CATEGORICAL:  # pragma: no cover - importers check first
+def _initial_range(f: Feature) -> _Range:
+    """The inputs of *f* after clipping into its domain (clefprove clips before deciding)."""
+    if f.type is FeatureType.CATEGORICAL:
+        return frozenset(range(len(f.values)))
+    return (math.nextafter(f.min, -INF), f.max)
+
+
+def _decide(f: Feature, known: _Range, t: Split | SetSplit) -> tuple[str, _Range, _Range]:
+    """('left' | 'right' | 'both', what the left branch knows, what the right one knows)."""
+    if isinstance(known, frozenset):
+        if isinstance(t, SetSplit):
+            go_left = frozenset(c for c in known if c in t.codes)
+        else:
+            go_left = frozenset(c for c in known if c <= t.cut)
+        go_right = known - go_left
+        side = "both" if go_left and go_right else ("left" if go_left else "right")
+        return side, go_left, go_right
+    lo, hi = known
+    if isinstance(t, SetSplit):  # pragma: no cover - importers check the feature type
         raise ImportModelError(f"feature '{f.name}' has a categorical split but is {f.type}")
-    members = [v for code, v in enumerate(f.values) if code in t.codes]
-    if not members:
-        return "right"
-    if len(members) == len(f.values):
-        return "left"
-    return {"feature": f.name, "in": members}
+    cut = t.cut
+    if cut >= hi:
+        return "left", known, known
+    if cut <= lo:
+        return "right", known, known
+    if f.type in (FeatureType.INT, FeatureType.BOOL):
+        if math.floor(cut) <= lo:
+            return "right", known, known  # no whole number in (lo, cut]
+        if math.floor(hi) <= cut:
+            return "left", known, known  # no whole number in (cut, hi]
+    return "both", (lo, cut), (cut, hi)
+
+
+def _split_json(f: Feature, t: Split | SetSplit, left_codes: _Range) -> dict[str, Any]:
+    if f.type is FeatureType.CATEGORICAL:
+        assert isinstance(left_codes, frozenset)
+        return {"feature": f.name, "in": [f.values[c] for c in sorted(left_codes)]}
+    assert isinstance(t, Split)
+    if f.type is FeatureType.FLOAT:
+        return {"feature": f.name, "threshold": t.cut}
+    if f.type is FeatureType.BOOL:
+        return {"feature": f.name, "threshold": 0.5}
+    return {"feature": f.name, "threshold": whole_threshold(t.cut)}
 
 
 def to_json(tree: Tree, features: Sequence[Feature], actions: Sequence[str]) -> dict[str, Any]:
-    """The SPEC §2 JSON tree of *tree*; splits one side of which is empty are dropped."""
-    n = _size(tree)
-    if n > MAX_IMPORT_NODES:
-        raise ImportModelError(
-            f"the converted tree would have {n} nodes (limit {MAX_IMPORT_NODES}): "
-            "too many ==/!= splits duplicate their subtrees"
-        )
+    """The SPEC §2 JSON tree of *tree*.
+
+    Splits that a path has already decided (or that the feature's domain decides) are dropped,
+    which is exact because clefprove clips inputs into the domain before deciding.  For a
+    categorical split, only the codes still possible on the path are listed in ``in``.
+    """
     root: dict[str, Any] = {}
-    stack: list[tuple[Tree, dict[str, Any]]] = [(tree, root)]
+    start = tuple(_initial_range(f) for f in features)
+    stack: list[tuple[Tree, dict[str, Any], tuple[_Range, ...]]] = [(tree, root, start)]
+    emitted = 0
     while stack:
-        t, out = stack.pop()
+        t, out, known = stack.pop()
+        emitted += 1
+        if emitted > MAX_IMPORT_NODES:
+            raise ImportModelError(
+                f"the converted tree has more than {MAX_IMPORT_NODES} nodes: "
+                "too many ==/!= or zero-as-missing splits duplicate their subtrees"
+            )
         while not isinstance(t, Leaf):
             f = features[t.feature]
-            js = _split_json(f, t) if isinstance(t, Split) else _set_json(f, t)
-            if js == "left":
+            side, k_left, k_right = _decide(f, known[t.feature], t)
+            if side == "left":
                 t = t.left
-            elif js == "right":
+                continue
+            if side == "right":
                 t = t.right
-            else:
-                out.update(js)  # type: ignore[arg-type]
-                out["left"], out["right"] = {}, {}
-                stack.append((t.right, out["right"]))
-                stack.append((t.left, out["left"]))
-                break
+                continue
+            out.update(_split_json(f, t, k_left))
+            out["left"], out["right"] = {}, {}
+            left_known = (*known[: t.feature], k_left, *known[t.feature + 1 :])
+            right_known = (*known[: t.feature], k_right, *known[t.feature + 1 :])
+            stack.append((t.right, out["right"], right_known))
+            stack.append((t.left, out["left"], left_known))
+            break
         else:
             out["action"] = actions[t.action]
             out["confidence"] = t.confidence

@@ -1,0 +1,267 @@
+"""Import a single-tree LightGBM ``binary`` model from its text format.
+
+Read ``booster.save_model("m.txt")`` output (the ``lightgbm`` package is not needed).
+Semantics, following LightGBM's ``Tree::NumericalDecision``/``CategoricalDecision``
+(docs/importers.md):
+
+* inputs are float64 and a numerical split goes left when ``x <= threshold`` (a float64);
+* a split whose missing type is *Zero* (``zero_as_missing``) sends ``-1e-35f <= x <= 1e-35f``
+  to its default side; *NaN* and *None* missing types only matter for NaN, which clefprove
+  inputs never are;
+* a categorical split sends the integer codes in its bitset to the left; the feature must be
+  categorical in clefprove, with vocabulary position = LightGBM category code;
+* a leaf's raw score ``r`` gives ``p = 1 / (1 + exp(-sigmoid * r))`` (float64); the class is
+  the argmax of ``[1 - p, p]`` (as ``LGBMClassifier.predict``), the confidence its probability.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from clefprove.errors import ImportModelError
+from clefprove.model.importers.common import (
+    INF,
+    FeatureSpec,
+    Interval,
+    Leaf,
+    SetSplit,
+    Tree,
+    build_model,
+    check_name,
+    file_digest,
+    float64_condition,
+    interval_split,
+    model_name,
+    read_file,
+    resolve_actions,
+    resolve_features,
+    walk,
+    wide_float,
+)
+from clefprove.model.types import MAX_VOCABULARY, FeatureType, Model
+
+#: LightGBM's kZeroThreshold (1e-35f), as the float64 it is widened to.
+ZERO_THRESHOLD = float(np.float32(1e-35))
+_CATEGORICAL, _DEFAULT_LEFT = 1, 2
+_MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
+
+
+def import_lightgbm(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
+    """Convert the single-tree LightGBM model saved in text format in *path*."""
+    data = read_file(path)
+    if data[:1] == b"\x80":
+        raise ImportModelError(
+            f"{path}: looks like a pickle; clefprove never unpickles files: save the booster "
+            "with booster.save_model('model.txt')"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ImportModelError(f"{path}: not a LightGBM text model (not UTF-8 text)") from None
+    try:
+        header, trees = _parse(text)
+        return _convert(header, trees, spec, path, data)
+    except ImportModelError as exc:
+        raise ImportModelError(f"{path}: {exc}") from None
+    except (KeyError, IndexError, ValueError, OverflowError) as exc:
+        why = f"missing '{exc.args[0]}'" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
+        raise ImportModelError(f"{path}: malformed LightGBM model ({why})") from None
+
+
+def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "tree":
+        raise ImportModelError("not a LightGBM text model (it must start with 'tree')")
+    header: dict[str, str] = {}
+    trees: list[dict[str, str]] = []
+    current = header
+    for raw in lines[1:]:
+        line = raw.strip()
+        if line == "end of trees":
+            break
+        if not line or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        if key == "Tree":
+            current = {"Tree": value}
+            trees.append(current)
+            continue
+        current[key] = value
+    else:
+        raise ImportModelError("truncated LightGBM model (no 'end of trees')")
+    return header, trees
+
+
+def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list[Any]:
+    raw = tree.get(key, "").split()
+    if len(raw) != n:
+        raise ImportModelError(f"tree field '{key}' has {len(raw)} entries, expected {n}")
+    return [kind(v) for v in raw]
+
+
+def _convert(
+    header: dict[str, str],
+    trees: list[dict[str, str]],
+    spec: FeatureSpec | None,
+    path: Any,
+    data: bytes,
+) -> Model:
+    objective = header.get("objective", "").split()
+    if not objective or objective[0] != "binary":
+        raise ImportModelError(
+            f"objective '{' '.join(objective) or '?'}' is not supported (only binary classifiers)"
+        )
+    sigmoid = 1.0
+    for part in objective[1:]:
+        if part.startswith("sigmoid:"):
+            sigmoid = float(part.split(":", 1)[1])
+    if not (math.isfinite(sigmoid) and sigmoid > 0):
+        raise ImportModelError(f"sigmoid {sigmoid} is not a positive number")
+    if (
+        int(header.get("num_class", "1")) != 1
+        or int(header.get("num_tree_per_iteration", "1")) != 1
+    ):
+        raise ImportModelError("multi-class models (one tree per class) are not supported")
+    if len(trees) != 1:
+        raise ImportModelError(
+            f"the model holds {len(trees)} trees; only a single tree can be imported (forests "
+            "are for a later format version): train with num_boost_round=1"
+        )
+    if "average_output" in header:
+        raise ImportModelError("random-forest mode (average_output) is not supported")
+    tree = trees[0]
+    if tree.get("is_linear", "0").strip() not in ("0", ""):
+        raise ImportModelError("linear trees are not supported")
+    n_columns = int(header["max_feature_idx"]) + 1
+    if n_columns <= 0:
+        raise ImportModelError("the model has no features")
+    names = header.get("feature_names", "").split()
+    if names and len(names) != n_columns:
+        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    infos = header.get("feature_infos", "").split()
+
+    n_leaves = int(tree["num_leaves"])
+    if n_leaves < 1:
+        raise ImportModelError("num_leaves must be at least 1")
+    leaf_values = _numbers(tree, "leaf_value", n_leaves)
+    n_splits = n_leaves - 1
+    if n_splits:
+        feat = _numbers(tree, "split_feature", n_splits, int)
+        thresholds = _numbers(tree, "threshold", n_splits)
+        dtypes = _numbers(tree, "decision_type", n_splits, int)
+        lefts = _numbers(tree, "left_child", n_splits, int)
+        rights = _numbers(tree, "right_child", n_splits, int)
+    else:
+        feat, thresholds, dtypes, lefts, rights = [], [], [], [], []
+    num_cat = int(tree.get("num_cat", "0"))
+    if num_cat:
+        bounds = _numbers(tree, "cat_boundaries", num_cat + 1, int)
+        words = [int(w) for w in tree.get("cat_threshold", "").split()]
+        if bounds[0] != 0 or bounds[-1] != len(words) or bounds != sorted(bounds):
+            raise ImportModelError("cat_boundaries do not match cat_threshold")
+    else:
+        bounds, words = [0], []
+
+    # Node ids: internal node i -> i; leaf j -> n_splits + j (LightGBM writes leaves as ~j).
+    def child(c: int) -> int:
+        node = c if c >= 0 else n_splits + ~c
+        if not 0 <= node < n_splits + n_leaves:
+            raise ImportModelError(f"child {c} is out of range")
+        return node
+
+    cat_codes: dict[int, frozenset[int]] = {}
+    cat_features: set[int] = set()
+    for i in range(n_splits):
+        if not 0 <= feat[i] < n_columns:
+            raise ImportModelError(f"split {i} reads feature {feat[i]} of {n_columns}")
+        if dtypes[i] & _CATEGORICAL:
+            k = thresholds[i]
+            if not (k.is_integer() and 0 <= k < num_cat):
+                raise ImportModelError(f"split {i}: categorical set {k} does not exist")
+            cat_codes[i] = _bitset(words[bounds[int(k)] : bounds[int(k) + 1]])
+            cat_features.add(feat[i])
+
+    def derived() -> list[dict[str, Any]]:
+        out = []
+        for j in range(n_columns):
+            name = check_name(names[j], "feature name") if names else f"Column_{j}"
+            info = infos[j] if j < len(infos) else "none"
+            listed = info != "none" and not info.startswith("[")
+            if j in cat_features or listed:
+                codes = [int(c) for c in info.split(":")] if listed else []
+                codes += [c for i, s in cat_codes.items() if feat[i] == j for c in s]
+                top = max([c for c in codes if c >= 0], default=0)
+                if top + 2 > MAX_VOCABULARY:
+                    raise ImportModelError(f"feature {name}: category code {top} is too large")
+                out.append(
+                    {
+                        "name": name,
+                        "type": "categorical",
+                        "values": [str(c) for c in range(top + 2)],
+                        "default": "0",
+                    }
+                )
+            else:
+                out.append(wide_float(name))
+        return out
+
+    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
+    for j in cat_features:
+        if feats[j].type is not FeatureType.CATEGORICAL:
+            raise ImportModelError(
+                f"feature '{feats[j].name}' has categorical splits: declare it categorical "
+                "(vocabulary position = LightGBM category code)"
+            )
+    actions = resolve_actions(spec, [0, 1])
+
+    def leaf(j: int) -> Leaf:
+        r = leaf_values[j]
+        if not math.isfinite(r):
+            raise ImportModelError(f"leaf {j}: value {r} is not finite")
+        z = -sigmoid * r
+        p = 1.0 / (1.0 + math.exp(z)) if z < 700 else 0.0
+        k = 1 if p > 1.0 - p else 0
+        return Leaf(k, p if k == 1 else 1.0 - p)
+
+    zero_band = Interval(math.nextafter(-ZERO_THRESHOLD, -INF), ZERO_THRESHOLD)
+
+    def make(i: int, left: Tree | None, right: Tree | None) -> Tree:
+        if i >= n_splits or left is None or right is None:
+            return leaf(i - n_splits)
+        if i in cat_codes:
+            return SetSplit(feat[i], cat_codes[i], left, right)
+        split = interval_split(feat[i], float64_condition("BRANCH_LEQ", thresholds[i]), left, right)
+        if (dtypes[i] >> 2) & 3 == _MISSING_ZERO:
+            default = left if dtypes[i] & _DEFAULT_LEFT else right
+            split = interval_split(feat[i], zero_band, default, split)
+        return split
+
+    def children(i: int) -> tuple[int, int] | None:
+        if i >= n_splits:
+            return None
+        return child(lefts[i]), child(rights[i])
+
+    root = walk(0 if n_splits else n_splits, children, make, what="split")
+    origin = {
+        "format": "lightgbm",
+        "file": os.path.basename(str(path)),
+        "sha256": file_digest(data),
+        "objective": " ".join(objective),
+        "lightgbm_version": header.get("version", ""),
+    }
+    return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _bitset(words: list[int]) -> frozenset[int]:
+    codes = set()
+    for w, word in enumerate(words):
+        if not 0 <= word < 2**32:
+            raise ImportModelError(f"categorical bitset word {word} is not a uint32")
+        for b in range(32):
+            if word >> b & 1:
+                codes.add(32 * w + b)
+    return frozenset(codes)
