@@ -287,24 +287,11 @@ def confirm(
     )
 
 
-def _num(t: float) -> str:
-    return str(int(t)) if t.is_integer() and abs(t) < 2**53 else repr(t)
-
-
 def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
     """Readable split conditions from the root to *leaf*."""
-    out = []
-    for node, went_left in path_to(model, leaf):
-        n = model.node(node)
-        f = model.features[n.feature]
-        if f.type is FeatureType.CATEGORICAL:
-            names = ", ".join(f.values[c] for c in sorted(n.categories))
-            out.append(f"{f.name} {'in' if went_left else 'not in'} {{{names}}}")
-        elif f.type is FeatureType.BOOL and 0.0 <= n.threshold < 1.0:
-            out.append(f"{f.name} == {'false' if went_left else 'true'}")
-        else:
-            out.append(f"{f.name} {'<=' if went_left else '>'} {_num(n.threshold)}")
-    return tuple(out)
+    from clefprove.model.describe import condition
+
+    return tuple(condition(model, node, left) for node, left in path_to(model, leaf))
 
 
 def iter_results(report: Report) -> Iterable[InvariantResult]:

@@ -22,7 +22,6 @@ incremental checker calls per subtree.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,12 +92,12 @@ class TreeTables:
     integral: np.ndarray  # (F,) bool: feature takes whole values
 
 
-_TABLES: weakref.WeakKeyDictionary[Model, TreeTables] = weakref.WeakKeyDictionary()
+_ATTR = "_clefprove_verify_tables"
 
 
 def tables(model: Model) -> TreeTables:
     """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
-    cached = _TABLES.get(model)
+    cached = model.__dict__.get(_ATTR)
     if cached is not None:
         return cached
     nodes = model.nodes
@@ -118,7 +117,7 @@ def tables(model: Model) -> TreeTables:
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
     out = TreeTables(left_hi, right_lo, parent, integral)
-    _TABLES[model] = out
+    object.__setattr__(model, _ATTR, out)  # a derived cache on the immutable model
     return out
 
 

@@ -1,0 +1,97 @@
+"""Verdicts against independent references on random models and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.dsl import checked as ck
+from clefprove.eval.evaluator import Evaluator
+from clefprove.verify import engine as eg
+from clefprove.verify.api import check_invariant
+from clefprove.verify.boxes import leaf_boxes
+from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _leaf_verdicts(model, inv, shortcuts=True):
+    prep = eg.prepare(model, inv)
+    pv = eg.decide(model, prep, leaf_boxes(model), eg.Settings(shortcuts=shortcuts))
+    leaves = pv.boxes.leaves
+    return (
+        {int(leaves[r]) for r in pv.violating},
+        {int(leaves[r]) for r in pv.unknown},
+    )
+
+
+def _check_counterexamples(model, inv, result):
+    ev = Evaluator(model)
+    assert len(result.counterexamples) == min(3, result.violating_paths)
+    assert len({c.leaf for c in result.counterexamples}) == len(result.counterexamples)
+    for c in result.counterexamples:
+        x = [
+            f.values.index(c.input[f.name]) if f.values else float(c.input[f.name])
+            for f in model.features
+        ]
+        d = ev.evaluate_one(x)
+        assert d.leaf == c.leaf and model.actions[d.action] == c.action
+        assert ck.evaluate(inv.when, x, d.action, d.confidence)
+        assert not ck.evaluate(inv.ensure, x, d.action, d.confidence)
+
+
+@SETTINGS
+@given(st.data())
+def test_exhaustive_all_integer(data):
+    model = data.draw(models(all_int=True))
+    inv = data.draw(invariants(model))
+    truth = exhaustive_violating_leaves(model, inv)
+    for shortcuts in (True, False):
+        violating, unknown = _leaf_verdicts(model, inv, shortcuts)
+        assert not unknown  # integer domains: the solver is exact
+        assert violating == truth
+    result = check_invariant(model, inv)
+    assert result.status == ("violated" if truth else "holds")
+    assert result.violating_paths == len(truth)
+    assert result.paths_checked == model.n_leaves
+    assert not result.warnings or result.vacuous
+    _check_counterexamples(model, inv, result)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_whole_tree_z3_mixed(data):
+    model = data.draw(models(all_int=False, max_depth=3))
+    inv = data.draw(invariants(model))
+    ref = WholeTreeZ3(model).violating_leaves(inv)
+    if ref is None:
+        return
+    for shortcuts in (True, False):
+        violating, unknown = _leaf_verdicts(model, inv, shortcuts)
+        # Sound: never miss a violation; exact: never claim one that is not there.
+        assert violating <= ref
+        assert ref <= violating | unknown
+        if shortcuts:
+            assert not unknown
+    result = check_invariant(model, inv)
+    assert result.status == ("violated" if ref else "holds")
+    _check_counterexamples(model, inv, result)
+    assert not any(w.startswith("internal") for w in result.warnings)
+
+
+def test_leaf_boxes_cover_every_input_exactly():
+    """Every enumerated input lies in the box of exactly the leaf the evaluator picks."""
+    from hypothesis import find
+
+    from tests.verify.gen import enumerate_inputs
+
+    model = find(models(all_int=True), lambda m: m.n_leaves >= 6)
+    boxes = leaf_boxes(model)
+    X = enumerate_inputs(model)
+    res = Evaluator(model).evaluate(X)
+    for i in range(X.shape[0]):
+        inside = np.all(boxes.lo[:, :-1] <= X[i], axis=1) & np.all(X[i] <= boxes.hi[:, :-1], axis=1)
+        for f, m in boxes.cats.items():
+            inside &= m[:, int(X[i, f])]
+        assert set(boxes.leaves[inside].tolist()) == {int(res.leaves[i])}
