@@ -822,6 +822,19 @@ Proof.
   apply evalf_sem in Hs; congruence.
 Qed.
 
+(** The same for an invariant without [when]. *)
+Theorem readable_refuted_always : forall d t e (E : input -> N -> Q -> Prop),
+  (forall x a c, E x a c <-> sem e x a c) ->
+  forall x, in_domain_b d x = true ->
+  evalf e x (fst (eval t x)) (snd (eval t x)) = false ->
+  ~ (forall y, in_domain d y -> E y (fst (eval t y)) (snd (eval t y))).
+Proof.
+  intros d t e E HE x Hd He H.
+  assert (Hs : sem e x (fst (eval t x)) (snd (eval t x))).
+  { apply HE, H; apply in_domain_b_sound; auto. }
+  apply evalf_sem in Hs; congruence.
+Qed.
+
 (** ** Tactics for the readable-statement lemmas *)
 
 Lemma iff_and : forall A B C D : Prop, (A <-> C) -> (B <-> D) -> (A /\ B <-> C /\ D).

@@ -299,8 +299,13 @@ def _refutation(ident: str, thm: str, w: CFormula, e: CFormula, names: Names,
     )
     body = f"fun i => match i with\n{cases}\n  | _ => 0\n  end"
     hyp = f"{prop(w, names, ctx)} -> " if w != FConst(True) else ""
-    args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
-            f"{ident}_When_iff {ident}_Ensure_iff {ident}_cex")
+    if w != FConst(True):
+        lemma = "readable_refuted"
+        args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
+                f"{ident}_When_iff {ident}_Ensure_iff {ident}_cex")
+    else:
+        lemma = "readable_refuted_always"
+        args = f"model_domain model_tree {ident}_e {ident}_Ensure {ident}_Ensure_iff {ident}_cex"
     return (
         f"(** A counterexample: an input of the domain that satisfies [when] and breaks\n"
         f"    [ensure]. *)\n"
@@ -309,7 +314,7 @@ def _refutation(ident: str, thm: str, w: CFormula, e: CFormula, names: Names,
         f"({decision[0]}%N, {q_term(decision[1])}).\nProof. vm_compute; reflexivity. Qed.\n\n"
         f"Theorem {thm} :\n  ~ (forall x : input, in_domain model_domain x ->\n"
         f"       {hyp}{prop(e, names, ctx)}).\n"
-        f"Proof.\n  apply (readable_refuted {args}); vm_compute; reflexivity.\nQed."
+        f"Proof.\n  apply ({lemma} {args}); vm_compute; reflexivity.\nQed."
     )
 
 
