@@ -1,0 +1,358 @@
+"""Everything a security-review report shows, as plain data shared by the HTML and Markdown
+renderers.
+
+The numbers (statuses, counts, counterexamples, times) are taken from
+:meth:`Report.to_json_dict`, the object ``check --format json`` prints, so the report and
+``check`` cannot disagree; the rest (model identity, domain shares, tree windows, plain-word
+conditions, commands) is derived from the model and the checked program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from clefprove.dsl.checked import CheckedProgram
+from clefprove.model.describe import format_number
+from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.report.coverage import action_shares
+from clefprove.report.tree import box_at, layout, window
+from clefprove.verify.boxes import path_to
+from clefprove.verify.verdicts import Report
+
+STATUS_LABEL = {"holds": "PASS", "violated": "FAIL", "unknown": "INCONCLUSIVE"}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """How the report was asked for: the paths as the user gave them and the check options."""
+
+    model_path: str
+    invariant_paths: tuple[str, ...]
+    previous_path: str | None = None
+    counterexamples: int = 3
+    timeout: float | None = None
+    jobs: int | None = None
+
+
+def generated_at() -> datetime:
+    """Now in UTC, or ``SOURCE_DATE_EPOCH`` when set (for reproducible reports)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC)
+    return datetime.fromtimestamp(time.time(), UTC)
+
+
+def human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        n_f = n / 1024
+        if n_f < 1024 or unit == "GiB":
+            return f"{n_f:.1f} {unit} ({n:,} bytes)"
+        n = int(n_f)
+    raise AssertionError("unreachable")
+
+
+def _json_value(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.1f} ms" if ms < 1000 else f"{seconds:.2f} s"
+
+
+def pct(share: float) -> str:
+    """A domain share as a percentage that never shows a non-zero share as 0."""
+    if share <= 0:
+        return "0%"
+    if share < 0.0001:
+        return "<0.01%"
+    return f"{100 * share:.2f}%"
+
+
+def anchor(name: str) -> str:
+    return "inv-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
+
+
+# ------------------------------------------------------------------------- plain words
+
+
+def _join_or(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def plain_conditions(model: Model, leaf: int) -> list[str]:
+    """The inputs that reach *leaf*, one sentence per feature the path narrows."""
+    box = box_at(model, leaf)
+    above: dict[int, float] = {}  # float features: strict lower threshold
+    at_most: dict[int, float] = {}
+    for node, went_left in path_to(model, leaf):
+        n = model.node(node)
+        if n.kind is not NodeKind.NUMERIC:
+            continue
+        if went_left:
+            at_most[n.feature] = min(at_most.get(n.feature, n.threshold), n.threshold)
+        else:
+            above[n.feature] = max(above.get(n.feature, n.threshold), n.threshold)
+    out: list[str] = []
+    for i, f in enumerate(model.features):
+        if f.type is FeatureType.CATEGORICAL:
+            kept = [v for c, v in enumerate(f.values) if box.cats[i][c]]
+            dropped = [v for c, v in enumerate(f.values) if not box.cats[i][c]]
+            if not dropped:
+                continue
+            if not kept:
+                out.append(f"{f.name} can take no value (unreachable)")
+            elif len(kept) == 1:
+                out.append(f"{f.name} is {kept[0]}")
+            elif len(kept) <= len(dropped):
+                out.append(f"{f.name} is {_join_or(kept)}")
+            else:
+                out.append(f"{f.name} is anything but {_join_or(dropped)}")
+        elif f.type is FeatureType.BOOL:
+            lo, hi = box.lo[i], box.hi[i]
+            if lo > f.min or hi < f.max:
+                out.append(f"{f.name} is {'true' if lo >= 1 else 'false'}")
+        elif f.type is FeatureType.INT:
+            lo, hi = int(box.lo[i]), int(box.hi[i])
+            if lo == hi:
+                out.append(f"{f.name} is {lo}")
+            elif lo > f.min and hi < f.max:
+                out.append(f"{f.name} is between {lo} and {hi}")
+            elif lo > f.min:
+                out.append(f"{f.name} is at least {lo}")
+            elif hi < f.max:
+                out.append(f"{f.name} is at most {hi}")
+        else:
+            a = above.get(i)
+            b = at_most.get(i)
+            a = a if a is not None and a >= f.min else None
+            b = b if b is not None and b < f.max else None
+            if a is not None and b is not None:
+                out.append(f"{f.name} is above {format_number(a)} and at most {format_number(b)}")
+            elif a is not None:
+                out.append(f"{f.name} is above {format_number(a)}")
+            elif b is not None:
+                out.append(f"{f.name} is at most {format_number(b)}")
+    return out or ["every input in the domain reaches this leaf"]
+
+
+# ------------------------------------------------------------------------- invariant text
+
+
+def invariant_source(file: str, line: int) -> str | None:
+    """The invariant's text as written (from its ``invariant`` line to the next item)."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not 1 <= line <= len(lines):
+        return None
+    block = [lines[line - 1]]
+    for text in lines[line:]:
+        if re.match(r"(invariant|let|severity)\b", text):
+            break
+        block.append(text)
+    while block and (not block[-1].strip() or block[-1].lstrip().startswith("#")):
+        block.pop()
+    return "\n".join(block)
+
+
+# ------------------------------------------------------------------------- commands
+
+
+def _q(parts: Sequence[str]) -> str:
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def commands(inputs: Inputs, sha256: str) -> list[dict[str, str]]:
+    """The shell commands that reproduce every claim of the report."""
+    model, invs = inputs.model_path, list(inputs.invariant_paths)
+    opts = ["--counterexamples", str(inputs.counterexamples)]
+    if inputs.timeout is not None:
+        opts += ["--timeout", format_number(inputs.timeout)]
+    if inputs.jobs is not None:
+        opts += ["--jobs", str(inputs.jobs)]
+    out = []
+    if model.endswith(".clef"):
+        out.append(
+            {
+                "label": f"Confirm the model file is the one reviewed (expect {sha256})",
+                "command": _q(["sha256sum", model]),
+            }
+        )
+    out.append(
+        {
+            "label": "Re-run the check (the numbers in this report are its output)",
+            "command": _q(["clefprove", "check", model, *invs, "--format", "json", *opts]),
+        }
+    )
+    out.append(
+        {
+            "label": "Export Coq proofs of the holding invariants and check them with coqc",
+            "command": _q(["clefprove", "export-coq", model, *invs, "-o", "coq-out"])
+            + " && make -C coq-out",
+        }
+    )
+    if inputs.previous_path is not None:
+        out.append(
+            {
+                "label": "Show the behaviour diff against the previous model",
+                "command": _q(["clefprove", "diff", inputs.previous_path, model]),
+            }
+        )
+    prev = ["--previous", inputs.previous_path] if inputs.previous_path else []
+    out.append(
+        {
+            "label": "Rebuild this report",
+            "command": _q(["clefprove", "report", model, *invs, *prev, *opts, "-o", "report.html"]),
+        }
+    )
+    return out
+
+
+# ------------------------------------------------------------------------- the whole context
+
+
+def _features(model: Model) -> list[dict[str, str]]:
+    return [
+        {
+            "name": f.name,
+            "type": str(f.type),
+            "domain": f.describe_domain(),
+            "default": _json_value(f.decode(f.default)),
+        }
+        for f in model.features
+    ]
+
+
+def _counterexample(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+    leaf = int(cex["leaf"])
+    domains = {f.name: f.describe_domain() for f in model.features}
+    record = json.dumps(cex["input"], ensure_ascii=False, separators=(", ", ": "))
+    win = window(model, leaf)
+    return {
+        "input": [
+            {"feature": k, "value": _json_value(v), "domain": domains.get(k, "")}
+            for k, v in cex["input"].items()
+        ],
+        "action": cex["action"],
+        "confidence": format_number(cex["confidence"]),
+        "leaf": leaf,
+        "path": list(cex["path"]),
+        "plain": plain_conditions(model, leaf),
+        "eval_command": "echo "
+        + shlex.quote(record)
+        + " | "
+        + _q(["clefprove", "eval", inputs.model_path]),
+        "window": win,
+        "diagram": layout(win),
+    }
+
+
+def build(
+    model: Model,
+    program: CheckedProgram,
+    report: Report,
+    inputs: Inputs,
+    *,
+    diff: dict[str, Any] | None = None,
+    version: str | None = None,
+    when: datetime | None = None,
+) -> dict[str, Any]:
+    """The template context of a report on *model* (see module docstring)."""
+    if version is None:
+        from clefprove import __version__ as version
+    when = when or generated_at()
+    data = report.to_json_dict()
+    summary = data["summary"]
+    overall = "violated" if summary["violated"] else "unknown" if summary["unknown"] else "holds"
+    by_name = {inv.name: inv for inv in program.invariants}
+    verdicts = []
+    violations = []
+    for res in data["results"]:
+        inv = by_name.get(res["invariant"])
+        row = {
+            "name": res["invariant"],
+            "anchor": anchor(res["invariant"]),
+            "description": res.get("description") or "",
+            "location": f"{res['file']}:{res['line']}",
+            "status": res["status"],
+            "label": STATUS_LABEL[res["status"]],
+            "vacuous": bool(res.get("vacuous")),
+            "violating_paths": res["violating_paths"],
+            "unknown_paths": res["unknown_paths"],
+            "paths_checked": res["paths_checked"],
+            "paths_reused": res["paths_reused"],
+            "seconds": res["seconds"],
+            "time": _ms(res["seconds"]),
+            "warnings": list(res.get("warnings", [])),
+            "source": invariant_source(inv.file, inv.line) if inv else None,
+        }
+        verdicts.append(row)
+        if res["status"] == "violated":
+            cexs = [_counterexample(model, inputs, c) for c in res["counterexamples"]]
+            violations.append({**row, "counterexamples": cexs})
+    shares = action_shares(model)
+    top = max((s.share for s in shares), default=0.0) or 1.0
+    coverage = [
+        {
+            "action": s.action,
+            "share": s.share,
+            "pct": pct(s.share),
+            "leaves": s.leaves,
+            "bar": s.share / top,
+        }
+        for s in shares
+    ]
+    severity = None
+    if program.severity is not None:
+        severity = " < ".join(model.actions[k] for k in program.severity)
+    return {
+        "title": f"Security review: {model.name} {model.version}".strip(),
+        "tool_version": version,
+        "generated": when.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "generated_iso": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "overall": overall,
+        "overall_label": STATUS_LABEL[overall],
+        "exit_code": report.exit_code,
+        "model": {
+            "name": model.name,
+            "version": model.version,
+            "path": inputs.model_path,
+            "sha256": model.sha256,
+            "size": model.size,
+            "size_text": human_size(model.size),
+            "nodes": model.n_nodes,
+            "leaves": model.n_leaves,
+            "max_depth": model.max_depth,
+            "features": _features(model),
+            "actions": list(model.actions),
+            "severity": severity,
+        },
+        "invariant_paths": list(inputs.invariant_paths),
+        "options": {
+            "counterexamples": inputs.counterexamples,
+            "timeout": inputs.timeout,
+            "jobs": inputs.jobs,
+        },
+        "summary": summary,
+        "total_time": _ms(summary["seconds"]),
+        "verdicts": verdicts,
+        "violations": violations,
+        "coverage": coverage,
+        "previous_path": inputs.previous_path,
+        "diff": diff,
+        "commands": commands(inputs, model.sha256),
+        "check_json": json.dumps(data, indent=2, ensure_ascii=False),
+    }
