@@ -88,6 +88,7 @@ def check(
     smtlib: str | None = None,
     model_path: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cache: Any = None,
 ) -> Report:
     """Check every invariant on *model* (a Model or a .clef/.json path); see module docstring.
 
@@ -103,10 +104,16 @@ def check(
     if smtlib is not None:
         Path(smtlib).mkdir(parents=True, exist_ok=True)
     settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
-    boxes = leaf_boxes(mdl)
     results = []
     total = len(program.invariants)
-    for i, inv in enumerate(program.invariants):
+    if cache is not None:
+        # Incremental hook (clefprove.incremental.ProofCache): reuses proved subtrees and
+        # decides the remaining leaves with decide()/finish() below; same results as fresh.
+        results = cache.check_program(mdl, program, settings, counterexamples)
+        if progress is not None:
+            progress(total, total)
+    boxes = leaf_boxes(mdl) if cache is None else None
+    for i, inv in enumerate(program.invariants if cache is None else ()):
         results.append(check_invariant(mdl, inv, settings, counterexamples, boxes))
         if progress is not None:
             progress(i + 1, total)

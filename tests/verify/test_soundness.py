@@ -13,7 +13,7 @@ from clefprove.verify.api import check_invariant
 from clefprove.verify.boxes import leaf_boxes
 from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _leaf_verdicts(model, inv, shortcuts=True):
@@ -59,7 +59,7 @@ def test_exhaustive_all_integer(data):
     _check_counterexamples(model, inv, result)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_whole_tree_z3_mixed(data):
     model = data.draw(models(all_int=False, max_depth=3))
