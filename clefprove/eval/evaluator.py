@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -165,24 +166,45 @@ class Evaluator:
             self._heap = False
             self._child2 = child2
             self._state_node = slot_node
-        self._feat_s = feat[slot_node]
-        self._thr_s = thr[slot_node]
-        self._general_s = general[slot_node]
+        if self._heap:
+            self._feat_s, self._thr_s = feat[slot_node], thr[slot_node]
+            self._general_s = general[slot_node]
+        else:  # the same tables, faster for large trees
+            self._feat_s, self._thr_s = np.repeat(feat, 2), np.repeat(thr, 2)
+            self._general_s = np.repeat(general, 2)
         self._root_state = 1 if self._heap else 0
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
         self._root_children = (2, 3) if self._heap else (int(2 * first[0]), int(2 * second[0]))
 
-        # Pure-Python lists for the single-input walk.
-        py_kind = np.where(leaf, _LEAF, np.where(general, _CATEGORICAL, _NUMERIC))
-        self._py_kind = py_kind.tolist()
-        self._py_feat = feat.tolist()
-        self._py_thr = thr.tolist()
-        self._py_left = first.tolist()
-        self._py_right = second.tolist()
-        self._py_aux = self._aux.tolist()
-        self._py_conf = self._conf.tolist()
-        self._py_sets = {i: s for i, s in cat_sets.items() if general[i]}
-        self._py_catmax = {i: len(model.features[self._py_feat[i]].values) - 1 for i in cat_sets}
+        # For the single-input walk (turned into Python lists on first use).
+        self._walk_arrays = (
+            np.where(leaf, _LEAF, np.where(general, _CATEGORICAL, _NUMERIC)),
+            feat,
+            thr,
+            first,
+            second,
+        )
+        self._cat_sets = {i: s for i, s in cat_sets.items() if general[i]}
+        self._py: tuple[list[Any], ...] | None = None
+
+    def _lists(self) -> tuple[list[Any], ...]:
+        """Node tables as Python lists (fast scalar indexing), built once on first use."""
+        if self._py is None:
+            kind, feat, thr, first, second = self._walk_arrays
+            catmax = [0] * len(kind)
+            for i in self._cat_sets:
+                catmax[i] = len(self.model.features[int(feat[i])].values) - 1
+            self._py = (
+                kind.tolist(),
+                feat.tolist(),
+                thr.tolist(),
+                first.tolist(),
+                second.tolist(),
+                self._aux.tolist(),
+                self._conf.tolist(),
+                catmax,
+            )
+        return self._py
 
     # ------------------------------------------------------------------ batch
     def evaluate(self, X: np.ndarray) -> BatchResult:
@@ -278,7 +300,8 @@ class Evaluator:
     def evaluate_one(self, x: Sequence[float] | np.ndarray) -> Decision:
         """Evaluate one encoded input (a sequence of n_features floats)."""
         leaf = self._walk(x, None)
-        return Decision(self._py_aux[leaf], self._py_conf[leaf], leaf)
+        py = self._py or self._lists()
+        return Decision(py[5][leaf], py[6][leaf], leaf)
 
     def path(self, x: Sequence[float] | np.ndarray) -> list[int]:
         """Node indices from the root to the leaf that decides the encoded input *x*."""
@@ -293,8 +316,7 @@ class Evaluator:
         for j, v in enumerate(xs):
             if not math.isfinite(v):
                 raise InputError(f"{self.model.features[j].name}: value {v} is not finite")
-        kinds, feats, thrs = self._py_kind, self._py_feat, self._py_thr
-        lefts, rights = self._py_left, self._py_right
+        kinds, feats, thrs, lefts, rights, _, _, catmax = self._py or self._lists()
         i = 0
         for _ in range(self.depth + 1):
             if visited is not None:
@@ -305,8 +327,8 @@ class Evaluator:
             elif k == _LEAF:
                 return i
             else:
-                code = min(max(xs[feats[i]], 0.0), self._py_catmax[i])
-                i = lefts[i] if int(code) in self._py_sets[i] else rights[i]
+                code = min(max(xs[feats[i]], 0.0), catmax[i])
+                i = lefts[i] if int(code) in self._cat_sets[i] else rights[i]
         raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
 
 

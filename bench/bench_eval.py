@@ -1,0 +1,318 @@
+"""Benchmark: model loading (mmap), batch evaluation against scikit-learn, single-input latency.
+
+Prints Markdown tables (copied into docs/performance.md).  Run from the repository root:
+
+    python bench/bench_eval.py            # full run (a couple of minutes)
+    python bench/bench_eval.py --quick    # fewer repetitions and depths
+
+Targets (issue 2): batch >= 1.0x scikit-learn's ``predict`` on 1,000,000 rows of the same tree
+in the same run; loading the depth-12 example < 5 ms; one input < 20 µs in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import EXAMPLES, ROOT, fmt_seconds, machine, median, progress, table, time_call
+
+from clefprove.eval.evaluator import Evaluator
+from clefprove.eval.inputs import encode_record
+from clefprove.model.clef import encode_clef, load, write_clef
+from clefprove.model.source import parse_features
+from clefprove.model.types import NODE_DTYPE, NodeKind
+
+
+def _example_module():
+    spec = importlib.util.spec_from_file_location("mk", EXAMPLES / "make_edge_example.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+EX = _example_module()
+
+
+# ----------------------------------------------------------------------------- loading
+def bench_load_example(repeat: int) -> list[list[str]]:
+    path = EXAMPLES / "edge-allow-block.clef"
+    load(path)  # warm the page cache
+    times = time_call(lambda: load(path), repeat=repeat)
+    m = load(path)
+    return [
+        [
+            "load depth-12 example (.clef, mmap + validation)",
+            f"{m.n_nodes:,} nodes, {path.stat().st_size:,} bytes",
+            f"median {fmt_seconds(median(times))}, min {fmt_seconds(min(times))} ({repeat} loads)",
+            "< 5 ms",
+        ]
+    ]
+
+
+def synthetic_complete_tree(depth: int, seed: int = 3) -> bytes:
+    """A complete binary tree (2**(depth+1) - 1 nodes, pre-order) over the example features."""
+    rng = np.random.default_rng(seed)
+    n = 2 ** (depth + 1) - 1
+    nodes = np.zeros(n, dtype=NODE_DTYPE)
+    idx = np.zeros(1, dtype=np.int64)
+    for d in range(depth + 1):
+        size = 2 ** (depth - d + 1) - 1
+        if d == depth:
+            nodes["left"][idx] = idx
+            nodes["right"][idx] = idx
+            nodes["kind"][idx] = NodeKind.LEAF
+            nodes["aux"][idx] = rng.integers(0, 4, len(idx))
+            nodes["value"][idx] = rng.random(len(idx))
+        else:
+            left, right = idx + 1, idx + 1 + (size - 1) // 2
+            f = rng.choice([0, 3], len(idx))  # client_rtt_ms, referer_entropy
+            nodes["left"][idx], nodes["right"][idx] = left, right
+            nodes["kind"][idx] = NodeKind.NUMERIC
+            nodes["feature"][idx] = f
+            nodes["value"][idx] = np.where(f == 0, rng.uniform(0, 10000, len(idx)), 0.0)
+            nodes["value"][idx] += np.where(f == 3, rng.uniform(0, 8, len(idx)), 0.0)
+            idx = np.concatenate((left, right))
+    # depths, level by level (pre-order index -> depth)
+    level = np.zeros(1, dtype=np.int64)
+    for d in range(depth + 1):
+        nodes["depth"][level] = d
+        if d < depth:
+            level = np.concatenate((nodes["left"][level], nodes["right"][level])).astype(np.int64)
+    features = parse_features(EX.FEATURES)
+    membership = np.zeros(0, dtype=np.uint8)
+    return encode_clef("synthetic", "1", features, tuple(EX.ACTIONS), nodes, membership, depth)
+
+
+_RSS_PROBE = r"""
+import json, sys, time
+import numpy as np
+from clefprove.model.clef import load
+
+def status():
+    out = {}
+    for line in open("/proc/self/status"):
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+            out[key] = int(rest.split()[0]) / 1024.0
+    return out
+
+path = sys.argv[1]
+before = status()
+t0 = time.perf_counter()
+model = load(path)
+t_load = time.perf_counter() - t0
+after_load = status()
+checksum = float(np.sum(model.nodes["value"]))  # touch every node record
+after_touch = status()
+copy = np.array(model.nodes)  # a private copy, for contrast
+after_copy = status()
+print(json.dumps({"load_s": t_load, "before": before, "after_load": after_load,
+                  "after_touch": after_touch, "after_copy": after_copy,
+                  "nodes": model.n_nodes, "mapped": not model.nodes.flags.owndata}))
+"""
+
+
+def bench_load_large(depth: int, repeat: int) -> tuple[list[list[str]], list[list[str]]]:
+    progress(f"building a synthetic complete tree of depth {depth} ...")
+    data = synthetic_complete_tree(depth)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "big.clef"
+        path.write_bytes(data)
+        runs = []
+        for _ in range(repeat):
+            p = subprocess.run(
+                [sys.executable, "-c", _RSS_PROBE, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
+            runs.append(json.loads(p.stdout))
+        model = load(path)
+        t0 = time.perf_counter()
+        ev = Evaluator(model)
+        t_derive = time.perf_counter() - t0
+        X, _ = EX.generate(100_000, seed=5)
+        t_eval = median(time_call(lambda: ev.evaluate(X), repeat=3))
+    r = runs[len(runs) // 2]
+    n = r["nodes"]
+    mb = n * NODE_DTYPE.itemsize / 2**20
+
+    def delta(a: str, b: str, key: str) -> str:
+        return f"{r[b][key] - r[a][key]:+.1f} MiB"
+
+    load_rows = [
+        [
+            f"load synthetic model ({n:,} nodes, {len(data) / 2**20:.1f} MiB)",
+            "fresh process, page cache warm",
+            f"median {fmt_seconds(median([x['load_s'] for x in runs]))} ({repeat} processes)",
+            "",
+        ],
+        [
+            "Evaluator(model) on it (derived lookup arrays, once per model)",
+            "table layout (depth > 16)",
+            fmt_seconds(t_derive),
+            "",
+        ],
+        [
+            "batch evaluate 100,000 rows on it",
+            f"depth {depth}",
+            f"{fmt_seconds(t_eval)} ({100_000 / t_eval / 1e6:.1f} M rows/s)",
+            "",
+        ],
+    ]
+    rss_rows = [
+        ["after load", delta("before", "after_load", "RssAnon"),
+         delta("before", "after_load", "RssFile"), f"{r['after_load']['VmHWM']:.0f} MiB"],
+        ["after touching every node", delta("before", "after_touch", "RssAnon"),
+         delta("before", "after_touch", "RssFile"), f"{r['after_touch']['VmHWM']:.0f} MiB"],
+        [f"after np.array(nodes) (a {mb:.0f} MiB copy, for contrast)",
+         delta("before", "after_copy", "RssAnon"), delta("before", "after_copy", "RssFile"),
+         f"{r['after_copy']['VmHWM']:.0f} MiB"],
+    ]  # fmt: skip
+    rss_rows.insert(
+        0,
+        ["before load (imports only)", "0", "0", f"{r['before']['VmHWM']:.0f} MiB"],
+    )
+    assert r["mapped"], "the node array should be a view over the mapping"
+    return load_rows, rss_rows
+
+
+# ----------------------------------------------------------------------------- batch
+def bench_batch(depths: list[int], rows: int, repeat: int) -> list[list[str]]:
+    out = []
+    X, _ = EX.generate(rows, seed=99)
+    for depth in depths:
+        progress(f"training depth {depth} ...")
+        clf, model = EX.build(depth)
+        note = ""
+        if depth == 12:
+            same = write_clef(model) == (EXAMPLES / "edge-allow-block.clef").read_bytes()
+            note = " (= committed example)" if same else " (differs from committed example!)"
+        ev = Evaluator(model)
+        res = ev.evaluate(X)
+        expected = clf.predict(X)
+        # the example's labels are action indices (0..3), mapped to EX.ACTIONS in that order
+        agree = bool((np.array(model.actions)[res.actions] == np.array(EX.ACTIONS)[expected]).all())
+        t_sk, t_ours = [], []
+        for _ in range(repeat):  # interleaved, so both see the same machine load
+            t_sk += time_call(lambda c=clf: c.predict(X), repeat=1)
+            t_ours += time_call(lambda e=ev: e.evaluate(X), repeat=1)
+        sk, ours = median(t_sk), median(t_ours)
+        out.append(
+            [
+                f"{depth}{note}",
+                f"{model.n_nodes:,}",
+                "heap" if ev._heap else "table",
+                f"{sk * 1e3:.1f} ms",
+                f"{ours * 1e3:.1f} ms",
+                f"{rows / ours / 1e6:.1f} M",
+                f"**{sk / ours:.2f}x**",
+                "yes" if agree else "NO",
+            ]
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- single input
+def bench_single(repeat: int) -> list[list[str]]:
+    model = load(EXAMPLES / "edge-allow-block.clef")
+    ev = Evaluator(model)
+    X, _ = EX.generate(1000, seed=11)
+    rows_list = X.tolist()
+    from clefprove.eval.inputs import decode_input
+
+    records = [decode_input(model, x) for x in X]
+    out = []
+
+    def per_call(fn, items) -> float:
+        def loop():
+            for it in items:
+                fn(it)
+
+        return median(time_call(loop, repeat=repeat)) / len(items)
+
+    out.append(
+        ["evaluate_one(list of 6 floats)", fmt_seconds(per_call(ev.evaluate_one, rows_list))]
+    )
+    out.append(["evaluate_one(numpy row)", fmt_seconds(per_call(ev.evaluate_one, list(X)))])
+    out.append(
+        [
+            "encode_record(dict) + evaluate_one",
+            fmt_seconds(per_call(lambda r: ev.evaluate_one(encode_record(model, r)), records)),
+        ]
+    )
+    return out
+
+
+def bench_cli(lines: int) -> list[list[str]]:
+    X, _ = EX.generate(lines, seed=13)
+    model = load(EXAMPLES / "edge-allow-block.clef")
+    from clefprove.eval.inputs import decode_input
+
+    text = "\n".join(json.dumps(decode_input(model, x)) for x in X) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in.jsonl"
+        src.write_text(text)
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "clefprove", "eval", str(EXAMPLES / "edge-allow-block.clef"),
+             "--input", str(src)],
+            check=True, stdout=subprocess.DEVNULL, cwd=ROOT,
+        )  # fmt: skip
+        t = time.perf_counter() - t0
+    return [[f"clefprove eval, {lines:,} JSON lines (process start included)", fmt_seconds(t),
+             f"{lines / t / 1e3:.0f} k lines/s"]]  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions and depths")
+    args = ap.parse_args()
+    quick = args.quick
+    print(f"## bench_eval ({machine()})\n")
+
+    print("### Loading\n")
+    load_rows = bench_load_example(50 if quick else 500)
+    big_rows, rss_rows = bench_load_large(19, 3 if quick else 5)
+    print(table(["what", "size", "time", "target"], load_rows + big_rows))
+    print()
+    print("Memory of one process loading the synthetic model (deltas from before the load):\n")
+    print(table(["moment", "RssAnon", "RssFile", "peak RSS (VmHWM)"], rss_rows))
+    print()
+
+    print("### Batch evaluation, 1,000,000 rows, same tree, same run\n")
+    depths = [12] if quick else [8, 12, 16, 20]
+    print(
+        table(
+            [
+                "depth",
+                "nodes",
+                "layout",
+                "sklearn predict",
+                "clefprove",
+                "rows/s",
+                "ratio",
+                "agree",
+            ],
+            bench_batch(depths, 1_000_000, 3 if quick else 7),
+        )
+    )
+    print()
+    print("### Single input (depth-12 example)\n")
+    print(table(["call", "median per call"], bench_single(3 if quick else 7)))
+    print()
+    print(table(["command", "time", "throughput"], bench_cli(20_000 if quick else 100_000)))
+
+
+if __name__ == "__main__":
+    main()
