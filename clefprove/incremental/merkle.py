@@ -1,0 +1,234 @@
+"""Content addresses for models, domains, subtrees and path contexts (all SHA-256).
+
+* :func:`subtree_hashes` -- a Merkle hash of every subtree.  A node's canonical content is
+  independent of feature and action *indices* (names are hashed, not positions) and of the
+  features' types and bounds, so a subtree keeps its hash when a model is retrained around it or
+  its domain is edited; the domain is a separate part of every cache key.
+
+  * leaf: ``"L" + sha256(action name) + confidence bits``;
+  * numeric split: ``"N" + sha256(feature name) + threshold bits + left hash + right hash``;
+  * categorical split: ``"C" + sha256(feature name) + sha256(sorted value names of the set)``
+    ``+ left hash + right hash``.
+
+  ``-0.0`` is written as ``0.0`` (the two compare equal, so they decide the same).  Hashes are
+  computed level by level from the deepest (children before parents) with numpy building the
+  fixed-width records; the only per-node Python work is one ``hashlib`` call per split (leaf
+  hashes are computed once per distinct (action, confidence)).
+
+* :func:`domain_digest` -- what a cached proof depends on besides the subtree and its context:
+  feature names in order, types, bounds and vocabularies; the actions in order; the severity
+  order.  Defaults are left out: they do not change the set of inputs.
+* :func:`content_digest` -- the whole model's content (domain with defaults, node records and
+  membership table), for results that depend on all of it (counterexamples use defaults).
+* :func:`context_digests` -- canonical digests of path-context boxes (see
+  :mod:`clefprove.incremental.walk`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+
+from clefprove.model.types import FeatureType, Model, NodeKind
+
+HASH_BYTES = 32
+
+_HASHES: weakref.WeakKeyDictionary[Model, np.ndarray] = weakref.WeakKeyDictionary()
+_CONTENT: weakref.WeakKeyDictionary[Model, str] = weakref.WeakKeyDictionary()
+
+#: Width of one split record: tag, name digest, threshold or set digest, two child hashes.
+_SPLIT_WIDTH = 1 + 32 + 32 + 32 + 32
+
+
+def _h(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """float64 values as little-endian bytes (k, 8), with -0.0 written as 0.0."""
+    v = np.ascontiguousarray(values, dtype="<f8") + 0.0
+    return v.view(np.uint8).reshape(-1, 8)
+
+
+def _set_tokens(model: Model, idx: np.ndarray) -> np.ndarray:
+    """(k, 32): digest of the sorted value names of each categorical split in *idx*."""
+    nodes = model.nodes
+    out = np.zeros((idx.size, HASH_BYTES), dtype=np.uint8)
+    feat = nodes["feature"][idx].astype(np.int64)
+    aux = nodes["aux"][idx].astype(np.int64)
+    membership = np.asarray(model.membership, dtype=np.uint8)
+    for fi in np.unique(feat).tolist():
+        f = model.features[fi]
+        rows = np.flatnonzero(feat == fi)
+        table = membership[aux[rows][:, None] + np.arange(len(f.values))]
+        seen: dict[bytes, np.ndarray] = {}
+        for r, row in zip(rows.tolist(), table, strict=True):
+            raw = row.tobytes()
+            tok = seen.get(raw)
+            if tok is None:
+                names = sorted(v for v, bit in zip(f.values, raw, strict=True) if bit)
+                tok = np.frombuffer(_h(b"set\0" + "\0".join(names).encode()), dtype=np.uint8)
+                seen[raw] = tok
+            out[r] = tok
+    return out
+
+
+def subtree_hashes(model: Model) -> np.ndarray:
+    """(N, 32) uint8: the Merkle hash of the subtree rooted at every node (memoised per model)."""
+    cached = _HASHES.get(model)
+    if cached is not None:
+        return cached
+    nodes = model.nodes
+    n = model.n_nodes
+    kind = nodes["kind"]
+    depth = nodes["depth"].astype(np.int64)
+    out = np.zeros((n, HASH_BYTES), dtype=np.uint8)
+
+    # Leaves: one hash per distinct (action, confidence bits).
+    leaf = np.flatnonzero(kind == NodeKind.LEAF)
+    conf = _bits(nodes["value"][leaf])
+    act = nodes["aux"][leaf].astype(np.uint64)
+    cbits = np.ascontiguousarray(conf).view("<u8").ravel()
+    order = np.lexsort((cbits, act))
+    a_s, c_s = act[order], cbits[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = (a_s[1:] != a_s[:-1]) | (c_s[1:] != c_s[:-1])
+    group = np.cumsum(first) - 1
+    tokens = [_h(b"action\0" + a.encode()) for a in model.actions]
+    starts = np.flatnonzero(first)
+    leaf_h = np.frombuffer(
+        b"".join(
+            _h(b"L" + tokens[a] + int(c).to_bytes(8, "little"))
+            for a, c in zip(a_s[starts].tolist(), c_s[starts].tolist(), strict=True)
+        ),
+        dtype=np.uint8,
+    ).reshape(-1, HASH_BYTES)
+    out[leaf[order]] = leaf_h[group]
+
+    # Splits, deepest level first.
+    feat_tok = np.frombuffer(
+        b"".join(_h(b"feature\0" + f.name.encode()) for f in model.features), dtype=np.uint8
+    ).reshape(-1, HASH_BYTES)
+    split = kind != NodeKind.LEAF
+    left = nodes["left"].astype(np.int64)
+    right = nodes["right"].astype(np.int64)
+    feat = nodes["feature"].astype(np.int64)
+    for d in range(int(depth.max()) if n else -1, -1, -1):
+        idx = np.flatnonzero(split & (depth == d))
+        if not idx.size:
+            continue
+        rec = np.zeros((idx.size, _SPLIT_WIDTH), dtype=np.uint8)
+        is_cat = kind[idx] == NodeKind.CATEGORICAL
+        rec[:, 0] = np.where(is_cat, ord("C"), ord("N"))
+        rec[:, 1:33] = feat_tok[feat[idx]]
+        rec[~is_cat, 33:41] = _bits(nodes["value"][idx[~is_cat]])
+        if is_cat.any():
+            rec[is_cat, 33:65] = _set_tokens(model, idx[is_cat])
+        rec[:, 65:97] = out[left[idx]]
+        rec[:, 97:129] = out[right[idx]]
+        buf = memoryview(rec.tobytes())
+        w = _SPLIT_WIDTH
+        hashes = b"".join(_h(buf[k * w : (k + 1) * w]) for k in range(idx.size))
+        out[idx] = np.frombuffer(hashes, dtype=np.uint8).reshape(-1, HASH_BYTES)
+    out.setflags(write=False)
+    _HASHES[model] = out
+    return out
+
+
+def hexes(hashes: np.ndarray) -> list[str]:
+    """Hex strings of (k, 32) hash rows."""
+    return [bytes(r).hex() for r in hashes]
+
+
+_COUNTS: weakref.WeakKeyDictionary[Model, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def leaf_counts(model: Model) -> np.ndarray:
+    """(N,) int64: the number of leaves below every node (1 for a leaf; memoised per model)."""
+    cached = _COUNTS.get(model)
+    if cached is not None:
+        return cached
+    nodes = model.nodes
+    kind = nodes["kind"]
+    depth = nodes["depth"].astype(np.int64)
+    count = (kind == NodeKind.LEAF).astype(np.int64)
+    split = kind != NodeKind.LEAF
+    left = nodes["left"].astype(np.int64)
+    right = nodes["right"].astype(np.int64)
+    for d in range(int(depth.max()) if model.n_nodes else -1, -1, -1):
+        idx = np.flatnonzero(split & (depth == d))
+        count[idx] = count[left[idx]] + count[right[idx]]
+    count.setflags(write=False)
+    _COUNTS[model] = count
+    return count
+
+
+def _f(x: float) -> str:
+    return float(x).hex()
+
+
+def _domain_json(model: Model, severity: Sequence[int] | None, defaults: bool) -> bytes:
+    feats = []
+    for f in model.features:
+        item: list[object] = [f.name, str(f.type), _f(f.min), _f(f.max)]
+        if f.type is FeatureType.CATEGORICAL:
+            item.append(list(f.values))
+        if defaults:
+            item.append(_f(f.default))
+        feats.append(item)
+    doc = {
+        "features": feats,
+        "actions": list(model.actions),
+        "severity": None if severity is None else [int(s) for s in severity],
+    }
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def domain_digest(model: Model, severity: Sequence[int] | None = None) -> str:
+    """Digest of the features (names in order, types, bounds, vocabularies), actions, severity."""
+    return hashlib.sha256(b"domain\0" + _domain_json(model, severity, False)).hexdigest()
+
+
+def content_digest(model: Model) -> str:
+    """Digest of everything a check result can depend on: domain with defaults, nodes, sets."""
+    cached = _CONTENT.get(model)
+    if cached is not None:
+        return cached
+    h = hashlib.sha256(b"content\0")
+    h.update(_domain_json(model, None, True))
+    h.update(np.ascontiguousarray(model.nodes).tobytes())
+    h.update(np.ascontiguousarray(model.membership).tobytes())
+    out = h.hexdigest()
+    _CONTENT[model] = out
+    return out
+
+
+def context_digests(
+    hashes: np.ndarray, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> list[bytes]:
+    """One key per row: sha256(subtree hash + canonical context box).
+
+    The box is canonical because bounds are already tightened to each feature's value set
+    (see :mod:`clefprove.verify.boxes`): equal sets of inputs give equal bounds, whatever path
+    reached them.  ``-0.0`` is written as ``0.0``; every empty box is written the same way.
+    """
+    k = hashes.shape[0]
+    if k == 0:
+        return []
+    empty = np.any(lo > hi, axis=1)
+    parts = [hashes, _bits(lo.reshape(-1)).reshape(k, -1), _bits(hi.reshape(-1)).reshape(k, -1)]
+    for f in sorted(cats):
+        m = cats[f]
+        empty |= ~m.any(axis=1)
+        parts.append(m.astype(np.uint8))
+    rec = np.concatenate(parts, axis=1)
+    rec[empty, HASH_BYTES:] = 0
+    flag = empty.astype(np.uint8)[:, None]
+    rec = np.ascontiguousarray(np.concatenate([flag, rec], axis=1))
+    w = rec.shape[1]
+    buf = memoryview(rec.tobytes())
+    return [_h(buf[r * w : (r + 1) * w]) for r in range(k)]

@@ -1,0 +1,281 @@
+"""The persistent proof cache: one SQLite file in WAL mode, safe for concurrent processes.
+
+Two tables, every row carrying a checksum of its own key and value:
+
+* ``subtree (node, scope) -> leaves``: "every path below this subtree is safe".  ``node`` is
+  sha256(subtree Merkle hash + canonical context box), ``scope`` is sha256(invariant digest +
+  domain digest + clefprove version); ``leaves`` is the subtree's leaf count, compared with the
+  current model's on every hit.  Only proofs are stored: violated and unknown paths are decided
+  again on every run, so counterexamples are always computed by the same code as a fresh run.
+* ``result key -> JSON``: a whole invariant's result on a whole model (keyed by the model's
+  content digest, the invariant's digest *and* its name/file/line, and ``--counterexamples``),
+  stored only when no path is unknown.  It is what makes an unchanged model cost a lookup.
+
+Integrity: ``PRAGMA quick_check`` when the file is opened, a checksum on every row read, and
+``sqlite3.DatabaseError`` on any statement all mean "corrupt": the file (with its -wal/-shm
+companions) is renamed aside to ``*.corrupt-<time>-<pid>``, a warning goes to stderr, and a
+new empty cache is created.  A cache that cannot be written (locked past the busy timeout, a
+read-only directory) only costs speed: a warning, and the run goes on without storing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from clefprove.errors import ClefproveError
+
+#: Default cache directory (relative to the working directory).
+DEFAULT_DIR = ".clefprove-cache"
+#: File name inside the cache directory; bump the suffix when the schema changes.
+DB_NAME = "proofs-v1.sqlite"
+SCHEMA_VERSION = "1"
+#: Most parameters in one ``IN (...)`` list (SQLite's historical limit is 999).
+_CHUNK = 900
+_BUSY_MS = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS subtree (
+    node BLOB NOT NULL, scope BLOB NOT NULL, leaves INTEGER NOT NULL, chk BLOB NOT NULL,
+    PRIMARY KEY (node, scope)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS result (
+    key BLOB PRIMARY KEY, value TEXT NOT NULL, chk BLOB NOT NULL) WITHOUT ROWID;
+"""
+
+
+class CacheCorrupt(Exception):
+    """The cache file failed an integrity check (handled inside this package)."""
+
+
+def _subtree_chk(node: bytes, scope: bytes, leaves: int) -> bytes:
+    return hashlib.sha256(b"subtree\0" + node + scope + leaves.to_bytes(8, "little")).digest()[:8]
+
+
+def _result_chk(key: bytes, value: str) -> bytes:
+    return hashlib.sha256(b"result\0" + key + value.encode()).digest()[:8]
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"clefprove: warning: {message}\n")
+    sys.stderr.flush()
+
+
+class ProofCache:
+    """A proof cache in *directory* (created if missing).  See the module docstring."""
+
+    def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DB_NAME
+        self.warnings: list[str] = []
+        self.writable = True
+        self.stats = {"lookups": 0, "hits": 0, "stored": 0}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ClefproveError(
+                f"{self.directory}: cannot create the cache directory: {exc.strerror or exc}"
+            ) from exc
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ClefproveError(f"{self.directory}: not a directory (--cache)")
+        self._conn: sqlite3.Connection | None = None
+        self._open()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        warn(message)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=_BUSY_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+        return conn
+
+    def _open(self, retry: bool = True) -> None:
+        try:
+            conn = self._connect()
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            ok = conn.execute("PRAGMA quick_check").fetchall()
+            if ok != [("ok",)]:
+                conn.close()
+                raise CacheCorrupt(f"integrity check failed: {ok[0][0] if ok else '?'}")
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)",
+                    (SCHEMA_VERSION,),
+                )
+            elif row[0] != SCHEMA_VERSION:
+                conn.close()
+                raise CacheCorrupt(f"unknown cache schema {row[0]!r}")
+            if mode is None or str(mode[0]).lower() != "wal":
+                self._warn(f"{self.path}: WAL mode unavailable; concurrent runs will wait")
+            self._conn = conn
+        except (sqlite3.DatabaseError, CacheCorrupt) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
+                raise ClefproveError(f"{self.path}: cache is locked by another process") from exc
+            if not retry:
+                raise ClefproveError(f"{self.path}: cannot create the cache: {exc}") from exc
+            self._set_aside(str(exc))
+            self._open(retry=False)
+
+    def _set_aside(self, reason: str) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        stamp = f"corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        moved = None
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(f"{self.path}{suffix}")
+            try:
+                os.replace(src, f"{self.path}.{stamp}{suffix}")
+                if not suffix:
+                    moved = f"{self.path}.{stamp}"
+            except FileNotFoundError:
+                pass
+            except OSError:
+                with contextlib.suppress(OSError):
+                    src.unlink()
+        where = f"; kept as {moved}" if moved else ""
+        self._warn(f"{self.path}: corrupt proof cache ({reason}); rebuilding it{where}")
+
+    def reset(self, reason: str) -> None:
+        """Set the current file aside and start an empty cache (after corruption is found)."""
+        self._set_aside(reason)
+        self._open(retry=False)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> ProofCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._open(retry=False)
+        assert self._conn is not None
+        return self._conn
+
+    # ------------------------------------------------------------ reads
+
+    def lookup_subtrees(self, nodes: Sequence[bytes]) -> dict[tuple[bytes, bytes], int]:
+        """``(node, scope) -> leaves`` for every stored proof of any of *nodes*.
+
+        Raises :class:`CacheCorrupt` when a row fails its checksum or SQLite reports damage.
+        """
+        out: dict[tuple[bytes, bytes], int] = {}
+        uniq = list(dict.fromkeys(nodes))
+        self.stats["lookups"] += len(uniq)
+        try:
+            for a in range(0, len(uniq), _CHUNK):
+                part = uniq[a : a + _CHUNK]
+                q = ",".join("?" * len(part))
+                for node, scope, leaves, chk in self.conn.execute(
+                    f"SELECT node, scope, leaves, chk FROM subtree WHERE node IN ({q})", part
+                ):
+                    if chk != _subtree_chk(node, scope, int(leaves)):
+                        raise CacheCorrupt("a proof row fails its checksum")
+                    out[(bytes(node), bytes(scope))] = int(leaves)
+        except sqlite3.DatabaseError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+        self.stats["hits"] += len(out)
+        return out
+
+    def lookup_results(self, keys: Sequence[bytes]) -> dict[bytes, str]:
+        """``key -> JSON`` of every stored whole-model result among *keys*."""
+        out: dict[bytes, str] = {}
+        try:
+            for a in range(0, len(keys), _CHUNK):
+                part = list(keys[a : a + _CHUNK])
+                q = ",".join("?" * len(part))
+                for key, value, chk in self.conn.execute(
+                    f"SELECT key, value, chk FROM result WHERE key IN ({q})", part
+                ):
+                    if chk != _result_chk(key, value):
+                        raise CacheCorrupt("a result row fails its checksum")
+                    out[bytes(key)] = value
+        except sqlite3.DatabaseError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+        return out
+
+    # ------------------------------------------------------------ writes
+
+    def store(
+        self,
+        subtrees: Iterable[tuple[bytes, bytes, int]],
+        results: Iterable[tuple[bytes, str]] = (),
+    ) -> None:
+        """Store proofs ``(node, scope, leaves)`` and results ``(key, json)`` in one transaction.
+
+        A locked or read-only cache is a warning, never an error; damage raises CacheCorrupt.
+        """
+        rows = [(n, s, int(c), _subtree_chk(n, s, int(c))) for n, s, c in subtrees]
+        res = [(k, v, _result_chk(k, v)) for k, v in results]
+        if not (rows or res) or not self.writable:
+            return
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO subtree (node, scope, leaves, chk) VALUES (?,?,?,?)",
+                    rows,
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO result (key, value, chk) VALUES (?,?,?)", res
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self.stats["stored"] += len(rows) + len(res)
+        except sqlite3.OperationalError as exc:
+            if _is_locked(exc) or "readonly" in str(exc).lower():
+                self.writable = False
+                self._warn(f"{self.path}: cannot write the proof cache ({exc}); not storing")
+                return
+            raise CacheCorrupt(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+
+    # ------------------------------------------------------------ the check hook
+
+    def check_program(self, model, program, settings, counterexamples):  # type: ignore[no-untyped-def]
+        """The hook :func:`clefprove.verify.api.check` calls when given ``cache=``: the
+        results of every invariant of *program*, reusing proofs (see
+        :mod:`clefprove.incremental.walk`)."""
+        from clefprove.incremental.walk import check_program
+
+        return check_program(self, model, program, settings, counterexamples)
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def open_cache(
+    directory: str | os.PathLike[str] | None, disabled: bool = False
+) -> ProofCache | None:
+    """The CLI's ``--cache DIR`` / ``--no-cache``: a cache in *directory* (default
+    :data:`DEFAULT_DIR`), or None when disabled."""
+    if disabled:
+        return None
+    return ProofCache(directory or DEFAULT_DIR)

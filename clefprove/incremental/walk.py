@@ -1,0 +1,354 @@
+"""Incremental ``check``: reuse proved subtrees, decide only the paths that changed.
+
+For the invariants of one run:
+
+1. **Whole results.**  Each invariant's result on this exact model (content digest) is looked
+   up first; a hit costs one indexed read.
+2. **One shared walk** over the tree, level by level from the root, for the invariants that
+   missed: every frontier node gets a key, sha256(Merkle hash of its subtree + canonical
+   context box), looked up once for all invariants (one query per level).  Where an
+   invariant's proof is found, the whole subtree is skipped without descending (its leaves
+   count as ``paths_reused``); where none is, the walk descends, tightening the context box
+   exactly as :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context
+   box has no input: its leaves are infeasible, safe, and counted as checked.
+3. The leaves that missed are decided by the ordinary engine (:func:`~clefprove.verify.engine.
+   decide`) and turned into a result by :func:`~clefprove.verify.api.finish`, with the same
+   boxes in the same tree order as a fresh run, so verdicts, counts and counterexamples are the
+   same as without the cache.
+4. Every visited subtree whose leaves were all found safe is stored as a proof; the whole
+   result is stored when no path is unknown.
+
+Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
+which names features and actions), the context box and the domain (which maps names to
+indices and bounds); the invariant's checked form is fixed by its digest; the engine by the
+clefprove version.  All of them are in the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.incremental import merkle
+from clefprove.incremental.store import CacheCorrupt
+from clefprove.model.types import Model, NodeKind
+from clefprove.verify import api
+from clefprove.verify import engine as eg
+from clefprove.verify.boxes import Box, LeafBoxes, tables
+from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
+
+if TYPE_CHECKING:
+    from clefprove.incremental.store import ProofCache
+
+#: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
+#: re-decided in bulk faster than they are stored and looked up.
+MIN_PROOF_LEAVES = 8
+
+
+def _version() -> str:
+    from clefprove import __version__
+
+    return __version__
+
+
+def scope_key(invariant: ck.CheckedInvariant, domain: str) -> bytes:
+    """What a subtree proof is a proof *of*: the invariant's meaning in this domain."""
+    text = f"scope\0{invariant.digest}\0{domain}\0{_version()}"
+    return hashlib.sha256(text.encode()).digest()
+
+
+def result_key(invariant: ck.CheckedInvariant, counterexamples: int, content: str) -> bytes:
+    """Key of a whole result: also names, positions and K, which appear in the result."""
+    ident = json.dumps(
+        [
+            invariant.name,
+            invariant.description,
+            invariant.file,
+            invariant.line,
+            invariant.column,
+            counterexamples,
+        ]
+    )
+    text = f"result\0{invariant.digest}\0{ident}\0{content}\0{_version()}"
+    return hashlib.sha256(text.encode()).digest()
+
+
+# ---------------------------------------------------------------- the walk
+
+
+@dataclass
+class _Walk:
+    """What the shared walk found, per invariant (column j of the masks)."""
+
+    n_inv: int
+    reused: np.ndarray  # (I,) leaves reused from proofs
+    trivial: np.ndarray  # (I,) leaves below empty contexts (infeasible: safe, checked)
+    leaf_nodes: list[np.ndarray]
+    leaf_lo: list[np.ndarray]
+    leaf_hi: list[np.ndarray]
+    leaf_cats: list[dict[int, np.ndarray]]
+    leaf_active: list[np.ndarray]
+    inner_nodes: list[np.ndarray]
+    inner_active: list[np.ndarray]
+    inner_keys: list[list[bytes]]
+
+
+def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
+    hashes = merkle.subtree_hashes(model)
+    counts = merkle.leaf_counts(model)
+    tab = tables(model)
+    nodes = model.nodes
+    kind = nodes["kind"]
+    left, right = nodes["left"], nodes["right"]
+    feat, aux = nodes["feature"], nodes["aux"]
+    n_inv = len(scopes)
+    dom = Box.domain(model)
+    w = _Walk(n_inv, np.zeros(n_inv, np.int64), np.zeros(n_inv, np.int64), *([] for _ in range(8)))
+
+    frontier = np.array([0], dtype=np.int64)
+    lo = dom.lo[None, :].copy()
+    hi = dom.hi[None, :].copy()
+    cats = {f: m[None, :].copy() for f, m in dom.cats.items()}
+    active = np.ones((1, n_inv), dtype=bool)
+    while frontier.size:
+        empty = np.any(lo > hi, axis=1)
+        for m in cats.values():
+            empty |= ~m.any(axis=1)
+        if empty.any():
+            w.trivial += (counts[frontier[empty]][:, None] * active[empty]).sum(axis=0)
+            keep = ~empty
+            frontier, lo, hi, active = frontier[keep], lo[keep], hi[keep], active[keep]
+            cats = {f: m[keep] for f, m in cats.items()}
+            if not frontier.size:
+                break
+        cnt = counts[frontier]
+        # Only subtrees big enough to be stored are looked up (see MIN_PROOF_LEAVES).
+        keyed = np.flatnonzero((cnt >= MIN_PROOF_LEAVES) | (frontier == 0))
+        keys: list[bytes | None] = [None] * frontier.size
+        if keyed.size:
+            sub = merkle.context_digests(
+                hashes[frontier[keyed]],
+                lo[keyed],
+                hi[keyed],
+                {f: m[keyed] for f, m in cats.items()},
+            )
+            for r, key in zip(keyed.tolist(), sub, strict=True):
+                keys[r] = key
+            found = cache.lookup_subtrees(sub)
+            if found:
+                hit = np.zeros_like(active)
+                for r, key in zip(keyed.tolist(), sub, strict=True):
+                    for j, scope in enumerate(scopes):
+                        c = found.get((key, scope))
+                        if c is not None and c == cnt[r]:
+                            hit[r, j] = True
+                hit &= active
+                w.reused += (cnt[:, None] * hit).sum(axis=0)
+                active = active & ~hit
+        need = active.any(axis=1)
+        is_leaf = kind[frontier] == NodeKind.LEAF
+        lf = need & is_leaf
+        if lf.any():
+            w.leaf_nodes.append(frontier[lf])
+            w.leaf_lo.append(lo[lf])
+            w.leaf_hi.append(hi[lf])
+            w.leaf_cats.append({f: m[lf] for f, m in cats.items()})
+            w.leaf_active.append(active[lf])
+        inner = need & ~is_leaf
+        if not inner.any():
+            break
+        fr = frontier[inner]
+        w.inner_nodes.append(fr)
+        w.inner_active.append(active[inner])
+        w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
+        # Children: the same exact tightening as clefprove.verify.boxes.leaf_boxes.
+        lo_i, hi_i, act_i = lo[inner], hi[inner], active[inner]
+        k = fr.size
+        frontier = np.concatenate([left[fr], right[fr]]).astype(np.int64)
+        lo = np.concatenate([lo_i, lo_i])
+        hi = np.concatenate([hi_i, hi_i])
+        active = np.concatenate([act_i, act_i])
+        f_idx = feat[fr].astype(np.int64)
+        num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
+        if num.size:
+            fn = f_idx[num]
+            hi[num, fn] = np.minimum(hi[num, fn], tab.left_hi[fr[num]])
+            lo[num + k, fn] = np.maximum(lo[num + k, fn], tab.right_lo[fr[num]])
+        new_cats = {}
+        for f, m in cats.items():
+            m_i = m[inner]
+            m2 = np.concatenate([m_i, m_i])
+            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
+            if rows.size:
+                width = m.shape[1]
+                member = model.membership[
+                    aux[fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+                ].astype(bool)
+                m2[rows] &= member
+                m2[rows + k] &= ~member
+            new_cats[f] = m2
+        cats = new_cats
+    return w
+
+
+def _boxes_for(model: Model, w: _Walk, j: int) -> LeafBoxes:
+    """The missed leaves of invariant *j* as LeafBoxes in tree order."""
+    n_feat = len(model.features)
+    sel = [a[:, j] for a in w.leaf_active]
+    nodes = [n[s] for n, s in zip(w.leaf_nodes, sel, strict=True)]
+    leaves = np.concatenate(nodes) if nodes else np.empty(0, np.int64)
+    order = np.argsort(leaves, kind="stable")
+    leaves = leaves[order]
+    lo = np.empty((leaves.size, n_feat + 1))
+    hi = np.empty((leaves.size, n_feat + 1))
+    if leaves.size:
+        lo[:, :n_feat] = np.concatenate([a[s] for a, s in zip(w.leaf_lo, sel, strict=True)])[order]
+        hi[:, :n_feat] = np.concatenate([a[s] for a, s in zip(w.leaf_hi, sel, strict=True)])[order]
+    conf = model.nodes["value"][leaves].astype(np.float64)
+    lo[:, n_feat] = conf
+    hi[:, n_feat] = conf
+    cats: dict[int, np.ndarray] = {}
+    for f, m in Box.domain(model).cats.items():
+        parts = [c[f][s] for c, s in zip(w.leaf_cats, sel, strict=True)]
+        cats[f] = np.concatenate(parts)[order] if parts else np.empty((0, m.size), dtype=bool)
+    feasible = np.all(lo <= hi, axis=1)
+    for m in cats.values():
+        feasible &= m.any(axis=1)
+    actions = model.nodes["aux"][leaves].astype(np.int64)
+    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
+
+
+def _safe_proofs(
+    model: Model, w: _Walk, j: int, boxes: LeafBoxes, status: np.ndarray
+) -> list[tuple[bytes, int]]:
+    """``(node key, leaves)`` of every keyed visited subtree of invariant *j* found all safe."""
+    counts = merkle.leaf_counts(model)
+    bad_leaves = boxes.leaves[status != eg.SAFE]
+    out: list[tuple[bytes, int]] = []
+    if not w.inner_nodes:
+        return out
+    unsafe = np.zeros(model.n_nodes, dtype=bool)
+    parent = tables(model).parent
+    cur = bad_leaves.astype(np.int64)
+    while cur.size:
+        cur = parent[cur]
+        cur = cur[cur >= 0]
+        cur = cur[~unsafe[cur]]
+        unsafe[cur] = True
+    for nodes, act, ks in zip(w.inner_nodes, w.inner_active, w.inner_keys, strict=True):
+        ok = act[:, j] & ~unsafe[nodes]
+        cnt = counts[nodes]
+        out.extend((ks[r], int(cnt[r])) for r in np.flatnonzero(ok).tolist() if ks[r] is not None)
+    return out
+
+
+# ---------------------------------------------------------------- results as JSON
+
+
+def _to_json(res: InvariantResult) -> str:
+    d = dataclasses.asdict(res)
+    d.pop("seconds")
+    d.pop("solver_paths")
+    d["paths_total"] = d.pop("paths_checked") + d.pop("paths_reused")
+    return json.dumps(d, sort_keys=True)
+
+
+def _from_json(text: str, seconds: float) -> InvariantResult:
+    d: dict[str, Any] = json.loads(text)
+    total = int(d.pop("paths_total"))
+    d["counterexamples"] = tuple(
+        Counterexample(c["input"], c["action"], c["confidence"], c["leaf"], tuple(c["path"]))
+        for c in d["counterexamples"]
+    )
+    d["warnings"] = tuple(d["warnings"])
+    return InvariantResult(
+        **d, seconds=seconds, paths_checked=0, paths_reused=total, solver_paths=0
+    )
+
+
+def _mentions_decision(f: ck.Formula) -> bool:
+    match f:
+        case ck.ActionIn():
+            return True
+        case ck.Compare(expr, _):
+            return ck.CONFIDENCE in expr.variables
+        case ck.Not(arg):
+            return _mentions_decision(arg)
+        case ck.And(args) | ck.Or(args):
+            return any(_mentions_decision(a) for a in args)
+    return False
+
+
+# ---------------------------------------------------------------- entry
+
+
+def check_program(
+    cache: ProofCache,
+    model: Model,
+    program: ck.CheckedProgram,
+    settings: eg.Settings,
+    counterexamples: int,
+) -> list[InvariantResult]:
+    """Results of every invariant of *program* on *model*, equal to a fresh run's."""
+    try:
+        return _check_program(cache, model, program, settings, counterexamples)
+    except CacheCorrupt as exc:
+        cache.reset(str(exc))
+        return _check_program(cache, model, program, settings, counterexamples)
+
+
+def _check_program(
+    cache: ProofCache,
+    model: Model,
+    program: ck.CheckedProgram,
+    settings: eg.Settings,
+    counterexamples: int,
+) -> list[InvariantResult]:
+    invs = program.invariants
+    t_start = time.perf_counter()
+    content = merkle.content_digest(model)
+    rkeys = [result_key(inv, counterexamples, content) for inv in invs]
+    stored = cache.lookup_results(rkeys)
+    results: list[InvariantResult | None] = [None] * len(invs)
+    todo = [i for i, k in enumerate(rkeys) if k not in stored]
+    share = (time.perf_counter() - t_start) / max(1, len(invs))
+    for i, k in enumerate(rkeys):
+        if k in stored:
+            results[i] = _from_json(stored[k], share)
+    if todo:
+        domain = merkle.domain_digest(model, program.severity)
+        scopes = [scope_key(invs[i], domain) for i in todo]
+        walk = _walk(cache, model, scopes)
+        proofs: list[tuple[bytes, bytes, int]] = []
+        whole: list[tuple[bytes, str]] = []
+        for j, i in enumerate(todo):
+            t0 = time.perf_counter()
+            inv = invs[i]
+            prep = eg.prepare(model, inv, settings.dnf_cap)
+            boxes = _boxes_for(model, walk, j)
+            pv = eg.decide(model, prep, boxes, settings)
+            reused = int(walk.reused[j])
+            res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
+            if res.status == HOLDS and res.vacuous and reused and _mentions_decision(inv.when):
+                # Vacuity of a decision-dependent 'when' depends on every leaf, reused ones
+                # included: decide this invariant afresh (rare).
+                res = api.check_invariant(model, inv, settings, counterexamples)
+            else:
+                res = dataclasses.replace(
+                    res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
+                )
+            results[i] = res
+            proofs.extend(
+                (k, scopes[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status)
+            )
+            if res.unknown_paths == 0 and not any(w.startswith("internal:") for w in res.warnings):
+                whole.append((rkeys[i], _to_json(res)))
+        cache.store(proofs, whole)
+    return [r for r in results if r is not None]
