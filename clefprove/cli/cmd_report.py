@@ -1,0 +1,109 @@
+"""``clefprove report MODEL INVARIANTS... -o REPORT.html``: the security-review report.
+
+Runs the same check as ``clefprove check`` (same options that change numbers, same exit status:
+0 every invariant holds, 1 one is violated, 3 inconclusive, 2 bad input with no file written)
+and writes one self-contained HTML page, or Markdown with ``--format md`` or an ``.md`` output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from clefprove.errors import ClefproveError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a security-review report (HTML or Markdown)")
+    p.add_argument("model", help="a .clef file (or a JSON model source)")
+    p.add_argument("invariants", nargs="+", help=".inv files or directories")
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the report file")
+    p.add_argument(
+        "--format",
+        choices=("html", "md"),
+        default=None,
+        help="html (default) or md; an .md output file means md",
+    )
+    p.add_argument("--previous", metavar="OLD", help="the previous model, for a behaviour diff")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes")
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS", help="solver limit per path"
+    )
+    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
+    p.set_defaults(func=run)
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format`` if given, else md for a ``.md``/``.markdown`` output file, else html."""
+    if args.format:
+        return str(args.format)
+    suffix = Path(args.output).suffix.lower()
+    return "md" if suffix in (".md", ".markdown") else "html"
+
+
+def behaviour_diff(old, new, old_path: str, new_path: str) -> dict | None:
+    """The behaviour diff as a JSON-ready dict, or None when this build has no diff."""
+    try:
+        from clefprove.incremental import diff as diff_mod
+    except ImportError:
+        return None
+    fn = getattr(diff_mod, "diff_json", None)
+    if fn is None:
+        return None
+    return fn(old, new, old_path=old_path, new_path=new_path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.output import write_atomic
+    from clefprove.dsl.loader import load_invariants
+    from clefprove.model.clef import load_model
+    from clefprove.report.context import Inputs, build
+    from clefprove.verify.api import check, refuse_relational
+    from clefprove.verify.engine import default_jobs
+
+    if args.jobs is not None and args.jobs < 1:
+        raise ClefproveError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
+    if args.counterexamples < 0:
+        raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
+    if args.output == "-":
+        raise ClefproveError("report needs an output file (-o REPORT.html), not stdout")
+    fmt = output_format(args)
+    model = load_model(args.model)
+    previous = load_model(args.previous) if args.previous is not None else None
+    program = load_invariants(args.invariants, model)
+    refuse_relational(program)
+    report = check(
+        model,
+        program,
+        counterexamples=args.counterexamples,
+        timeout=args.timeout,
+        jobs=args.jobs or default_jobs(),
+        model_path=args.model,
+    )
+    diff = None
+    if previous is not None:
+        diff = behaviour_diff(previous, model, args.previous, args.model)
+    inputs = Inputs(
+        model_path=args.model,
+        invariant_paths=tuple(args.invariants),
+        previous_path=args.previous,
+        counterexamples=args.counterexamples,
+        timeout=args.timeout,
+        jobs=args.jobs,
+    )
+    context = build(model, program, report, inputs, diff=diff)
+    if fmt == "md":
+        from clefprove.report.markdown import render_markdown
+
+        text = render_markdown(context)
+    else:
+        from clefprove.report.html import render_html
+
+        text = render_html(context)
+    write_atomic(args.output, text)
+    for w in report.all_warnings:
+        sys.stderr.write(f"clefprove: warning: {w}\n")
+    return report.exit_code
