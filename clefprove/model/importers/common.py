@@ -75,7 +75,8 @@ def f32_lt_cut(t32: float) -> float:
     """The cut ``c`` with ``float32(x) < t32  <=>  x <= c``, for a float32 value ``t32``."""
     if t32 == -INF:
         return -INF
-    below = np.nextafter(np.float32(t32), np.float32(-np.inf))
+    with np.errstate(over="ignore"):
+        below = np.nextafter(np.float32(t32), np.float32(-np.inf))
     return _norm(float32_threshold(float(below)))
 
 

@@ -5,9 +5,10 @@ Semantics, following LightGBM's ``Tree::NumericalDecision``/``CategoricalDecisio
 (docs/importers.md):
 
 * inputs are float64 and a numerical split goes left when ``x <= threshold`` (a float64);
-* a split whose missing type is *Zero* (``zero_as_missing``) sends ``-1e-35f <= x <= 1e-35f``
-  to its default side; *NaN* and *None* missing types only matter for NaN, which clefprove
-  inputs never are;
+* LightGBM's C API reads every input with ``|x| <= 1e-35f`` as 0.0 (it stores rows sparsely),
+  so that band decides as 0.0 does, except that a split whose missing type is *Zero*
+  (``zero_as_missing``) sends it to its default side; *NaN* and *None* missing types only
+  matter for NaN, which clefprove inputs never are;
 * a categorical split sends the integer codes in its bitset to the left; the feature must be
   categorical in clefprove, with vocabulary position = LightGBM category code;
 * a leaf's raw score ``r`` gives ``p = 1 / (1 + exp(-sigmoid * r))`` (float64); the class is
@@ -93,6 +94,13 @@ def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
         current[key] = value
     else:
         raise ImportModelError("truncated LightGBM model (no 'end of trees')")
+    # LightGBM writes feature importances and its parameters after the trees; a file cut
+    # inside them is truncated even though its trees are whole.
+    tail = {raw.strip() for raw in lines}
+    if ("feature_importances:" in tail or "parameters:" in tail) and (
+        "end of parameters" not in tail
+    ):
+        raise ImportModelError("truncated LightGBM model (no 'end of parameters')")
     return header, trees
 
 
@@ -234,11 +242,15 @@ def _convert(
             return leaf(i - n_splits)
         if i in cat_codes:
             return SetSplit(feat[i], cat_codes[i], left, right)
-        split = interval_split(feat[i], float64_condition("BRANCH_LEQ", thresholds[i]), left, right)
+        t = thresholds[i]
+        split = interval_split(feat[i], float64_condition("BRANCH_LEQ", t), left, right)
         if (dtypes[i] >> 2) & 3 == _MISSING_ZERO:
-            default = left if dtypes[i] & _DEFAULT_LEFT else right
-            split = interval_split(feat[i], zero_band, default, split)
-        return split
+            band_side = left if dtypes[i] & _DEFAULT_LEFT else right
+        elif -ZERO_THRESHOLD <= t < ZERO_THRESHOLD:
+            band_side = left if t >= 0.0 else right  # the band is read as 0.0
+        else:
+            return split  # every value of the band is on 0.0's side anyway
+        return interval_split(feat[i], zero_band, band_side, split)
 
     def children(i: int) -> tuple[int, int] | None:
         if i >= n_splits:

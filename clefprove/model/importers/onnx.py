@@ -180,7 +180,10 @@ class _NodeTable:
         elif "nodes_values" in a:
             values = [float(v) for v in _list(a, "nodes_values")]
         elif "nodes_values_as_tensor" in a:
-            values = [float(v) for v in _list(a, "nodes_values_as_tensor")]
+            raise ImportModelError(
+                "double thresholds (nodes_values_as_tensor) need a double input; onnxruntime "
+                f"rejects them on a {_INPUT_TYPES.get(elem, '?')} input"
+            )
         else:
             raise ImportModelError("attribute 'nodes_values' is missing")
         n = len(node_ids)

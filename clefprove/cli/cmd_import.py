@@ -1,0 +1,50 @@
+"""``clefprove import {onnx,xgboost,lightgbm} FILE -o MODEL.clef [--features SPEC.json]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from clefprove.cli.output import write_atomic
+
+FORMATS = ("onnx", "xgboost", "lightgbm")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import",
+        help="convert a trained single-tree model (ONNX-ML, XGBoost, LightGBM) into a .clef file",
+        description=(
+            "Convert a trained single-tree classifier into a .clef model with the same decisions. "
+            "Files are parsed, never unpickled. See docs/importers.md for the exact semantics."
+        ),
+    )
+    p.add_argument("format", choices=FORMATS, help="the file's format")
+    p.add_argument(
+        "file",
+        help="ONNX model (.onnx), XGBoost booster.save_model JSON/UBJSON, or LightGBM text model",
+    )
+    p.add_argument("-o", "--output", required=True, help="the .clef file to write")
+    p.add_argument(
+        "--features",
+        metavar="SPEC.json",
+        help=(
+            'JSON object: "features" (SPEC §2 declarations in input-column order), "actions" '
+            '(action names in class order), optional "name", "version", "description"'
+        ),
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.model.clef import write_clef
+    from clefprove.model.importers import import_model
+
+    model = import_model(args.format, args.file, args.features)
+    write_atomic(args.output, write_clef(model))
+    sys.stderr.write(
+        f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "
+        f"{len(model.actions)} actions, {model.n_nodes} nodes, depth {model.max_depth}, "
+        f"sha256 {model.sha256}\n"
+    )
+    return 0
