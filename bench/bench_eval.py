@@ -159,7 +159,7 @@ def bench_load_large(depth: int, repeat: int) -> tuple[list[list[str]], list[lis
         ],
         [
             "Evaluator(model) on it (derived lookup arrays, once per model)",
-            "table layout (depth > 16)",
+            f"heap {ev.heap_levels} + table {depth - ev.heap_levels} levels",
             fmt_seconds(t_derive),
             "",
         ],
@@ -212,7 +212,8 @@ def bench_batch(depths: list[int], rows: int, repeat: int) -> list[list[str]]:
             [
                 f"{depth}{note}",
                 f"{model.n_nodes:,}",
-                "heap" if ev._heap else "table",
+                f"heap {ev.heap_levels}"
+                + (f" + table {depth - ev.heap_levels}" if depth > ev.heap_levels else ""),
                 f"{sk * 1e3:.1f} ms",
                 f"{ours * 1e3:.1f} ms",
                 f"{rows / ours / 1e6:.1f} M",

@@ -38,8 +38,8 @@ from clefprove.model.types import Model, NodeKind
 #: per-chunk buffers stay in the CPU's L2 cache.
 DEFAULT_CHUNK_ROWS = 8192
 
-#: Deepest tree evaluated in the heap layout (2**(depth+1) slots of derived tables).
-HEAP_MAX_DEPTH = 16
+#: Tree levels evaluated in the heap layout (2**(levels+1) slots of derived tables).
+HEAP_LEVELS = 12
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
@@ -72,14 +72,15 @@ class Evaluator:
     """Evaluates encoded inputs on one model (batch and single-input fast path)."""
 
     def __init__(
-        self, model: Model, chunk_rows: int = DEFAULT_CHUNK_ROWS, layout: str = "auto"
+        self, model: Model, chunk_rows: int = DEFAULT_CHUNK_ROWS, heap_levels: int = HEAP_LEVELS
     ) -> None:
-        """*layout*: ``"heap"``, ``"table"`` or ``"auto"`` (heap up to :data:`HEAP_MAX_DEPTH`)."""
+        """*heap_levels*: tree levels walked in heap layout (the rest in child-table layout);
+        0 means child tables only; the heap's derived tables hold 2**(heap_levels+1) slots."""
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be positive")
-        if layout not in ("auto", "heap", "table"):
-            raise ValueError(f"unknown layout {layout!r}")
-        self.layout = layout
+        if not 0 <= heap_levels <= 24:
+            raise ValueError("heap_levels must be in [0, 24]")
+        self.requested_heap_levels = heap_levels
         self.model = model
         self.chunk_rows = int(chunk_rows)
         self.n_features = len(model.features)
@@ -146,35 +147,30 @@ class Evaluator:
         if general.any():
             self._general_at_depth[np.unique(depth[general])] = True
 
-        if self.layout == "heap" or (self.layout == "auto" and self.depth <= HEAP_MAX_DEPTH):
-            # Heap layout: slot k's children are slots 2k and 2k+1 (root = slot 1); a leaf
-            # above the last level fills the slots below it, so the next state is 2k + went_right
-            # with no child gather.  2**(depth+1) slots, hence only for shallow trees.
-            levels = [np.zeros(1, dtype=np.intp)]
-            for _ in range(self.depth):
-                up = levels[-1]
-                levels.append(np.stack((first[up], second[up]), axis=1).ravel())
-            slot_node = np.concatenate([np.zeros(1, dtype=np.intp), *levels])
-            self._heap = True
-            self._state_node = slot_node
-        else:
-            # Child-table layout: state = 2 * node, next state = child2[state + went_right].
-            slot_node = np.repeat(np.arange(n, dtype=np.intp), 2)
+        # Top levels in heap layout: slot k's children are slots 2k and 2k+1 (root = slot 1);
+        # a leaf above the last heap level fills the slots below it.  The next state is
+        # 2k + went_right: no child gather.  2**(levels+1) slots, so only the top levels.
+        self.heap_levels = h = min(self.depth, self.requested_heap_levels)
+        slot_levels = [np.zeros(1, dtype=np.intp)]
+        for _ in range(h):
+            up = slot_levels[-1]
+            slot_levels.append(np.stack((first[up], second[up]), axis=1).ravel())
+        slot_node = np.concatenate([np.zeros(1, dtype=np.intp), *slot_levels])
+        self._h_node = slot_node
+        self._h_feat, self._h_thr = feat[slot_node], thr[slot_node]
+        self._h_general = general[slot_node]
+        if self.depth > h:
+            # Deeper levels in child-table layout: state = 2 * node, next state =
+            # child2[state + went_right].  Entering it from the heap: state = 2 * node(slot).
             child2 = np.empty(2 * n, dtype=np.intp)
             child2[0::2] = 2 * first
             child2[1::2] = 2 * second
-            self._heap = False
             self._child2 = child2
-            self._state_node = slot_node
-        if self._heap:
-            self._feat_s, self._thr_s = feat[slot_node], thr[slot_node]
-            self._general_s = general[slot_node]
-        else:  # the same tables, faster for large trees
-            self._feat_s, self._thr_s = np.repeat(feat, 2), np.repeat(thr, 2)
-            self._general_s = np.repeat(general, 2)
-        self._root_state = 1 if self._heap else 0
+            self._t_feat, self._t_thr = np.repeat(feat, 2), np.repeat(thr, 2)
+            self._t_general = np.repeat(general, 2)
+            self._h_to_t = 2 * slot_node
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
-        self._root_children = (2, 3) if self._heap else (int(2 * first[0]), int(2 * second[0]))
+        self._root_children = (2, 3) if h else (int(2 * first[0]), int(2 * second[0]))
 
         # For the single-input walk (turned into Python lists on first use).
         self._walk_arrays = (
@@ -229,14 +225,13 @@ class Evaluator:
         C = min(self.chunk_rows, n)
         rowoff_full = np.arange(C, dtype=np.intp) * F
         bufs = _Buffers(C)
-        feat_s, thr_s = self._feat_s, self._thr_s
+        h, depth = self.heap_levels, self.depth
         general_at = self._general_at_depth
-        heap = self._heap
-        child2 = None if heap else self._child2
-        root_f = int(feat_s[self._root_state])
-        root_t = float(thr_s[self._root_state])
-        root_l, root_r = self._root_children
-        first_step = 1 if self._root_simple else 0
+        first_step = 1 if self._root_simple and depth > 0 else 0
+        if first_step:
+            root_f = int(self._h_feat[1] if h else self._t_feat[0])
+            root_t = float(self._h_thr[1] if h else self._t_thr[0])
+            root_l, root_r = self._root_children
         finite = np.empty(C * F, dtype=bool)
 
         for start in range(0, n, C):
@@ -254,38 +249,46 @@ class Evaluator:
                 np.multiply(go, root_r - root_l, out=s)
                 np.add(s, root_l, out=s)
             else:
-                s.fill(self._root_state)
-            for d in range(first_step, self.depth):
+                s.fill(1 if h else 0)
+            for d in range(first_step, depth):
+                heap = d < h
+                if d == h and h:
+                    np.take(self._h_to_t, s, out=s_next, mode="clip")
+                    s, s_next = s_next, s
+                feat_s, thr_s = (self._h_feat, self._h_thr) if heap else (self._t_feat, self._t_thr)
                 np.take(feat_s, s, out=fi, mode="clip")
                 np.add(fi, rowoff, out=fi)
                 np.take(flat, fi, out=xv, mode="clip")
                 np.take(thr_s, s, out=tv, mode="clip")
                 np.greater(xv, tv, out=go)
                 if general_at[d]:
-                    self._categorical_lookup(s, xv, go, b)
+                    self._categorical_lookup(s, xv, go, b, heap)
                 if heap:
                     np.left_shift(s, 1, out=s)
                     np.add(s, go, out=s)
                 else:
                     np.add(s, go, out=s)
-                    np.take(child2, s, out=s_next, mode="clip")
+                    np.take(self._child2, s, out=s_next, mode="clip")
                     s, s_next = s_next, s
 
             out_leaves = leaves[start : start + m]
-            np.take(self._state_node, s, out=out_leaves, mode="clip")
+            if depth <= h:
+                np.take(self._h_node, s, out=out_leaves, mode="clip")
+            else:
+                np.right_shift(s, 1, out=out_leaves)
             np.take(self._aux, out_leaves, out=actions[start : start + m], mode="clip")
             np.take(self._conf, out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
 
     def _categorical_lookup(
-        self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, b: _Buffers
+        self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, b: _Buffers, heap: bool
     ) -> None:
         """Overwrite ``go`` for the rows standing on a general categorical split."""
-        np.take(self._general_s, s, out=b.flag, mode="clip")
+        np.take(self._h_general if heap else self._t_general, s, out=b.flag, mode="clip")
         rows = np.flatnonzero(b.flag)
         if rows.size == 0:
             return
-        at = self._state_node[s[rows]]
+        at = self._h_node[s[rows]] if heap else s[rows] >> 1
         codes = np.clip(xv[rows], 0.0, self._catmax[at])
         index = self._catoff[at] + codes.astype(np.intp)
         go[rows] = self._membership[index] == 0

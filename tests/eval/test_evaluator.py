@@ -159,10 +159,10 @@ def test_round_trip_matches_reference(tmp_path_factory, case) -> None:
     raw = _unclipped(source, inputs)  # the evaluator must clip too (folded into thresholds)
     expected = [reference(source, r) for r in inputs]
     for ev in (
-        Evaluator(model),
-        Evaluator(model, layout="table"),
-        Evaluator(model, layout="heap", chunk_rows=3),
-        Evaluator(model, layout="table", chunk_rows=2),
+        Evaluator(model),  # heap layout only (depth <= HEAP_LEVELS)
+        Evaluator(model, heap_levels=0),  # child tables only
+        Evaluator(model, heap_levels=3, chunk_rows=3),  # both, switching at depth 3
+        Evaluator(model, heap_levels=1, chunk_rows=2),
     ):
         res = ev.evaluate(X)
         got = [(model.actions[a], c) for a, c in zip(res.actions, res.confidences, strict=True)]
@@ -224,7 +224,7 @@ def test_clipping_is_folded_into_thresholds() -> None:
     }
     model = compile_source(source)
     X = np.array([[-1e308], [0.0], [15.0], [25.0], [1e308]])
-    for ev in (Evaluator(model), Evaluator(model, layout="table")):
+    for ev in (Evaluator(model), Evaluator(model, heap_levels=0)):
         assert ev.evaluate(X).actions.tolist() == [0, 0, 0, 0, 0]
         assert [ev.evaluate_one(x).action for x in X] == [0, 0, 0, 0, 0]
 
@@ -246,10 +246,11 @@ def test_exactly_max_depth_steps_on_a_degenerate_chain() -> None:
     model = compile_source(source)
     assert model.max_depth == depth
     X = np.arange(0, 45, 0.5).reshape(-1, 1)
-    ev = Evaluator(model)  # deeper than the heap limit: child-table layout
-    assert not ev._heap
-    res = ev.evaluate(X)
-    assert res.actions.tolist() == [int(x > depth) for x in X[:, 0]]
+    expected = [int(x > depth) for x in X[:, 0]]
+    for levels in (0, 1, 12, 24):
+        ev = Evaluator(model, heap_levels=levels)
+        assert ev.heap_levels == min(levels, depth)
+        assert ev.evaluate(X).actions.tolist() == expected
 
 
 def test_non_finite_and_bad_shapes_are_input_errors(spec_model) -> None:
