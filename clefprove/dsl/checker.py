@@ -186,6 +186,7 @@ class Checker:
         self.lets: dict[str, ast.Let] = {}
         self.let_values: dict[str, ck.Formula | None] = {}
         self.resolving: list[str] = []
+        self.elsewhere: dict[str, str] = {}  # let name -> the first file defining it
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -200,6 +201,12 @@ class Checker:
     def check(self, programs: Sequence[ast.Program]) -> ck.CheckedProgram:
         """Check every file; the mistakes found are left in :attr:`diagnostics`."""
         self._severity(programs)
+        self.elsewhere = {
+            item.name.name: program.file
+            for program in reversed(programs)
+            for item in program.items
+            if isinstance(item, ast.Let)
+        }
         invariants: list[ck.CheckedInvariant] = []
         seen: dict[str, ast.Pos] = {}
         for program in programs:
@@ -553,6 +560,12 @@ class Checker:
             return _ActionName(self.actions[name])
         if name in self.broken_here:
             raise _Reported()  # a let that did not parse: its syntax error is reported
+        if name in self.elsewhere:
+            raise self.error(
+                expr.pos,
+                f"unknown name '{name}': it is a let of {self.elsewhere[name]}, and a let is "
+                "only visible in its own file",
+            )
         if action_context:
             raise self._unknown_action(expr.pos, name)
         pools = [
@@ -764,7 +777,7 @@ def _is_name(expr: ast.Expr, name: str) -> bool:
 
 
 def _show(q: Fraction) -> str:
-    if q.denominator == 1:
+    if q.denominator == 1 and abs(q) < 2**53:
         return str(q.numerator)
     return repr(float(q))
 
