@@ -17,7 +17,14 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   ``code <= k + 0.5``; one whose set is a suffix ``{j..V-1}`` is ``code <= j - 0.5`` with the
   children swapped.  Other sets are resolved by a membership-table lookup, only on the steps
   (depths) where such a node exists and only for the rows standing on one;
-* the walk state is ``2 * node``, so that the next state is ``child2[state + went_right]``.
+* the top :data:`HEAP_LEVELS` levels are laid out as an implicit heap (root = slot 1, slot
+  ``k``'s children ``2k`` and ``2k + 1``, a shallow leaf copied into the slots below it), so a
+  step there is ``state = 2 * state + went_right`` with no child gather; deeper levels use child
+  tables, state ``2 * node`` and next state ``child2[state + went_right]``.
+
+Each step is then: gather the split feature, add the row offsets, gather ``x``, gather the
+threshold, compare, advance the state (4 gathers, or 3 in the heap levels).  The node records
+themselves are never copied: the derived arrays above are computed once per model.
 
 See docs/performance.md for measurements.
 """
