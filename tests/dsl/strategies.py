@@ -171,13 +171,13 @@ def conditions(
 
 
 RELATIONAL = st.one_of(
-    st.sampled_from(NUMERIC + ["is_tor"]).map(lambda f: ast.Call("monotone", (ast.Name(f),))),
+    st.sampled_from([*NUMERIC, "is_tor"]).map(lambda f: ast.Call("monotone", (ast.Name(f),))),
     st.builds(
         lambda f, d: ast.Call("stable", (ast.Name(f), d)),
         st.sampled_from(NUMERIC),
         st.integers(0, 100).map(lambda i: ast.Number(str(i), Fraction(i))),
     ),
-    st.sampled_from(NUMERIC + ["is_tor", "ua_family"]).map(
+    st.sampled_from([*NUMERIC, "is_tor", "ua_family"]).map(
         lambda f: ast.Call("independent", (ast.Name(f),))
     ),
 )

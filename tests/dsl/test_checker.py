@@ -224,7 +224,10 @@ def test_decision_forms(spec_model, cond: str, expected) -> None:
 
 
 def test_severity_follows_the_declared_order_not_the_model_order(spec_model) -> None:
-    text = "severity block < rate_limit < challenge < allow\ninvariant t:\n  ensure action < challenge\n"
+    text = (
+        "severity block < rate_limit < challenge < allow\n"
+        "invariant t:\n  ensure action < challenge\n"
+    )
     program = parse_text(text, spec_model)
     assert program.severity == (BLOCK, RATE_LIMIT, CHALLENGE, ALLOW)
     assert program.invariants[0].ensure == ActionIn(frozenset({BLOCK, RATE_LIMIT}))
@@ -253,7 +256,7 @@ def test_let_is_expanded_and_may_use_other_lets(spec_model) -> None:
 def test_lets_are_local_to_their_file(spec_model, tmp_path: Path) -> None:
     (tmp_path / "a.inv").write_text("let slow = client_rtt_ms > 300\n")
     (tmp_path / "b.inv").write_text("invariant t:\n  when slow\n  ensure true\n")
-    with pytest.raises(DslError, match="a let of .*a.inv"):
+    with pytest.raises(DslError, match=r"a let of .*a\.inv"):
         load_invariants([tmp_path], spec_model)
 
 

@@ -73,7 +73,7 @@ def test_checked_form_agrees_with_reference_interpreter(spec_model, prog, data) 
     except DslError:
         assume(False)
         return
-    severity = [s for s in prog.items if isinstance(s, ast.Severity)][0]
+    severity = next(s for s in prog.items if isinstance(s, ast.Severity))
     ref = Reference(spec_model, prog, [a.name for a in severity.actions])
     invariants = {i.name.name: i for i in prog.items if isinstance(i, ast.Invariant)}
     literals = [float(v) for v in _literals(prog)] or [0.0]
