@@ -37,6 +37,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.incremental import merkle
+from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.incremental.store import CacheCorrupt
 from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
@@ -103,11 +104,7 @@ class _Walk:
 def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
-    tab = tables(model)
-    nodes = model.nodes
-    kind = nodes["kind"]
-    left, right = nodes["left"], nodes["right"]
-    feat, aux = nodes["feature"], nodes["aux"]
+    kind = model.nodes["kind"]
     n_inv = len(scopes)
     dom = Box.domain(model)
     w = _Walk(n_inv, np.zeros(n_inv, np.int64), np.zeros(n_inv, np.int64), *([] for _ in range(8)))
@@ -118,9 +115,7 @@ def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
     cats = {f: m[None, :].copy() for f, m in dom.cats.items()}
     active = np.ones((1, n_inv), dtype=bool)
     while frontier.size:
-        empty = np.any(lo > hi, axis=1)
-        for m in cats.values():
-            empty |= ~m.any(axis=1)
+        empty = empty_rows(lo, hi, cats)
         if empty.any():
             w.trivial += (counts[frontier[empty]][:, None] * active[empty]).sum(axis=0)
             keep = ~empty
@@ -169,32 +164,11 @@ def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
         w.inner_active.append(active[inner])
         w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
         # Children: the same exact tightening as clefprove.verify.boxes.leaf_boxes.
-        lo_i, hi_i, act_i = lo[inner], hi[inner], active[inner]
-        k = fr.size
-        frontier = np.concatenate([left[fr], right[fr]]).astype(np.int64)
-        lo = np.concatenate([lo_i, lo_i])
-        hi = np.concatenate([hi_i, hi_i])
+        act_i = active[inner]
+        frontier, lo, hi, cats = expand(
+            model, fr, lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
+        )
         active = np.concatenate([act_i, act_i])
-        f_idx = feat[fr].astype(np.int64)
-        num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
-        if num.size:
-            fn = f_idx[num]
-            hi[num, fn] = np.minimum(hi[num, fn], tab.left_hi[fr[num]])
-            lo[num + k, fn] = np.maximum(lo[num + k, fn], tab.right_lo[fr[num]])
-        new_cats = {}
-        for f, m in cats.items():
-            m_i = m[inner]
-            m2 = np.concatenate([m_i, m_i])
-            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
-            if rows.size:
-                width = m.shape[1]
-                member = model.membership[
-                    aux[fr[rows]].astype(np.int64)[:, None] + np.arange(width)
-                ].astype(bool)
-                m2[rows] &= member
-                m2[rows + k] &= ~member
-            new_cats[f] = m2
-        cats = new_cats
     return w
 
 
