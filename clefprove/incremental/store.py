@@ -84,6 +84,10 @@ class ProofCache:
             ) from exc
         if self.directory.exists() and not self.directory.is_dir():
             raise ClefproveError(f"{self.directory}: not a directory (--cache)")
+        ignore = self.directory / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(OSError):
+                ignore.write_text("# clefprove proof cache: safe to delete\n*\n")
         self._conn: sqlite3.Connection | None = None
         self._open()
 
@@ -279,3 +283,22 @@ def open_cache(
     if disabled:
         return None
     return ProofCache(directory or DEFAULT_DIR)
+
+
+def add_cache_arguments(parser: object) -> None:
+    """Add ``--cache DIR`` and ``--no-cache`` to an argparse parser (check, gate)."""
+    group = parser.add_mutually_exclusive_group()  # type: ignore[attr-defined]
+    group.add_argument(
+        "--cache",
+        metavar="DIR",
+        default=None,
+        help=f"proof cache directory (default {DEFAULT_DIR})",
+    )
+    group.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the proof cache"
+    )
+
+
+def cache_from_args(args: object) -> ProofCache | None:
+    """The cache selected by ``--cache`` / ``--no-cache`` (see :func:`add_cache_arguments`)."""
+    return open_cache(getattr(args, "cache", None), bool(getattr(args, "no_cache", False)))

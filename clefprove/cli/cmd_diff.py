@@ -1,0 +1,41 @@
+"""``clefprove diff OLD NEW``: structural changes and the input regions whose action changed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from clefprove.cli.output import emit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="what changed between two models, and where behaviour differs")
+    p.add_argument("old", help="the previous model (.clef or JSON source)")
+    p.add_argument("new", help="the new model (.clef or JSON source)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        metavar="N",
+        help="list at most N regions, largest first (default 20; 0: all); all are counted",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.errors import ClefproveError
+    from clefprove.incremental.diff import diff, render_text
+    from clefprove.model.clef import load_model
+
+    if args.limit < 0:
+        raise ClefproveError("--limit must be >= 0")
+    old = load_model(args.old)
+    new = load_model(args.new)
+    rep = diff(old, new, args.old, args.new, limit=args.limit or None)
+    if args.format == "json":
+        emit(json.dumps(rep.to_json_dict(), indent=2), args.output)
+    else:
+        emit(render_text(rep), args.output)
+    return 0

@@ -1,0 +1,56 @@
+"""``clefprove gate NEW INVARIANTS... [--previous OLD]``: the pre-deploy hook."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from clefprove.incremental.store import add_cache_arguments
+
+    p = sub.add_parser(
+        "gate",
+        help="pre-deploy hook: integrity, incremental check, behaviour diff; 0 only if all hold",
+    )
+    p.add_argument("model", help="the model about to be deployed (.clef or JSON source)")
+    p.add_argument("invariants", nargs="+", help=".inv files or directories")
+    p.add_argument("--previous", metavar="OLD", help="the model currently deployed (for a diff)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="solver processes")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
+    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
+    add_cache_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.output import emit
+    from clefprove.errors import ClefproveError
+    from clefprove.incremental.gate import render_text, run_gate
+    from clefprove.incremental.store import cache_from_args
+
+    if args.jobs < 1:
+        raise ClefproveError("--jobs must be >= 1")
+    if args.timeout is not None and args.timeout <= 0:
+        raise ClefproveError("--timeout must be > 0")
+    cache = cache_from_args(args)
+    try:
+        res = run_gate(
+            args.model,
+            args.invariants,
+            args.previous,
+            cache,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            counterexamples=args.counterexamples,
+        )
+    finally:
+        if cache is not None:
+            cache.close()
+    if args.format == "json":
+        emit(json.dumps(res.to_json_dict(), indent=2), args.output)
+    else:
+        emit(render_text(res), args.output)
+    return res.exit_code

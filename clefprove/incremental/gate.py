@@ -1,0 +1,128 @@
+"""``clefprove gate``: the pre-deploy hook run before a decision service reloads a model.
+
+1. **Integrity**: the new file is loaded with full validation (for a ``.clef`` file: magic,
+   version, structure and the trailing SHA-256 over its bytes); any defect is exit 2.
+2. **Incremental check** of every invariant, reusing the proof cache (see
+   :mod:`clefprove.incremental.walk`); verdicts are those of a fresh ``check``.
+3. **Behaviour diff** against ``--previous`` when given: how much changed, a summary only
+   (``clefprove diff`` has the detail).
+
+Exit status: 0 only when every invariant holds; 1 one is violated; 3 none violated but one is
+unknown; 2 bad input.  The diff never changes the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from clefprove.incremental import diff as df
+from clefprove.incremental.store import ProofCache
+from clefprove.verify.verdicts import HOLDS, VIOLATED, Report
+
+
+@dataclass(frozen=True)
+class GateResult:
+    model_path: str
+    sha256: str
+    report: Report
+    diff: df.DiffReport | None
+    seconds: float
+    cache_dir: str | None
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "gate": "pass" if self.passed else "fail",
+            "exit_code": self.exit_code,
+            "integrity": {"path": self.model_path, "sha256": self.sha256, "ok": True},
+            "check": self.report.to_json_dict(),
+            "cache": self.cache_dir,
+            "seconds": round(self.seconds, 6),
+        }
+        if self.diff is not None:
+            d = self.diff.to_json_dict()
+            d["semantic"].pop("regions", None)
+            out["diff"] = d
+        return out
+
+
+def run_gate(
+    new: str | os.PathLike[str],
+    invariants: Sequence[str | os.PathLike[str]],
+    previous: str | os.PathLike[str] | None = None,
+    cache: ProofCache | None = None,
+    **check_options: Any,
+) -> GateResult:
+    """Run the gate (see module docstring); raises ClefproveError on bad input."""
+    from clefprove.dsl.loader import load_invariants
+    from clefprove.model.clef import load_model
+    from clefprove.verify.api import check
+
+    t0 = time.perf_counter()
+    model = load_model(new)  # full validation, digest included
+    old = load_model(previous) if previous is not None else None
+    program = load_invariants(list(invariants), model)
+    report = check(model, program, cache=cache, model_path=str(new), **check_options)
+    d = None
+    if old is not None:
+        d = df.diff(old, model, str(previous), str(new), limit=3)
+    return GateResult(
+        str(new),
+        model.sha256,
+        report,
+        d,
+        time.perf_counter() - t0,
+        str(cache.directory) if cache is not None else None,
+    )
+
+
+def render_text(res: GateResult) -> str:
+    """The gate's human-readable output."""
+    rep = res.report
+    s = rep.summary
+    lines = [f"integrity  ok  {res.model_path}  sha256 {res.sha256}"]
+    reuse = (
+        f"{s['paths_reused']} reused from the cache"
+        if res.cache_dir is not None
+        else "cache disabled"
+    )
+    lines.append(
+        f"check      {s['holds']} hold, {s['violated']} violated, {s['unknown']} unknown  "
+        f"({s['paths_checked']} paths checked, {reuse})"
+    )
+    for r in rep.results:
+        mark = {HOLDS: "ok  ", VIOLATED: "FAIL"}.get(r.status, "??  ")
+        lines.append(f"  {mark} {r.invariant}  [{r.status}]  {r.file}:{r.line}")
+        for c in r.counterexamples[:1]:
+            lines.append(f"         counterexample {df._json(c.input)} -> {c.action}")
+            lines.append(f"         path {' and '.join(c.path)}")
+    if res.diff is not None:
+        d = res.diff
+        lines.append(f"diff       {len(d.changes)} structural change(s) from {d.old['path']}")
+        if not d.comparable:
+            lines.append(f"           behaviour not compared: {d.reason}")
+        elif d.regions_total == 0:
+            lines.append("           same action for every input")
+        else:
+            lines.append(
+                f"           actions differ on {d.regions_total} region(s), "
+                f"{df._pct(d.share_changed)} of the input domain"
+            )
+            for t, v in list(d.transitions.items())[:5]:
+                lines.append(f"             {t:<26} {df._pct(v)}")
+    for w in rep.all_warnings:
+        lines.append(f"warning: {w}")
+    verdict = {0: "PASS", 1: "FAIL (violated)", 3: "FAIL (unknown)"}[res.exit_code]
+    lines.append(f"gate       {verdict}  ({res.seconds:.3f} s)")
+    return "\n".join(lines) + "\n"
