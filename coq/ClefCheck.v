@@ -717,7 +717,6 @@ Proof.
 Qed.
 
 Fixpoint check_tree (w e : formula) (bx : box) (t : tree) : bool :=
-  box_empty bx ||
   match t with
   | Leaf a c => leaf_ok bx w e a c
   | Split f th l r =>
@@ -733,7 +732,7 @@ Lemma check_tree_sound : forall w e t bx x, in_box bx x -> check_tree w e bx t =
   evalf e x (fst (eval t x)) (snd (eval t x)) = true.
 Proof.
   intros w e; induction t as [a c|f th l IHl r IHr|f cs l IHl r IHr]; intros bx x Hb H;
-    simpl in H; rewrite (box_empty_sound bx x Hb) in H; simpl in H.
+    simpl in H.
   - apply leaf_ok_sound with bx; auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (Qle_bool (x f) th) eqn:E.

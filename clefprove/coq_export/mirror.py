@@ -285,8 +285,6 @@ def check(domain: tuple[FDom, ...], tree: CTree, w: CFormula, e: CFormula,
     stack: list[tuple[CTree, list[FBox]]] = [(tree, dom_box(domain))]
     while stack:
         node, bx = stack.pop()
-        if box_empty(bx):
-            continue
         if isinstance(node, CLeaf):
             for t in leaf_terms(w, e, node.action, node.confidence):
                 if not term_infeasible(bx, t):

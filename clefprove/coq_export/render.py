@@ -83,7 +83,21 @@ def make_names(model: Model, namer: Namer) -> Names:
 
 
 def q_term(q: Fraction) -> str:
-    """A rational as a Coq ``Q`` term (exact, binary numerals)."""
+    """A rational as a Coq ``Q`` term, exact.
+
+    Large power-of-two denominators (every float64 that is not whole has one) are written
+    ``2^k``: Coq elaborates each numeral through its number notation, which costs time per
+    digit, and a 4,095-node tree has thousands of them; ``2^k`` is computed by the checker.
+    """
+    q = Fraction(q)
+    d = q.denominator
+    k = d.bit_length() - 1
+    den = f"2^{k}" if d == 1 << k and k >= 16 else str(d)
+    return f"({q.numerator} # {den})"
+
+
+def q_plain(q: Fraction) -> str:
+    """A rational as ``(p # q)`` with plain numerals (for statements that tactics read)."""
     q = Fraction(q)
     return f"({q.numerator} # {q.denominator})"
 
@@ -93,7 +107,7 @@ def q_readable(q: Fraction) -> str:
     q = Fraction(q)
     if q.denominator == 1:
         return str(q.numerator) if q >= 0 else f"({q.numerator})"
-    return q_term(q)
+    return q_plain(q)
 
 
 def _float_note(q: Fraction) -> str:
@@ -133,9 +147,9 @@ def formula_term(p: CFormula) -> str:
             return f"(FConst {'true' if b else 'false'})"
         case FCmp(terms, k, strict):
             ts = "; ".join(
-                f"({'VC' if v == CONF else f'VF {v}%nat'}, {q_term(q)})" for v, q in terms
+                f"({'VC' if v == CONF else f'VF {v}%nat'}, {q_plain(q)})" for v, q in terms
             )
-            return f"(FCmp [{ts}] {q_term(k)} {'true' if strict else 'false'})"
+            return f"(FCmp [{ts}] {q_plain(k)} {'true' if strict else 'false'})"
         case FIn(f, codes):
             return f"(FIn {f}%nat [{'; '.join(f'{z}%Z' for z in codes)}])"
         case FAct(acts):
