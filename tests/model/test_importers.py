@@ -311,6 +311,19 @@ def test_onnx_binary_one_weight_per_leaf_matches_onnxruntime(tmp_path, post, bin
     np.testing.assert_allclose(conf, probs[np.arange(len(X)), actions], atol=1e-6)
 
 
+def test_onnx_int64_input_compares_as_float32(tmp_path) -> None:
+    """onnxruntime converts int64 inputs to float before comparing: 16777217 == 16777216."""
+    rng = np.random.default_rng(12)
+    pool = [2.5, 3.0, -7.5, 100.0, 16777216.0, 16777217.0, 16777218.0]
+    m = onnx_model(onnx_tree(rng, 5, 2, 3, pool, MODES), 2, [0, 1, 2], elem=TensorProto.INT64)
+    model = import_model("onnx", write(tmp_path, "i.onnx", m.SerializeToString()))
+    assert [f.type.value for f in model.features] == ["int", "int"]
+    X = rng.integers(-10, 10, (3000, 2))
+    X[:1500, 0] = rng.choice([2, 3, 4, -7, -8, 100, 101, *range(16777214, 16777220)], 1500)
+    labels, _ = _ort_run(m, X.astype(np.int64))
+    assert (decide(model, X.astype(np.float64))[0] == labels).all()
+
+
 def test_onnx_from_skl2onnx_matches_onnxruntime(tmp_path) -> None:
     skl2onnx = pytest.importorskip("skl2onnx")
     from sklearn.tree import DecisionTreeClassifier
@@ -725,3 +738,36 @@ def test_truncations_never_escape_as_other_errors(tmp_path, trained) -> None:
             p = write(tmp_path, f"cut.{fmt}", data[:cut])
             with contextlib.suppress(ImportModelError):
                 import_model(fmt, p)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
+def test_pickles_are_refused_with_a_hint(tmp_path, fmt) -> None:
+    import pickle
+
+    path = write(tmp_path, "model.pkl", pickle.dumps({"not": "a model"}))
+    with pytest.raises(ImportModelError, match="never unpickles"):
+        import_model(fmt, path)
+
+
+def test_lightgbm_default_column_names_accept_any_declared_names(tmp_path) -> None:
+    rng = np.random.default_rng(24)
+    X = rng.normal(size=(300, 2))
+    params = {"objective": "binary", "verbose": -1, "num_leaves": 6, "min_data_in_leaf": 5}
+    booster = lgb.train(params, lgb.Dataset(X, (X[:, 0] > X[:, 1]).astype(int)), 1)
+    booster.save_model(tmp_path / "m.txt")
+    assert [f.name for f in import_model("lightgbm", tmp_path / "m.txt").features] == [
+        "Column_0",
+        "Column_1",
+    ]
+    spec = {
+        "features": [
+            {"name": n, "type": "float", "min": -9, "max": 9, "default": 0}
+            for n in ("rtt", "entropy")
+        ]
+    }
+    model = import_model(
+        "lightgbm", tmp_path / "m.txt", write(tmp_path, "f.json", json.dumps(spec))
+    )
+    Xt = np.clip(boundary_rows(rng, 3000, 2, _lgb_thresholds(tmp_path / "m.txt")), -9, 9)
+    assert [f.name for f in model.features] == ["rtt", "entropy"]
+    assert (decide(model, Xt)[0] == (booster.predict(Xt) > 0.5)).all()

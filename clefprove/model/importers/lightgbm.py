@@ -217,7 +217,9 @@ def _convert(
                 out.append(wide_float(name))
         return out
 
-    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
+    # LightGBM names unnamed columns Column_0, Column_1, ...: nothing to check a spec against.
+    auto = names == [f"Column_{j}" for j in range(n_columns)]
+    feats_json, feats = resolve_features(spec, n_columns, derived, None if auto else names)
     for j in cat_features:
         if feats[j].type is not FeatureType.CATEGORICAL:
             raise ImportModelError(

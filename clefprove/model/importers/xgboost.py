@@ -76,7 +76,7 @@ def _decode(data: bytes, path: Any) -> Any:
         except (IndexError, struct.error, ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ImportModelError(f"{path}: not an XGBoost UBJSON model ({_why(exc)})") from None
         return value
-    if data[:2] == b"\x80\x04" or data[:1] == b"\x80":
+    if data[:1] == b"\x80":
         raise ImportModelError(
             f"{path}: looks like a pickle; clefprove never unpickles files: save the booster "
             "with booster.save_model('model.json')"
