@@ -221,7 +221,7 @@ def when_is_vacuous(
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     when_inv = ck.CheckedInvariant(
-        prep.invariant.name,
+        prep.invariant.name + "-when",
         None,
         prep.invariant.file,
         prep.invariant.line,

@@ -68,6 +68,7 @@ class Prepared:
     violation: object  # normalized V
     when: object  # normalized when
     conjuncts: list[tuple[object, ...]] | None
+    tag: str = "query"  # names SMT-LIB dumps
 
 
 def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
@@ -77,7 +78,7 @@ def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> 
     norm = nm.Normalizer(model)
     v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure))))  # type: ignore[arg-type]
     when = norm.nnf(invariant.when)
-    return Prepared(invariant, v, when, nm.dnf(v, dnf_cap))
+    return Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,7 +118,7 @@ def decide(
     live = boxes.feasible & ct
     to_solver = np.zeros(n, dtype=bool)
     if not settings.shortcuts:
-        to_solver = live.copy()
+        to_solver = boxes.feasible.copy()
     else:
         whole = live & ~cf
         status[whole] = VIOLATED
@@ -163,7 +164,7 @@ def _solve(
     queries = [smt_paths.query_from_boxes(boxes, int(r)) for r in rows]
     jobs = max(1, int(settings.jobs))
     if jobs == 1 or len(queries) < PARALLEL_MIN_SOLVER_PATHS:
-        return smt_paths.solve(model, inv.when, inv.ensure, queries, _limits(settings))
+        return smt_paths.solve(model, inv.when, inv.ensure, queries, _limits(settings, prep.tag))
     # Contiguous chunks in pre-order are subtrees (or runs of neighbouring subtrees), so the
     # workers keep the solver's prefix sharing; results come back in order.
     from concurrent.futures import ProcessPoolExecutor
@@ -174,7 +175,9 @@ def _solve(
     out: list[tuple[str, np.ndarray | None]] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [
-            pool.submit(smt_paths.solve, model, inv.when, inv.ensure, c, _limits(settings))
+            pool.submit(
+                smt_paths.solve, model, inv.when, inv.ensure, c, _limits(settings, prep.tag)
+            )
             for c in chunks
         ]
         for fut in futures:
@@ -182,11 +185,12 @@ def _solve(
     return out
 
 
-def _limits(settings: Settings) -> Any:
+def _limits(settings: Settings, tag: str) -> Any:
     from clefprove.smt.paths import Limits
 
     ms = 0 if settings.timeout is None else max(1, int(settings.timeout * 1000))
-    return Limits(timeout_ms=ms, rlimit=settings.rlimit, smtlib_dir=settings.smtlib_dir)
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in tag)
+    return Limits(timeout_ms=ms, rlimit=settings.rlimit, smtlib_dir=settings.smtlib_dir, tag=safe)
 
 
 def check_subtree(

@@ -1,0 +1,115 @@
+"""Engine plumbing: solver limits give unknown (never holds), worker processes change nothing,
+SMT-LIB dumps, the domain box, and the float64 rounding helpers."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import parse_text
+from clefprove.model.clef import load_model
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.api import check, check_invariant
+from clefprove.verify.boxes import leaf_boxes
+
+ROOT = Path(__file__).resolve().parents[2]
+TWO_LINEAR = (
+    "when client_rtt_ms + 100 * path_depth >= 250 and client_rtt_ms - 10 * path_depth <= 240 "
+    "ensure action != allow"
+)
+SEV = "severity allow < challenge < rate_limit < block\n"
+
+
+@pytest.fixture(scope="module")
+def edge():
+    return load_model(ROOT / "examples" / "edge-allow-block.clef")
+
+
+def _inv(model, body: str):
+    return parse_text(SEV + "invariant t:\n  " + body + "\n", model, "t.inv").invariants[0]
+
+
+def test_resource_limit_gives_unknown_not_holds(edge):
+    inv = _inv(edge, "when client_rtt_ms > 300 and tls_version < 772 ensure action != allow")
+    r = check_invariant(edge, inv, eg.Settings(shortcuts=False, rlimit=1))
+    assert r.status == "unknown" and r.unknown_paths > 0
+    rep = check(edge, [inv], rlimit=1)  # the box engine decides it without the solver
+    assert rep.results[0].status == "holds"
+
+
+def test_jobs_give_identical_verdicts(edge):
+    inv = _inv(edge, "ensure action == block implies confidence >= 0.8")
+    prep = eg.prepare(edge, inv)
+    boxes = leaf_boxes(edge)
+    one = eg.decide(edge, prep, boxes, eg.Settings(shortcuts=False, jobs=1))
+    two = eg.decide(edge, prep, boxes, eg.Settings(shortcuts=False, jobs=2))
+    fast = eg.decide(edge, prep, boxes, eg.Settings())
+    assert one.solver_paths >= eg.PARALLEL_MIN_SOLVER_PATHS
+    assert np.array_equal(one.status, two.status)
+    assert np.array_equal(one.status, fast.status)
+
+
+def test_smtlib_dump(tmp_path, edge):
+    inv = _inv(edge, TWO_LINEAR)
+    out = tmp_path / "smt"
+    rep = check(edge, [inv], smtlib=str(out))
+    solver_paths = rep.results[0].solver_paths
+    assert solver_paths > 0
+    assert len(list(out.glob("t-leaf*.smt2"))) == solver_paths
+    for f in out.glob("*.smt2"):
+        assert "(check-sat)" in f.read_text()
+
+
+def test_two_linear_literals_reach_solver_and_agree(edge):
+    inv = _inv(edge, TWO_LINEAR)
+    r = check_invariant(edge, inv)
+    assert r.solver_paths > 0
+    slow = check_invariant(edge, inv, eg.Settings(shortcuts=False))
+    assert (r.status, r.violating_paths) == (slow.status, slow.violating_paths)
+
+
+@pytest.mark.parametrize(
+    "q", [Fraction(1, 3), Fraction(300), Fraction(-7, 10), Fraction(10**20 + 1, 7), Fraction(0)]
+)
+def test_float_rounding_helpers(q):
+    lo, hi = nm.float_le(q), nm.float_ge(q)
+    assert Fraction(lo) <= q <= Fraction(hi)
+    assert Fraction(math.nextafter(lo, math.inf)) > q or lo == hi
+    assert Fraction(math.nextafter(hi, -math.inf)) < q or lo == hi
+
+
+def test_nice_float_in_interval():
+    lo = math.nextafter(300.0, math.inf)
+    assert eg.nice_float(lo, 10000.0, 50.0) == 301.0
+    assert eg.nice_float(0.0, 8.0, 3.0) == 3.0
+    v = eg.nice_float(7.839250326156615, 7.850549936294556, 0.0)
+    assert 7.839250326156615 <= v <= 7.850549936294556 and len(repr(v)) <= 5
+
+
+def test_when_vacuous_with_decision_terms(edge):
+    inv = _inv(edge, "when confidence > 1 ensure action == block")
+    r = check_invariant(edge, inv)
+    assert r.status == "holds" and r.vacuous
+    inv2 = _inv(edge, "when action == block and confidence < 0.5 ensure false")
+    r2 = check_invariant(edge, inv2)
+    assert r2.status in ("holds", "violated")
+    assert r2.vacuous == (r2.status == "holds")
+
+
+def test_const_ensure(edge):
+    assert check_invariant(edge, _inv(edge, "ensure true")).status == "holds"
+    r = check_invariant(edge, _inv(edge, "ensure false"))
+    assert r.status == "violated" and r.violating_paths == edge.n_leaves
+
+
+def test_checked_invariants_directly(edge):
+    when = ck.Compare(ck.Linear.make({0: Fraction(-1)}, Fraction(300)), True)  # rtt > 300
+    inv = ck.CheckedInvariant("d", None, "x.inv", 1, 1, when, ck.ActionIn(frozenset({1, 2, 3})))
+    r = check(edge, inv).results[0]
+    assert r.status in ("holds", "violated")
