@@ -12,7 +12,8 @@ def _details(r: InvariantResult) -> str:
     lines = [f"{r.file}:{r.line}: {r.violating_paths} violating paths"]
     for c in r.counterexamples:
         lines.append(
-            f"input {json.dumps(c.input)} -> {c.action} (confidence {c.confidence:g}, leaf {c.leaf})"
+            f"input {json.dumps(c.input)} -> {c.action} "
+            f"(confidence {c.confidence:g}, leaf {c.leaf})"
         )
         lines.append("  path: " + " and ".join(c.path))
     return "\n".join(lines)
