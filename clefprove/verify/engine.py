@@ -206,6 +206,38 @@ def check_subtree(
     return decide(model, prep, leaf_boxes(model, node, context), settings)
 
 
+def merge(parts: list[PathVerdicts]) -> PathVerdicts:
+    """Concatenate per-subtree outcomes into one, rows sorted by leaf index (tree order)."""
+    if len(parts) == 1:
+        return parts[0]
+    leaves = np.concatenate([p.boxes.leaves for p in parts])
+    order = np.argsort(leaves, kind="stable")
+    cat_keys = parts[0].boxes.cats.keys() if parts else ()
+    boxes = LeafBoxes(
+        leaves[order],
+        np.concatenate([p.boxes.lo for p in parts])[order],
+        np.concatenate([p.boxes.hi for p in parts])[order],
+        {f: np.concatenate([p.boxes.cats[f] for p in parts])[order] for f in cat_keys},
+        np.concatenate([p.boxes.actions for p in parts])[order],
+        np.concatenate([p.boxes.feasible for p in parts])[order],
+    )
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    witnesses: dict[int, np.ndarray] = {}
+    offset = 0
+    for p in parts:
+        for r, x in p.witnesses.items():
+            witnesses[int(inverse[offset + r])] = x
+        offset += p.boxes.size
+    return PathVerdicts(
+        boxes,
+        np.concatenate([p.status for p in parts])[order],
+        np.concatenate([p.how for p in parts])[order],
+        witnesses,
+        sum(p.solver_paths for p in parts),
+    )
+
+
 # ---------------------------------------------------------------- witnesses
 
 

@@ -221,3 +221,35 @@ def test_subtree_api_matches_whole_tree():
     for leaf_idx, s in zip(part.boxes.leaves.tolist(), part.status.tolist(), strict=True):
         assert w[leaf_idx] == s
     assert leaf_boxes(model, right).size == part.boxes.size
+
+
+def test_merge_subtrees_equals_whole():
+    from clefprove.verify.boxes import Box
+
+    tree = split(
+        "n",
+        3.5,
+        split("x", 50, leaf("allow"), leaf("block")),
+        split("x", 20, leaf("block"), leaf("allow")),
+    )
+    model = model_of(tree)
+    inv = parse_text(
+        SEV + "invariant t:\n  when x > 30\n  ensure action == block\n", model, "t.inv"
+    ).invariants[0]
+    prep = eg.prepare(model, inv)
+    whole = eg.check_subtree(model, 0, None, prep)
+    root = model.node(0)
+    d = Box.domain(model)
+    left_hi, right_lo = d.hi.copy(), d.lo.copy()
+    left_hi[0], right_lo[0] = 3.0, 4.0
+    parts = [
+        eg.check_subtree(model, root.right, Box(right_lo, d.hi, d.cats), prep),
+        eg.check_subtree(model, root.left, Box(d.lo, left_hi, d.cats), prep),
+    ]
+    merged = eg.merge(parts)
+    assert np.array_equal(merged.boxes.leaves, whole.boxes.leaves)
+    assert np.array_equal(merged.status, whole.status)
+    from clefprove.verify.api import finish
+
+    r = finish(model, prep, merged, eg.Settings(), 3, 0.0)
+    assert r.status == "violated" and r.counterexamples
