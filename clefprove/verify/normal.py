@@ -285,6 +285,11 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
     raise TypeError(f"not a normalized formula: {f!r}")
 
 
+def _f(q: Fraction) -> float:
+    """float(q), or inf when it would overflow (the exact fallback then handles the rows)."""
+    return float(q) if abs(q) < 2**1000 else math.copysign(math.inf, q)
+
+
 def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
     """The sign of the min (or max) of ``sum(c*x) + const`` over each box, exactly.
 
@@ -292,12 +297,12 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
     from zero compared with a rigorous rounding-error bound; the rest are summed in fractions.
     """
     cols = [c for c, _ in lit.terms]
-    coeffs = np.array([float(c) for _, c in lit.terms])
+    coeffs = np.array([_f(c) for _, c in lit.terms])
     pos = coeffs > 0
     a, b = lo[:, cols], hi[:, cols]
     pick_lo = pos if minimum else ~pos
     corner = np.where(pick_lo, a, b)
-    kf = float(lit.const)
+    kf = _f(lit.const)
     with np.errstate(over="ignore", invalid="ignore"):
         total = (coeffs * corner).sum(axis=1) + kf
         mag = (np.abs(coeffs) * np.abs(corner)).sum(axis=1) + abs(kf)
