@@ -771,3 +771,49 @@ def test_lightgbm_default_column_names_accept_any_declared_names(tmp_path) -> No
     Xt = np.clip(boundary_rows(rng, 3000, 2, _lgb_thresholds(tmp_path / "m.txt")), -9, 9)
     assert [f.name for f in model.features] == ["rtt", "entropy"]
     assert (decide(model, Xt)[0] == (booster.predict(Xt) > 0.5)).all()
+
+
+def test_xgboost_names_that_are_not_identifiers_need_a_spec(tmp_path) -> None:
+    rng = np.random.default_rng(25)
+    X, y = _xgb_data(rng, 300)
+    names = ["client-rtt", "entropy", "path depth"]
+    bst = xgb.train(
+        {"objective": "binary:logistic", "max_depth": 3},
+        xgb.DMatrix(X, label=y, feature_names=names),
+        1,
+    )
+    bst.save_model(tmp_path / "m.json")
+    with pytest.raises(ImportModelError, match="--features"):
+        import_model("xgboost", tmp_path / "m.json")
+    renamed = ("client_rtt", "entropy", "path_depth")
+    spec = {
+        "features": [
+            {"name": n, "type": "float", "min": -50, "max": 50, "default": 0} for n in renamed
+        ]
+    }
+    model = import_model(
+        "xgboost", tmp_path / "m.json", write(tmp_path, "f.json", json.dumps(spec))
+    )
+    Xt = boundary_rows(
+        rng, 2000, 3, [v for t in _xgb_thresholds(tmp_path / "m.json") for v in f32_neighbours(t)]
+    )
+    expect = bst.predict(xgb.DMatrix(Xt, feature_names=names)) > 0.5
+    assert (decide(model, Xt)[0] == expect).all()
+
+
+def test_the_evaluator_agrees_on_imported_models(trained) -> None:
+    """The runtime oracle decides imported models (wide float64 domains) like the walk."""
+    from clefprove.eval.evaluator import Evaluator
+
+    rng = np.random.default_rng(26)
+    for fmt, path in trained.items():
+        model = import_model(fmt, path)
+        X = rng.normal(size=(2000, len(model.features)))
+        for j, f in enumerate(model.features):
+            if f.values:
+                X[:, j] = rng.integers(0, len(f.values), len(X))
+        X[:4, 0] = [1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308]
+        result = Evaluator(model).evaluate(X)
+        actions, conf = decide(model, X)
+        assert (result.actions == actions).all(), fmt
+        assert (result.confidences == conf).all(), fmt

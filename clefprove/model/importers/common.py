@@ -362,7 +362,11 @@ def resolve_features(
     derived: Callable[[], list[dict[str, Any]]],
     model_names: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], tuple[Feature, ...]]:
-    """Declarations for the model's *n_columns* inputs: the spec's, else *derived()*."""
+    """Declarations for the model's *n_columns* inputs: the spec's, else *derived()*.
+
+    Declared names must equal the names the file gives its columns (a guard against a wrong
+    column order), unless some of those are not valid feature names, which the spec renames.
+    """
     from clefprove.model.source import parse_features
 
     if spec is not None and spec.features is not None:
@@ -372,7 +376,7 @@ def resolve_features(
                 f"the model reads {n_columns} input columns but the features spec declares "
                 f"{len(feats)}"
             )
-        if model_names:
+        if model_names and all(n.isidentifier() for n in model_names):
             declared = [f.get("name") if isinstance(f, dict) else None for f in feats]
             if list(model_names) != declared:
                 raise ImportModelError(
