@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.errors import DslError
+    from clefprove.dsl.files import decode, expand_paths, read_text
     from clefprove.dsl.fmt import format_text
-    from clefprove.dsl.loader import decode, expand_paths, read_text
 
     stdin = "-" in args.files
     if stdin and len(args.files) > 1:

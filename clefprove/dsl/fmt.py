@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clefprove.dsl import ast
+from clefprove.dsl.parser import KEYWORDS
 
 LINE_LENGTH = 100
 INDENT = "  "
@@ -49,7 +51,7 @@ def _render(expr: ast.Expr) -> tuple[str, int]:
         case ast.BoolLit(value):
             return ("true" if value else "false"), _ATOM
         case ast.Name(name):
-            return name, _ATOM
+            return _name(name), _ATOM
         case ast.Paren(inner):
             return f"({_show(inner, _IMPLIES)})", _ATOM
         case ast.Call(name, args):
@@ -86,6 +88,16 @@ def _render(expr: ast.Expr) -> tuple[str, int]:
         case ast.Implies(args):
             return " implies ".join(_show(a, _OR) for a in args), _IMPLIES
     raise TypeError(f"not an expression: {expr!r}")
+
+
+_IDENTIFIER = re.compile(r"[^\W\d]\w*\Z")
+
+
+def _name(name: str) -> str:
+    """A reference to a feature or action: bare, or in backticks when it is a keyword."""
+    if _IDENTIFIER.match(name) and name not in KEYWORDS:
+        return name
+    return f"`{name}`"
 
 
 def _quote(value: str) -> str:
@@ -198,7 +210,7 @@ def format_program(program: ast.Program) -> str:
                 out.append("")
         _comments(out, program, head.leading, item.line)
         if isinstance(item, ast.Severity):
-            lines = ["severity " + " < ".join(a.name for a in item.actions)]
+            lines = ["severity " + " < ".join(_name(a.name) for a in item.actions)]
         elif isinstance(item, ast.Let):
             name = item.name.name.ljust(let_width.get(i, 0))
             lines = _clause(f"let {name} = ", item.expr, "")

@@ -12,74 +12,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from clefprove.dsl.ast import Program
 from clefprove.dsl.checked import CheckedProgram
 from clefprove.dsl.checker import Checker
 from clefprove.dsl.errors import Diagnostic, DslError
+from clefprove.dsl.files import SUFFIX, decode, expand_paths, read_text
 from clefprove.dsl.parser import parse_partial
-from clefprove.errors import ClefproveError
 from clefprove.model.types import Model
 
-#: The suffix of invariant files.
-SUFFIX = ".inv"
-
-
-def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """Files named by *paths*: a directory means every ``*.inv`` below it, in sorted order.
-
-    Order is that of the arguments; inside a directory, sorted by relative path (stable across
-    machines).  A file named twice is kept once.  A missing path, or a directory without any
-    ``.inv`` file, is an error.
-    """
-    if not paths:
-        raise ClefproveError("no invariant files given")
-    out: list[Path] = []
-    seen: set[Path] = set()
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                (p for p in path.rglob(f"*{SUFFIX}") if p.is_file()),
-                key=lambda p: p.relative_to(path).as_posix(),
-            )
-            if not found:
-                raise ClefproveError(f"{path}: no {SUFFIX} files in this directory")
-        elif path.exists():
-            found = [path]
-        else:
-            raise ClefproveError(f"{path}: no such file or directory")
-        for p in found:
-            key = p.resolve()
-            if key not in seen:
-                seen.add(key)
-                out.append(p)
-    return out
-
-
-def read_text(path: str | os.PathLike[str]) -> str:
-    """The text of an invariant file; undecodable UTF-8 is a DSL error at its position."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ClefproveError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    return decode(data, name)
-
-
-def decode(data: bytes, file: str) -> str:
-    """UTF-8 bytes -> text (a leading BOM is dropped); a bad byte is a :class:`DslError`."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = data[: exc.start].decode("utf-8", errors="replace")
-        line = before.count("\n") + 1
-        column = len(before) - (before.rfind("\n") + 1) + 1
-        source = data.split(b"\n")[line - 1].decode("utf-8", errors="replace")
-        message = f"invalid UTF-8 byte 0x{data[exc.start]:02x}"
-        raise DslError([Diagnostic(file, line, column, message, source)]) from None
-    return text.removeprefix("\ufeff")
+__all__ = [
+    "SUFFIX",
+    "decode",
+    "expand_paths",
+    "load_invariants",
+    "parse_files",
+    "parse_text",
+    "read_text",
+]
 
 
 def parse_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Program], dict[str, str]]:

@@ -27,12 +27,31 @@ from clefprove.dsl.errors import Diagnostic, DslError
 MAX_NESTING = 64
 
 _ITEM_KEYWORDS = {"SEVERITY", "LET", "INVARIANT"}
+_NAMES = {"NAME", "QUOTED_NAME"}
+#: Reserved words: a feature or action with one of these names is written `in backticks`.
+KEYWORDS = frozenset(
+    [
+        "severity",
+        "let",
+        "invariant",
+        "when",
+        "ensure",
+        "and",
+        "or",
+        "not",
+        "implies",
+        "in",
+        "true",
+        "false",
+    ]
+)
 _OPEN = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
 _CLOSE = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}
 _NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _EXPRESSION_START = {"NAME", "NUMBER", "LPAR"}
 _DISPLAY = {
     "NAME": "a name",
+    "QUOTED_NAME": "a name",
     "NUMBER": "a number",
     "STRING": "a string",
     "$END": "end of file",
@@ -373,8 +392,8 @@ class _Builder(Transformer):
 
     # items
     def severity(self, meta, children):
-        names = [c for c in children if isinstance(c, Token) and c.type == "NAME"]
-        idents = tuple(ast.Ident(str(n), pos=_pos(self.file, n)) for n in names)
+        names = [c for c in children if isinstance(c, Token) and c.type in _NAMES]
+        idents = tuple(ast.Ident(self._ident(n), pos=_pos(self.file, n)) for n in names)
         return ast.Severity(idents, pos=self._p(meta))
 
     def let_def(self, meta, children):
@@ -464,7 +483,7 @@ class _Builder(Transformer):
 
     def name(self, meta, children):
         tok = children[0]
-        return ast.Name(str(tok), pos=_pos(self.file, tok))
+        return ast.Name(self._ident(tok), pos=_pos(self.file, tok))
 
     def call(self, meta, children):
         name = children[0]
@@ -477,6 +496,14 @@ class _Builder(Transformer):
         raise AssertionError(f"no AST rule for {data!r}")
 
     # literal checks
+    def _ident(self, tok: Token) -> str:
+        text = str(tok)
+        if tok.type != "QUOTED_NAME":
+            return text
+        if len(text) == 2:
+            self.owner.error_at(tok, "empty quoted name")
+        return text[1:-1]
+
     def _number(self, tok: Token) -> Fraction:
         text = str(tok)
         if not _NUMBER.match(text):

@@ -298,3 +298,31 @@ def test_relational_when_may_use_features(spec_model) -> None:
     inv = check_one(spec_model, "invariant t:\n  when is_tor\n  ensure independent(ua_family)\n")
     assert inv.when == InSet(TOR, frozenset({1}))
     assert inv.ensure == Independent(UA)
+
+
+def test_keyword_and_unicode_names_in_backticks() -> None:
+    from clefprove.dsl.fmt import format_text
+    from clefprove.model.source import compile_source
+
+    model = compile_source(
+        {
+            "name": "odd-names",
+            "version": "1",
+            "features": [
+                {"name": "in", "type": "int", "min": 0, "max": 9, "default": 0},
+                {"name": "größe", "type": "float", "min": 0, "max": 1, "default": 0},
+            ],
+            "actions": ["when", "ok"],
+            "tree": {"action": "ok", "confidence": 1.0},
+        }
+    )
+    text = "severity `when` < ok\ninvariant t:\n  when `in` > 3 and größe < 0.5\n  ensure action > `when`\n"
+    inv = parse_text(text, model).invariants[0]
+    assert inv.when == And(
+        (
+            Compare(Linear.make({0: Fraction(-1)}, Fraction(3)), True),
+            Compare(Linear.make({1: Fraction(1)}, -Fraction(0.5)), True),
+        )
+    )
+    assert inv.ensure == ActionIn(frozenset({1}))
+    assert format_text(text) == text

@@ -1,0 +1,127 @@
+"""DSL benchmark: import, parser construction, and parse + type-check time.
+
+Run: ``python bench/bench_dsl.py``.  Prints a table (docs/dsl.md keeps a copy).  Process-level
+rows run a fresh interpreter each time (median of several runs), so they include Python's own
+start-up; the "python -c pass" row is that baseline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from importlib import resources
+
+from common import ROOT, fmt_seconds, machine, median, table, time_call
+
+EDGE = ROOT / "invariants" / "edge.inv"
+MODEL = ROOT / "examples" / "spec-toy.json"
+
+
+def _process(code: str, runs: int = 7) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+        times.append(time.perf_counter() - t0)
+    return median(times)
+
+
+def _big_file(n: int) -> str:
+    text = (EDGE.read_text()).split("invariant ", 1)[0]
+    body = "".join(
+        f"invariant inv_{i}:\n  when slow and legacy or path_depth in [{i % 60}, 64]\n"
+        f"  ensure action >= challenge implies confidence >= 0.{i % 9 + 1}\n\n"
+        for i in range(n)
+    )
+    return text + body
+
+
+def main() -> None:
+    import lark
+
+    from clefprove.dsl.fmt import format_text
+    from clefprove.dsl.loader import parse_text
+    from clefprove.model.source import load_source
+
+    model = load_source(MODEL)
+    edge = EDGE.read_text()
+    grammar = resources.files("clefprove.dsl").joinpath("grammar.lark").read_text()
+    options = dict(
+        parser="lalr",
+        lexer="basic",
+        start="item",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+    rows = []
+    baseline = _process("pass")
+    rows.append(["python -c pass (baseline)", fmt_seconds(baseline)])
+    rows.append(
+        ["import clefprove.dsl.loader", fmt_seconds(_process("import clefprove.dsl.loader"))]
+    )
+    rows.append(
+        [
+            "import + load SPEC model + parse and check edge.inv",
+            fmt_seconds(
+                _process(
+                    "from clefprove.model.source import load_source;"
+                    "from clefprove.dsl.loader import load_invariants;"
+                    f"load_invariants([{str(EDGE)!r}], load_source({str(MODEL)!r}))"
+                )
+            ),
+        ]
+    )
+    rows.append(
+        [
+            "`clefprove fmt --check invariants/edge.inv` (whole command)",
+            fmt_seconds(
+                _process(
+                    "import sys; from clefprove.cli.main import main;"
+                    f"sys.exit(main(['fmt', '--check', {str(EDGE)!r}]))"
+                )
+            ),
+        ]
+    )
+    rows.append(
+        [
+            "Lark LALR build, no cache",
+            fmt_seconds(median(time_call(lambda: lark.Lark(grammar, **options), 5))),
+        ]
+    )
+    lark.Lark(grammar, cache=True, **options)
+    rows.append(
+        [
+            "Lark LALR build, cache=True (warm cache file)",
+            fmt_seconds(median(time_call(lambda: lark.Lark(grammar, cache=True, **options), 5))),
+        ]
+    )
+    rows.append(
+        [
+            "parse + check edge.inv (in process, parser built)",
+            fmt_seconds(median(time_call(lambda: parse_text(edge, model), 7, 20))),
+        ]
+    )
+    rows.append(
+        [
+            "fmt edge.inv (in process)",
+            fmt_seconds(median(time_call(lambda: format_text(edge), 7, 20))),
+        ]
+    )
+    for n in (100, 1000):
+        big = _big_file(n)
+        t = median(time_call(lambda big=big: parse_text(big, model), 3))
+        rows.append(
+            [
+                f"parse + check {n} invariants ({len(big) // 1024} KiB)",
+                f"{fmt_seconds(t)} ({fmt_seconds(t / n)} each)",
+            ]
+        )
+    print(f"DSL benchmark — {machine()}")
+    print(table(["what", "time (median)"], rows))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "bench"))
+    main()
