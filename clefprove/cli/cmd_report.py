@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from clefprove.errors import ClefproveError
+
+if TYPE_CHECKING:
+    from clefprove.model.types import Model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,16 +46,12 @@ def output_format(args: argparse.Namespace) -> str:
     return "md" if suffix in (".md", ".markdown") else "html"
 
 
-def behaviour_diff(old, new, old_path: str, new_path: str) -> dict | None:
-    """The behaviour diff as a JSON-ready dict, or None when this build has no diff."""
-    try:
-        from clefprove.incremental import diff as diff_mod
-    except ImportError:
-        return None
-    fn = getattr(diff_mod, "diff_json", None)
-    if fn is None:
-        return None
-    return fn(old, new, old_path=old_path, new_path=new_path)
+def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict[str, Any]:
+    """The behaviour diff from *old* to *new*: the object ``clefprove diff --format json``
+    prints."""
+    from clefprove.incremental.diff import diff
+
+    return diff(old, new, old_path=old_path, new_path=new_path).to_json_dict()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -75,9 +75,10 @@ def pct(share: float) -> str:
     """A domain share as a percentage that never shows a non-zero share as 0."""
     if share <= 0:
         return "0%"
-    if share < 0.0001:
-        return "<0.01%"
-    return f"{100 * share:.2f}%"
+    p = 100 * share
+    if p >= 0.01:
+        return f"{p:.2f}%"
+    return f"{p:.2g}%" if p >= 1e-4 else f"{p:.1e}%"
 
 
 def anchor(name: str) -> str:
@@ -221,6 +222,75 @@ def commands(inputs: Inputs, sha256: str) -> list[dict[str, str]]:
     return out
 
 
+# ------------------------------------------------------------------------- behaviour diff
+
+#: Structural changes and behaviour regions listed in the report (all are counted).
+DIFF_LIST_LIMIT = 25
+
+
+def diff_view(diff: dict[str, Any], model_path: str, previous_path: str) -> dict[str, Any]:
+    """What the report shows of a behaviour diff (the ``diff --format json`` object)."""
+    sem = diff["semantic"]
+    struct = diff["structural"]
+    changes = struct["changes"]
+    view: dict[str, Any] = {
+        "old": diff["old"],
+        "new": diff["new"],
+        "changes": [
+            {**c, "path_tail": c["path"][-3:], "path_hidden": max(0, len(c["path"]) - 3)}
+            for c in changes[:DIFF_LIST_LIMIT]
+        ],
+        "changes_total": len(changes),
+        "new_nodes": struct.get("new_nodes", 0),
+        "shared_subtrees": struct.get("shared_subtrees", 0),
+        "new_nodes_in_shared_subtrees": struct.get("new_nodes_in_shared_subtrees", 0),
+        "comparable": sem["comparable"],
+        "reason": sem.get("reason"),
+        "warnings": list(diff.get("warnings", [])),
+        "command": _q(["clefprove", "diff", previous_path, model_path, "--format", "json"]),
+    }
+    if sem["comparable"]:
+        transitions = sem["transitions"]
+        top = max(transitions.values(), default=0.0) or 1.0
+        regions = []
+        for r in sem["regions"][:DIFF_LIST_LIMIT]:
+            record = json.dumps(r["example"], ensure_ascii=False, separators=(", ", ": "))
+            regions.append(
+                {
+                    **r,
+                    "pct": pct(r["share"]),
+                    "example_json": record,
+                    "example_rows": [
+                        {"feature": k, "value": _json_value(v)} for k, v in r["example"].items()
+                    ],
+                    "eval_command": "\n".join(
+                        "echo " + shlex.quote(record) + " | " + _q(["clefprove", "eval", m])
+                        for m in (previous_path, model_path)
+                    ),
+                }
+            )
+        view.update(
+            {
+                "regions_total": sem["regions_total"],
+                "regions": regions,
+                "share_changed": sem["share_changed"],
+                "pct_changed": pct(sem["share_changed"]),
+                "pct_confidence_only": pct(sem["share_confidence_only"]),
+                "transitions": [
+                    {
+                        "from": k.split(" -> ", 1)[0],
+                        "to": k.split(" -> ", 1)[-1],
+                        "share": v,
+                        "pct": pct(v),
+                        "bar": v / top,
+                    }
+                    for k, v in transitions.items()
+                ],
+            }
+        )
+    return view
+
+
 # ------------------------------------------------------------------------- the whole context
 
 
@@ -352,7 +422,9 @@ def build(
         "violations": violations,
         "coverage": coverage,
         "previous_path": inputs.previous_path,
-        "diff": diff,
+        "diff": None
+        if diff is None
+        else diff_view(diff, inputs.model_path, inputs.previous_path or "OLD"),
         "commands": commands(inputs, model.sha256),
         "check_json": json.dumps(data, indent=2, ensure_ascii=False),
     }
