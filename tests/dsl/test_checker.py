@@ -316,7 +316,10 @@ def test_keyword_and_unicode_names_in_backticks() -> None:
             "tree": {"action": "ok", "confidence": 1.0},
         }
     )
-    text = "severity `when` < ok\ninvariant t:\n  when `in` > 3 and größe < 0.5\n  ensure action > `when`\n"
+    text = (
+        "severity `when` < ok\n\n"
+        "invariant t:\n  when `in` > 3 and größe < 0.5\n  ensure action > `when`\n"
+    )
     inv = parse_text(text, model).invariants[0]
     assert inv.when == And(
         (
