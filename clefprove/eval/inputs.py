@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,32 @@ def _vocab(f: Feature) -> str:
     return "{" + shown + (", ..." if len(f.values) > 12 else "") + "}"
 
 
+def value_encoder(f: Feature) -> Callable[[Any], float]:
+    """A function equal to ``encode_value(f, v)``, with fast paths for plain JSON types."""
+    lo, hi = f.min, f.max
+    if f.type is FeatureType.CATEGORICAL:
+        codes = {v: float(i) for i, v in enumerate(f.values)}
+
+        def categorical(v: Any) -> float:
+            code = codes.get(v) if type(v) is str else None
+            return code if code is not None else encode_value(f, v)
+
+        return categorical
+    if f.type is FeatureType.BOOL:
+        return lambda v: (1.0 if v else 0.0) if type(v) is bool else encode_value(f, v)
+    whole = f.type is FeatureType.INT
+
+    def number(v: Any) -> float:
+        t = type(v)
+        if t is float and math.isfinite(v) and (not whole or v.is_integer()):
+            return lo if v < lo else hi if v > hi else v
+        if t is int:  # compared exactly: a huge int simply clips
+            return lo if v <= lo else hi if v >= hi else float(v)
+        return _number(f, v)
+
+    return number
+
+
 class RecordEncoder:
     """Encodes records for one model; reusable (it caches the name -> index table)."""
 
@@ -87,24 +114,28 @@ class RecordEncoder:
         self.model = model
         self.features = model.features
         self.index = {f.name: i for i, f in enumerate(model.features)}
-        self.defaults = np.array([f.default for f in model.features], dtype=np.float64)
+        self.default_list = [float(f.default) for f in model.features]
+        self.encoders = [value_encoder(f) for f in model.features]
 
-    def encode_into(self, record: Any, out: np.ndarray) -> None:
-        """Encode *record* into the float64 row *out* (raises :class:`InputError`)."""
+    def values(self, record: Any) -> list[float]:
+        """The encoded values of *record* as a list (raises :class:`InputError`)."""
         if not isinstance(record, Mapping):
             raise InputError(f"an input must be a JSON object, got {_describe(record)}")
-        out[:] = self.defaults
-        features, index = self.features, self.index
+        out = self.default_list.copy()
+        encoders, index = self.encoders, self.index
         for name, v in record.items():
             i = index.get(name) if isinstance(name, str) else None
             if i is None:
                 raise InputError(self._unknown(name))
-            out[i] = encode_value(features[i], v)
+            out[i] = encoders[i](v)
+        return out
+
+    def encode_into(self, record: Any, out: np.ndarray) -> None:
+        """Encode *record* into the float64 row *out* (raises :class:`InputError`)."""
+        out[:] = self.values(record)
 
     def encode(self, record: Any) -> np.ndarray:
-        out = np.empty(len(self.features), dtype=np.float64)
-        self.encode_into(record, out)
-        return out
+        return np.array(self.values(record), dtype=np.float64)
 
     def _unknown(self, name: Any) -> str:
         msg = f"unknown feature {name!r}"
@@ -115,14 +146,25 @@ class RecordEncoder:
         return msg
 
 
+_ENCODERS: weakref.WeakKeyDictionary[Model, RecordEncoder] = weakref.WeakKeyDictionary()
+
+
+def encoder_for(model: Model) -> RecordEncoder:
+    """The (cached) :class:`RecordEncoder` of *model*."""
+    enc = _ENCODERS.get(model)
+    if enc is None:
+        enc = _ENCODERS[model] = RecordEncoder(model)
+    return enc
+
+
 def encode_record(model: Model, record: Mapping[str, Any]) -> np.ndarray:
     """Encode one input record into a float64 vector (defaults filled, values clipped)."""
-    return RecordEncoder(model).encode(record)
+    return encoder_for(model).encode(record)
 
 
 def encode_records(model: Model, records: Iterable[Mapping[str, Any]]) -> np.ndarray:
     """Encode records into an (n, n_features) float64 matrix; errors name the record index."""
-    enc = RecordEncoder(model)
+    enc = encoder_for(model)
     rows = list(records)
     out = np.empty((len(rows), len(model.features)), dtype=np.float64)
     for i, rec in enumerate(rows):
