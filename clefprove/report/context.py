@@ -247,7 +247,9 @@ def diff_view(diff: dict[str, Any], model_path: str, previous_path: str) -> dict
         "comparable": sem["comparable"],
         "reason": sem.get("reason"),
         "warnings": list(diff.get("warnings", [])),
-        "command": _q(["clefprove", "diff", previous_path, model_path, "--format", "json"]),
+        "command": _q(
+            ["clefprove", "diff", previous_path, model_path, "--format", "json", "--limit", "0"]
+        ),
     }
     if sem["comparable"]:
         transitions = sem["transitions"]
