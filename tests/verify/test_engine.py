@@ -113,3 +113,22 @@ def test_checked_invariants_directly(edge):
     inv = ck.CheckedInvariant("d", None, "x.inv", 1, 1, when, ck.ActionIn(frozenset({1, 2, 3})))
     r = check(edge, inv).results[0]
     assert r.status in ("holds", "violated")
+
+
+def test_unknown_gives_exit_3(edge):
+    body = (
+        "when client_rtt_ms + 100 * path_depth >= 250 and client_rtt_ms + 100 * path_depth < 250 "
+        "ensure action != allow"
+    )
+    inv = _inv(edge, body)
+    full = check(edge, [inv])
+    assert full.results[0].status == "holds" and full.results[0].solver_paths > 0
+    limited = check_invariant(edge, inv, eg.Settings(shortcuts=False, rlimit=1))
+    assert limited.status in ("holds", "unknown")  # never violated
+    from clefprove.verify.verdicts import InvariantResult, ModelInfo, Report
+
+    info = ModelInfo("m.clef", "0" * 64, 1, 1)
+    res = lambda st: InvariantResult("i", "f.inv", 1, st)  # noqa: E731
+    assert Report(info, (res("holds"), res("unknown")), 0.0).exit_code == 3
+    assert Report(info, (res("violated"), res("unknown")), 0.0).exit_code == 1
+    assert Report(info, (res("holds"),), 0.0).exit_code == 0
