@@ -1,6 +1,6 @@
 # Developer entry points.  `make test` sets up everything the test suite needs and runs it.
 PYTHON ?= python3
-APT_PACKAGES := coq
+APT_PACKAGES := coq chromium
 
 .PHONY: setup test lint bench demo
 
