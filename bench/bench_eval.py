@@ -226,6 +226,25 @@ def bench_batch(depths: list[int], rows: int, repeat: int) -> list[list[str]]:
     return out
 
 
+def bench_ablation(rows: int, repeat: int) -> list[list[str]]:
+    """The depth-12 example under variations of the evaluator's knobs (same run)."""
+    X, _ = EX.generate(rows, seed=99)
+    model = load(EXAMPLES / "edge-allow-block.clef")
+    variants = {
+        "default: chunks of 8,192 rows, heap layout for 12 levels": Evaluator(model),
+        "child tables only (heap_levels=0)": Evaluator(model, heap_levels=0),
+        "chunks of 2,048 rows": Evaluator(model, chunk_rows=2048),
+        "chunks of 32,768 rows": Evaluator(model, chunk_rows=32768),
+        "one chunk of 1,000,000 rows": Evaluator(model, chunk_rows=rows),
+    }
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(repeat):
+        for name, ev in variants.items():
+            times[name] += time_call(lambda e=ev: e.evaluate(X), repeat=1)
+    base = median(times[next(iter(variants))])
+    return [[k, f"{median(v) * 1e3:.1f} ms", f"{median(v) / base:.2f}"] for k, v in times.items()]
+
+
 # ----------------------------------------------------------------------------- single input
 def bench_single(repeat: int) -> list[list[str]]:
     model = load(EXAMPLES / "edge-allow-block.clef")
@@ -311,6 +330,10 @@ def main() -> None:
         )
     )
     print()
+    if not quick:
+        print("Evaluator variants on the depth-12 example, 1,000,000 rows (same run):\n")
+        print(table(["variant", "median", "relative"], bench_ablation(1_000_000, 5)))
+        print()
     print("### Single input (depth-12 example)\n")
     print(table(["call", "median per call"], bench_single(3 if quick else 7)))
     print()
