@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         counterexamples=args.counterexamples,
         timeout=args.timeout,
         jobs=args.jobs,
+        output_path=args.output,
+        format=fmt,
     )
     context = build(model, program, report, inputs, diff=diff)
     if fmt == "md":

@@ -41,6 +41,8 @@ class Inputs:
     counterexamples: int = 3
     timeout: float | None = None
     jobs: int | None = None
+    output_path: str = "report.html"
+    format: str = "html"
 
 
 def generated_at() -> datetime:
@@ -195,7 +197,9 @@ def commands(inputs: Inputs, sha256: str) -> list[dict[str, str]]:
     out.append(
         {
             "label": "Re-run the check (the numbers in this report are its output)",
-            "command": _q(["clefprove", "check", model, *invs, "--format", "json", *opts]),
+            "command": _q(
+                ["clefprove", "check", model, *invs, "--format", "json", "--no-cache", *opts]
+            ),
         }
     )
     out.append(
@@ -213,10 +217,13 @@ def commands(inputs: Inputs, sha256: str) -> list[dict[str, str]]:
             }
         )
     prev = ["--previous", inputs.previous_path] if inputs.previous_path else []
+    fmt = ["--format", inputs.format] if inputs.format != "html" else []
     out.append(
         {
             "label": "Rebuild this report",
-            "command": _q(["clefprove", "report", model, *invs, *prev, *opts, "-o", "report.html"]),
+            "command": _q(
+                ["clefprove", "report", model, *invs, *prev, *opts, *fmt, "-o", inputs.output_path]
+            ),
         }
     )
     return out
