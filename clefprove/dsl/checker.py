@@ -590,7 +590,7 @@ class Checker:
         value = self._value(expr)
         if isinstance(value, _Num):
             return value
-        raise self.error(expr.pos, f"{self._what(value)} is not a number; arithmetic needs numbers")
+        raise self.error(expr.pos, f"expected a number, not {self._what(value)}")
 
     def _what(self, value: _Value) -> str:
         match value:

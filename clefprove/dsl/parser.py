@@ -350,9 +350,10 @@ class _FileParser:
             tok = exc.token
             if tok.type == "$END" and following is None:
                 tok = Token("$END", "", line=chunk[-1].end_line, column=chunk[-1].end_column)
-            expected = _expected(sorted(self._acceptable(chunk, exc.token) or exc.expected))
+            acceptable = self._acceptable(chunk, exc.token) or set(exc.expected)
+            expected = _expected(sorted(acceptable))
             hint = f"; expected {expected}" if expected else ""
-            if tok.type == "EQUAL":
+            if tok.type == "EQUAL" and "EQ" in acceptable:
                 hint = "; write '==' to compare"
             shown = "end of file" if tok.type == "$END" and following is None else None
             self.error_at(tok, f"unexpected {shown or _describe(tok)}{hint}")
