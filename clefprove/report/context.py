@@ -128,6 +128,8 @@ def plain_conditions(model: Model, leaf: int) -> list[str]:
                 out.append(f"{f.name} is {'true' if lo >= 1 else 'false'}")
         elif f.type is FeatureType.INT:
             lo, hi = int(box.lo[i]), int(box.hi[i])
+            if lo <= f.min and hi >= f.max:
+                continue
             if lo == hi:
                 out.append(f"{f.name} is {lo}")
             elif lo > f.min and hi < f.max:
