@@ -713,9 +713,10 @@ def test_cli_bad_features_spec_exit_2(tmp_path, trained) -> None:
             }
         ),
     }
-    for name, text in bad_specs.items():
+    formats = ["onnx", "xgboost", "lightgbm"]
+    for k, (name, text) in enumerate(bad_specs.items()):
         spec = write(tmp_path, name, text)
-        for fmt in ("onnx", "xgboost", "lightgbm"):
+        for fmt in (formats[k % 3], formats[(k + 1) % 3]):
             proc = cli(
                 "import",
                 fmt,
@@ -817,3 +818,24 @@ def test_the_evaluator_agrees_on_imported_models(trained) -> None:
         actions, conf = decide(model, X)
         assert (result.actions == actions).all(), fmt
         assert (result.confidences == conf).all(), fmt
+
+
+def test_mutated_files_fail_cleanly(tmp_path, trained) -> None:
+    """Byte and token mutations of each file import or raise ImportModelError, nothing else."""
+    rng = np.random.default_rng(27)
+    for fmt, path in trained.items():
+        data = bytearray(path.read_bytes())
+        for k in range(80):
+            mutated = bytearray(data)
+            if fmt != "onnx" and k % 2:
+                # Text formats: replace a digit run or a word with something else.
+                text = mutated.decode()
+                pos = int(rng.integers(len(text)))
+                junk = str(rng.choice(["-1", "1e999", "nan", "x", "[]", "{}", '"', "99999999999"]))
+                mutated = bytearray((text[:pos] + junk + text[pos + 2 :]).encode())
+            else:
+                for _ in range(int(rng.integers(1, 4))):
+                    mutated[int(rng.integers(len(mutated)))] = int(rng.integers(256))
+            p = write(tmp_path, f"mut.{fmt}", bytes(mutated))
+            with contextlib.suppress(ImportModelError):
+                import_model(fmt, p)

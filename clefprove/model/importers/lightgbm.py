@@ -68,7 +68,7 @@ def import_lightgbm(path: str | os.PathLike[str], spec: FeatureSpec | None = Non
         return _convert(header, trees, spec, path, data)
     except ImportModelError as exc:
         raise ImportModelError(f"{path}: {exc}") from None
-    except (KeyError, IndexError, ValueError, OverflowError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError) as exc:
         why = f"missing '{exc.args[0]}'" if isinstance(exc, KeyError) else str(exc).split("\n")[0]
         raise ImportModelError(f"{path}: malformed LightGBM model ({why})") from None
 

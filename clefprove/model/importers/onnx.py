@@ -68,6 +68,9 @@ def import_onnx(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -
         return _convert(model, spec, path, data)
     except ImportModelError as exc:
         raise ImportModelError(f"{path}: {exc}") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ImportModelError(f"{path}: malformed TreeEnsembleClassifier ({reason})") from None
 
 
 def _attrs(node: Any) -> dict[str, Any]:

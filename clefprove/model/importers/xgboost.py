@@ -53,7 +53,7 @@ def import_xgboost(path: str | os.PathLike[str], spec: FeatureSpec | None = None
         return _convert(doc, spec, path, data)
     except ImportModelError as exc:
         raise ImportModelError(f"{path}: {exc}") from None
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise ImportModelError(f"{path}: malformed XGBoost model ({_why(exc)})") from None
 
 
