@@ -196,3 +196,18 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, capsys) -> None:
     assert not out.exists()
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+EXAMPLE = ROOT / "examples" / "edge-allow-block.clef"
+
+
+@pytest.mark.skipif(not EXAMPLE.exists(), reason="the depth-12 example is not generated")
+def test_depth12_example_exports_and_checks(coq_dir: Path) -> None:
+    from clefprove.model.clef import load_model
+
+    model = load_model(EXAMPLE)
+    export = export_coq(model, load_invariants([SPEC_INVARIANTS], model))
+    assert all(r.status in (PROVED, REFUTED) for r in export.results)
+    export.write(coq_dir)
+    assert build(coq_dir) == ""
+    assert assumptions(coq_dir) == ["Closed under the global context"] * len(export.results)
