@@ -323,9 +323,13 @@ class Evaluator:
         xs = x.tolist() if isinstance(x, np.ndarray) else list(x)
         if len(xs) != self.n_features:
             raise InputError(f"expected {self.n_features} values, got {len(xs)}")
-        for j, v in enumerate(xs):
-            if not math.isfinite(v):
-                raise InputError(f"{self.model.features[j].name}: value {v} is not finite")
+        try:
+            finite = all(map(math.isfinite, xs))
+        except TypeError:
+            raise InputError("an encoded input holds numbers only") from None
+        if not finite:
+            j = next(j for j, v in enumerate(xs) if not math.isfinite(v))
+            raise InputError(f"{self.model.features[j].name}: value {xs[j]} is not finite")
         kinds, feats, thrs, lefts, rights, _, _, catmax = self._py or self._lists()
         i = 0
         for _ in range(self.depth + 1):
