@@ -278,3 +278,37 @@ def test_deep_or_long_expressions_do_not_crash(spec_model, text: str) -> None:
         parse_text(text, spec_model)
     except DslError as exc:
         assert "nested" in str(exc)
+
+
+def _rename(node, names: dict[str, str]):
+    """A copy of *node* with every let name (definitions and uses) renamed."""
+    if isinstance(node, ast.Name) and node.id in names:
+        return ast.Name(names[node.id])
+    if isinstance(node, ast.Let):
+        return ast.Let(ast.Ident(names[node.name.name]), _rename(node.expr, names))
+    if isinstance(node, tuple):
+        return tuple(_rename(x, names) for x in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, ast.Pos | type):
+        changes = {
+            f.name: _rename(getattr(node, f.name), names)
+            for f in dataclasses.fields(node)
+            if f.name != "pos"
+        }
+        return dataclasses.replace(node, **changes)
+    return node
+
+
+@SETTINGS
+@given(programs())
+def test_renaming_lets_and_reformatting_keep_digests(spec_model, prog: ast.Program) -> None:
+    try:
+        before = check_programs([prog], spec_model)
+    except DslError:
+        assume(False)
+        return
+    lets = [i.name.name for i in prog.items if isinstance(i, ast.Let)]
+    renamed = _rename(prog, {n: f"renamed_{n}" for n in lets})
+    text = format_program(renamed)
+    assert all(f"renamed_{n}" in text for n in lets)
+    after = check_programs([parse_program(text, "<renamed>")], spec_model)
+    assert [i.digest for i in after.invariants] == [i.digest for i in before.invariants]
