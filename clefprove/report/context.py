@@ -173,6 +173,25 @@ def invariant_source(file: str, line: int) -> str | None:
     return "\n".join(block)
 
 
+def invariant_files(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """Every invariant file of the run (as the loader expands *paths*), with its SHA-256."""
+    import hashlib
+
+    from clefprove.dsl.loader import expand_paths
+
+    out = []
+    for path in expand_paths(list(paths)):
+        data = path.read_bytes()
+        out.append(
+            {
+                "path": str(path),
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "text": data.decode("utf-8", errors="replace"),
+            }
+        )
+    return out
+
+
 # ------------------------------------------------------------------------- commands
 
 
@@ -437,5 +456,6 @@ def build(
         if diff is None
         else diff_view(diff, inputs.model_path, inputs.previous_path or "OLD"),
         "commands": commands(inputs, model.sha256),
+        "invariant_files": invariant_files(inputs.invariant_paths),
         "check_json": json.dumps(data, indent=2, ensure_ascii=False),
     }

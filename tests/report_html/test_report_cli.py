@@ -90,6 +90,20 @@ def test_structure_and_identity(edge_report):
     assert "clefprove 0.1.0" in footer and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", footer)
 
 
+def test_invariant_files_are_shown_in_full(edge_report):
+    import hashlib
+
+    _, _, root, _, _ = edge_report
+    files = root.by_id("reproduce").find_all("details", class_="inv-file")
+    inv = ROOT / "invariants" / "edge.inv"
+    assert len(files) == 1
+    assert hashlib.sha256(inv.read_bytes()).hexdigest() in files[0].find("summary").words
+    assert files[0].find("pre").text == inv.read_text()
+    # each verdict row folds the invariant as written
+    rows = root.by_id("verdict-table").find("tbody").find_all("tr")
+    assert all(r.find("details").find("pre").text.startswith("invariant ") for r in rows)
+
+
 def test_numbers_equal_check_json(edge_report):
     _, _, root, _, data = edge_report
     embedded = json.loads(root.by_id("check-json").text)
@@ -234,13 +248,15 @@ def test_vacuous_invariant_is_flagged(tmp_path):
     assert "VACUOUS" in row.words and "hides a mistake" in row.words
 
 
-def test_unknown_verdict_renders_inconclusive(spec_model):
-    from clefprove.dsl.loader import parse_text
+def test_unknown_verdict_renders_inconclusive(spec_model, tmp_path):
+    from clefprove.dsl.loader import load_invariants
 
-    program = parse_text("invariant u:\n  ensure action != block\n", spec_model, "u.inv")
-    res = InvariantResult("u", "u.inv", 1, "unknown", unknown_paths=2, paths_checked=3)
+    inv = tmp_path / "u.inv"
+    inv.write_text("invariant u:\n  ensure action != block\n")
+    program = load_invariants([inv], spec_model)
+    res = InvariantResult("u", str(inv), 1, "unknown", unknown_paths=2, paths_checked=3)
     report = Report(ModelInfo("m.clef", spec_model.sha256, 5, 3), (res,), 0.5)
-    ctx = build(spec_model, program, report, Inputs("m.clef", ("u.inv",)))
+    ctx = build(spec_model, program, report, Inputs("m.clef", (str(inv),)))
     assert ctx["exit_code"] == 3
     root, _ = parse(render_html(ctx))
     assert root.find("div", class_="big").text == "INCONCLUSIVE"
