@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -63,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             sys.stdout.write(f"{name}\n")
         else:
+            mode = os.stat(name).st_mode & 0o7777
             write_atomic(name, out)
+            os.chmod(name, mode)  # the temporary file was created 0600; keep the file's mode
             sys.stdout.write(f"reformatted {name}\n")
     return 1 if args.check and changes else 0

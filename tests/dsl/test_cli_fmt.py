@@ -44,9 +44,11 @@ def test_check_lists_files_that_would_change_and_changes_nothing(tmp_path: Path)
 def test_fmt_rewrites_in_place_then_check_passes(tmp_path: Path) -> None:
     ugly = tmp_path / "ugly.inv"
     ugly.write_text(UGLY)
+    ugly.chmod(0o640)
     done = fmt(str(ugly))
     assert done.returncode == 0, done.stderr
     assert ugly.read_text() == PRETTY
+    assert ugly.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ugly.inv"]  # no temporary left
     assert fmt("--check", str(ugly)).returncode == 0
 
