@@ -4,6 +4,7 @@ self-containment, valid SVG, escaping, exit statuses, the Markdown variant."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import xml.etree.ElementTree as ET
@@ -213,7 +214,7 @@ def test_reproduce_commands_give_the_same_numbers(edge_report, tmp_path, monkeyp
     commands = [p.text for p in root.by_id("reproduce").find_all("pre", class_="command")]
     check = next(c for c in commands if c.startswith("clefprove check "))
     assert any(
-        c.startswith("clefprove export-coq ") and c.endswith("-o coq-out && make -C coq-out")
+        c.startswith("clefprove export-coq ") and c.endswith("-o coq-out; make -C coq-out")
         for c in commands
     )
     assert any(c == f"sha256sum {shlex.quote(EDGE)}" for c in commands)
@@ -233,6 +234,8 @@ def test_all_holding_exits_0_and_says_pass(tmp_path):
     assert code == 0
     root, _ = parse(out.read_text())
     assert root.find("div", class_="big").text == "PASS"
+    commands = [p.text for p in root.by_id("reproduce").find_all("pre", class_="command")]
+    assert f"clefprove export-coq {TOY} {inv} -o coq-out && make -C coq-out" in commands
     assert "No invariant is violated." in root.by_id("violations").words
     assert not root.find_all("svg", class_="tree")
 
@@ -415,3 +418,34 @@ def test_markdown_variant(tmp_path):
     # --format md wins over the suffix
     code, out2 = run_report(tmp_path, EDGE, INVS, "--format", "md", name="review.html")
     assert code == 1 and out2.read_text().startswith("# Security review")
+
+
+@pytest.mark.coq
+def test_the_coq_reproduce_command_checks(tmp_path):
+    """Run the report's export-coq command as a reviewer would, in a shell, and expect coqc
+    to accept the development."""
+    import shutil
+    import subprocess
+
+    if shutil.which("coqc") is None or shutil.which("clefprove") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("coqc or the clefprove command is missing")
+        pytest.skip("coqc or the clefprove command is missing")
+    inv = tmp_path / "ok.inv"
+    inv.write_text(
+        'invariant slow_blocked_scripts:\n  when client_rtt_ms > 300 and ua_family in {"curl"}\n'
+        "  ensure action == block\n"
+    )
+    code, out = run_report(tmp_path, TOY, str(inv))
+    assert code == 0
+    root, _ = parse(out.read_text())
+    command = next(
+        p.text
+        for p in root.by_id("reproduce").find_all("pre", class_="command")
+        if "export-coq" in p.text
+    )
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, capture_output=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    assert (tmp_path / "coq-out" / "Makefile").exists()
