@@ -24,7 +24,7 @@ DISCRETE = [
 
 @st.composite
 def discrete_trees(draw, depth: int = 0) -> dict:
-    if depth >= 4 or (depth > 0 and draw(st.integers(0, 3)) == 0):
+    if depth >= 4 or draw(st.integers(0, 3)) == 0:
         return {"action": draw(st.sampled_from(ACTIONS)), "confidence": 0.5}
     f = draw(st.sampled_from(DISCRETE))
     if f["type"] == "categorical":
