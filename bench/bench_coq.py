@@ -36,9 +36,12 @@ FEATURES = [
     {"name": "tls_version", "type": "int", "min": 768, "max": 772, "default": 772},
     {"name": "path_depth", "type": "int", "min": 0, "max": 64, "default": 1},
     {"name": "referer_entropy", "type": "float", "min": 0, "max": 8, "default": 0},
-    {"name": "ua_family", "type": "categorical",
-     "values": ["Chrome", "Firefox", "Safari", "curl", "python-requests", "other"],
-     "default": "other"},
+    {
+        "name": "ua_family",
+        "type": "categorical",
+        "values": ["Chrome", "Firefox", "Safari", "curl", "python-requests", "other"],
+        "default": "other",
+    },
     {"name": "is_tor", "type": "bool", "default": False},
 ]
 ACTIONS = ["allow", "challenge", "rate_limit", "block"]
@@ -52,17 +55,21 @@ def synthetic_source(depth: int, seed: int) -> dict:
     def build(d: int, box: dict) -> dict:
         if d == depth:
             return leaf(box)
-        f = rng.choice(["client_rtt_ms", "tls_version", "path_depth", "referer_entropy",
-                        "ua_family", "is_tor"])
+        f = rng.choice(
+            ["client_rtt_ms", "tls_version", "path_depth", "referer_entropy", "ua_family", "is_tor"]
+        )
         if f == "ua_family":
             cats = sorted(box["ua"])
             if len(cats) < 2:
                 f = "client_rtt_ms"
             else:
                 pick = rng.sample(cats, rng.randint(1, len(cats) - 1))
-                return {"feature": f, "in": [VALUES[c] for c in sorted(pick)],
-                        "left": build(d + 1, {**box, "ua": set(pick)}),
-                        "right": build(d + 1, {**box, "ua": set(cats) - set(pick)})}
+                return {
+                    "feature": f,
+                    "in": [VALUES[c] for c in sorted(pick)],
+                    "left": build(d + 1, {**box, "ua": set(pick)}),
+                    "right": build(d + 1, {**box, "ua": set(cats) - set(pick)}),
+                }
         lo, hi = box[f]
         if f in ("tls_version", "path_depth", "is_tor"):
             if hi - lo < 1:
@@ -70,17 +77,27 @@ def synthetic_source(depth: int, seed: int) -> dict:
                 lo, hi = box[f]
             else:
                 t = rng.randint(int(lo), int(hi) - 1) + 0.5
-                return {"feature": f, "threshold": t,
-                        "left": build(d + 1, {**box, f: (lo, int(t))}),
-                        "right": build(d + 1, {**box, f: (int(t) + 1, hi)})}
+                return {
+                    "feature": f,
+                    "threshold": t,
+                    "left": build(d + 1, {**box, f: (lo, int(t))}),
+                    "right": build(d + 1, {**box, f: (int(t) + 1, hi)}),
+                }
         t = round(rng.uniform(lo, hi), 3)
-        return {"feature": f, "threshold": t,
-                "left": build(d + 1, {**box, f: (lo, t)}),
-                "right": build(d + 1, {**box, f: (t, hi)})}
+        return {
+            "feature": f,
+            "threshold": t,
+            "left": build(d + 1, {**box, f: (lo, t)}),
+            "right": build(d + 1, {**box, f: (t, hi)}),
+        }
 
     def leaf(box: dict) -> dict:
-        rtt, tls, depth_, tor = (box["client_rtt_ms"], box["tls_version"], box["path_depth"],
-                                 box["is_tor"])
+        rtt, tls, depth_, tor = (
+            box["client_rtt_ms"],
+            box["tls_version"],
+            box["path_depth"],
+            box["is_tor"],
+        )
         script = bool(box["ua"] & {3, 4})
         allow_ok = (
             (rtt[1] <= 300 or tls[0] >= 772)
@@ -94,16 +111,28 @@ def synthetic_source(depth: int, seed: int) -> dict:
         conf = rng.uniform(0.8, 1) if action == "block" else rng.uniform(0.3, 1)
         return {"action": action, "confidence": round(conf, 3)}
 
-    box = {"client_rtt_ms": (0, 10000), "tls_version": (768, 772), "path_depth": (0, 64),
-           "referer_entropy": (0, 8), "ua": set(range(6)), "is_tor": (0, 1)}
-    return {"name": f"synthetic-depth-{depth}", "version": "1.0.0", "features": FEATURES,
-            "actions": ACTIONS, "tree": build(0, box)}
+    box = {
+        "client_rtt_ms": (0, 10000),
+        "tls_version": (768, 772),
+        "path_depth": (0, 64),
+        "referer_entropy": (0, 8),
+        "ua": set(range(6)),
+        "is_tor": (0, 1),
+    }
+    return {
+        "name": f"synthetic-depth-{depth}",
+        "version": "1.0.0",
+        "features": FEATURES,
+        "actions": ACTIONS,
+        "tree": build(0, box),
+    }
 
 
 def coqc(directory: Path, name: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["coqc", "-Q", ".", "Clef", name], cwd=directory, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["coqc", "-Q", ".", "Clef", name], cwd=directory, check=True, capture_output=True
+    )
     return time.perf_counter() - t0
 
 
@@ -119,9 +148,15 @@ def run(label: str, model, invariants) -> dict:
         t_proofs = coqc(d, "Invariants.v")
     statuses = [r.status for r in ex.results]
     return {
-        "label": label, "nodes": model.n_nodes, "proved": statuses.count("proved"),
-        "refuted": statuses.count("refuted"), "skipped": statuses.count("not exported"),
-        "export": t_export, "lib": t_lib, "model": t_model, "proofs": t_proofs,
+        "label": label,
+        "nodes": model.n_nodes,
+        "proved": statuses.count("proved"),
+        "refuted": statuses.count("refuted"),
+        "skipped": statuses.count("not exported"),
+        "export": t_export,
+        "lib": t_lib,
+        "model": t_model,
+        "proofs": t_proofs,
     }
 
 
@@ -142,14 +177,26 @@ def main() -> None:
         print(f"(skipping {example}: not generated)")
     m = compile_source(synthetic_source(args.depth, args.seed))
     rows.append(run(f"complete depth-{args.depth}", m, load_invariants([inv_dir], m)))
-    head = ("model", "nodes", "proved", "refuted", "n/e", "export s", "library s", "Model.v s",
-            "Invariants.v s", "model+proofs s")
+    head = (
+        "model",
+        "nodes",
+        "proved",
+        "refuted",
+        "n/e",
+        "export s",
+        "library s",
+        "Model.v s",
+        "Invariants.v s",
+        "model+proofs s",
+    )
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
-        print(f"| {r['label']} | {r['nodes']} | {r['proved']} | {r['refuted']} | {r['skipped']} "
-              f"| {r['export']:.2f} | {r['lib']:.2f} | {r['model']:.2f} | {r['proofs']:.2f} "
-              f"| {r['model'] + r['proofs']:.2f} |")
+        print(
+            f"| {r['label']} | {r['nodes']} | {r['proved']} | {r['refuted']} | {r['skipped']} "
+            f"| {r['export']:.2f} | {r['lib']:.2f} | {r['model']:.2f} | {r['proofs']:.2f} "
+            f"| {r['model'] + r['proofs']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("model", help="a .clef file (or a JSON model source)")
     p.add_argument("invariants", nargs="+", help=".inv files or directories")
-    p.add_argument("-o", "--output", required=True, metavar="DIR",
-                   help="directory to write the Coq development into (created if needed)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="directory to write the Coq development into (created if needed)",
+    )
     p.set_defaults(func=run)
 
 

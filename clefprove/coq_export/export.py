@@ -40,8 +40,8 @@ from clefprove.coq_export.render import (
 from clefprove.coq_export.terms import (
     CFormula,
     FConst,
-    evalf,
     eval_tree,
+    evalf,
     from_checked,
     in_domain,
     model_domain,
@@ -162,19 +162,23 @@ def _one(
         head += f"\n    {comment(repr(inv.description))}"
     if inv.is_relational:
         reason = "relational invariants are not supported by the Coq export"
-        return InvariantExport(inv.name, SKIPPED, reason=reason), f"{head}\n    Not exported: {reason}. *)"
+        return InvariantExport(
+            inv.name, SKIPPED, reason=reason
+        ), f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
     e = from_checked(inv.ensure)  # type: ignore[arg-type]
     failures: list[mirror.Failure] = []
     if mirror.check(domain, tree, w, e, failures):
         block = _defs(ident, w, e, names) + "\n\n" + _theorem(ident, w, e, names)
-        return InvariantExport(inv.name, PROVED, theorem=ident), f"{head}\n    Proved. *)\n\n{block}"
+        return InvariantExport(
+            inv.name, PROVED, theorem=ident
+        ), f"{head}\n    Proved. *)\n\n{block}"
     cex = _counterexample(model, domain, tree, inv, w, e, verify, known.get(inv.name))
     if cex is not None:
         thm = f"{ident}_fails"
         decision = eval_tree(tree, cex)[:2]  # type: ignore[arg-type]
-        block = _defs(ident, w, e, names) + "\n\n" + _refutation(
-            ident, thm, w, e, names, cex, decision
+        block = (
+            _defs(ident, w, e, names) + "\n\n" + _refutation(ident, thm, w, e, names, cex, decision)
         )
         res = InvariantExport(inv.name, REFUTED, theorem=thm, counterexample=tuple(cex))
         return res, f"{head}\n    Violated: refuted below at a concrete input. *)\n\n{block}"
@@ -187,9 +191,11 @@ def _why_not(w: CFormula, e: CFormula, failures: list[mirror.Failure], verify: b
     if not verify:
         return "the Coq checker cannot prove it and no counterexample was given"
     if mirror.uses_fm(w, e):
-        return ("the Coq checker (interval reasoning and Fourier-Motzkin over Q) cannot prove "
-                "it, and the verifier found no counterexample; it may need integer reasoning "
-                "on a sum of features")
+        return (
+            "the Coq checker (interval reasoning and Fourier-Motzkin over Q) cannot prove "
+            "it, and the verifier found no counterexample; it may need integer reasoning "
+            "on a sum of features"
+        )
     return "the Coq checker cannot prove it and the verifier found no counterexample"
 
 
@@ -280,8 +286,10 @@ def _statement(w: CFormula, e: CFormula, names: Names) -> str:
 
 
 def _theorem(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
-    args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
-            f"{ident}_When_iff {ident}_Ensure_iff x Hx {ident}_checked")
+    args = (
+        f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
+        f"{ident}_When_iff {ident}_Ensure_iff x Hx {ident}_checked"
+    )
     tail = "" if w != FConst(True) else "\n  exact I."
     return (
         f"(** The reflective computation: the checker accepts the invariant on the model.\n"
@@ -294,8 +302,15 @@ def _theorem(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
     )
 
 
-def _refutation(ident: str, thm: str, w: CFormula, e: CFormula, names: Names,
-                cex: list[Fraction], decision: tuple[int, Fraction]) -> str:
+def _refutation(
+    ident: str,
+    thm: str,
+    w: CFormula,
+    e: CFormula,
+    names: Names,
+    cex: list[Fraction],
+    decision: tuple[int, Fraction],
+) -> str:
     ctx = Ctx("action x", "confidence x")
     cases = "\n".join(
         f"  | {i}%nat => {q_term(v)}   (* {names.features[i]} *)" for i, v in enumerate(cex)
@@ -304,8 +319,10 @@ def _refutation(ident: str, thm: str, w: CFormula, e: CFormula, names: Names,
     hyp = f"{prop(w, names, ctx)} -> " if w != FConst(True) else ""
     if w != FConst(True):
         lemma = "readable_refuted"
-        args = (f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
-                f"{ident}_When_iff {ident}_Ensure_iff {ident}_cex")
+        args = (
+            f"model_domain model_tree {ident}_w {ident}_e {ident}_When {ident}_Ensure "
+            f"{ident}_When_iff {ident}_Ensure_iff {ident}_cex"
+        )
     else:
         lemma = "readable_refuted_always"
         args = f"model_domain model_tree {ident}_e {ident}_Ensure {ident}_Ensure_iff {ident}_cex"
@@ -365,8 +382,8 @@ def _model_file(model: Model, domain: tuple, tree: object, names: Names) -> str:
 
 def _assumptions_file(results: Sequence[InvariantExport]) -> str:
     lines = [
-        "(* Prints the axioms each theorem depends on: expect \"Closed under the global"
-        " context\". *)",
+        '(* Prints the axioms each theorem depends on: expect "Closed under the global'
+        ' context". *)',
         "From Clef Require Import ClefSyntax ClefCheck Model Invariants.",
     ]
     lines += [f"Print Assumptions {r.theorem}." for r in results if r.theorem]
@@ -375,8 +392,7 @@ def _assumptions_file(results: Sequence[InvariantExport]) -> str:
 
 def _readme(model: Model, results: Sequence[InvariantExport]) -> str:
     rows = "\n".join(
-        f"| `{r.name}` | {r.status} | {('`' + r.theorem + '`') if r.theorem else ''} | "
-        f"{r.reason} |"
+        f"| `{r.name}` | {r.status} | {('`' + r.theorem + '`') if r.theorem else ''} | {r.reason} |"
         for r in results
     )
     return (

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 from clefprove.coq_export.terms import (
     CONF,
+    CFormula,
     CLeaf,
     CSplitNum,
     CTree,
@@ -27,7 +28,6 @@ from clefprove.coq_export.terms import (
     FIn,
     FNot,
     FOr,
-    CFormula,
 )
 
 #: ``fm_cap`` of ClefCheck.v.
@@ -121,8 +121,9 @@ def drop_codes(cs: tuple[int, ...], b: FBox) -> FBox:
 Lit = tuple
 
 
-def cmp_lit(pos: bool, terms: tuple[tuple[int, Fraction], ...], k: Fraction, s: bool,
-            c: Fraction) -> Lit:
+def cmp_lit(
+    pos: bool, terms: tuple[tuple[int, Fraction], ...], k: Fraction, s: bool, c: Fraction
+) -> Lit:
     feat = tuple((v, q) for v, q in terms if v != CONF)
     conf = sum((q for v, q in terms if v == CONF), ZERO)
     k2 = k + conf * c
@@ -236,8 +237,13 @@ def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[Lit]]:
     for lit in t:
         if lit[0] == "in":
             _, f, cs, pos = lit
-            bx = upd(bx, f, (lambda b, cs=cs: keep_codes(cs, b)) if pos
-                     else (lambda b, cs=cs: drop_codes(cs, b)))
+            bx = upd(
+                bx,
+                f,
+                (lambda b, cs=cs: keep_codes(cs, b))
+                if pos
+                else (lambda b, cs=cs: drop_codes(cs, b)),
+            )
             continue
         _, terms, k, s = lit
         if len(terms) == 1:
@@ -278,8 +284,14 @@ class Failure:
     term: list[Lit]
 
 
-def check(domain: tuple[FDom, ...], tree: CTree, w: CFormula, e: CFormula,
-          failures: list[Failure] | None = None, max_failures: int = 8) -> bool:
+def check(
+    domain: tuple[FDom, ...],
+    tree: CTree,
+    w: CFormula,
+    e: CFormula,
+    failures: list[Failure] | None = None,
+    max_failures: int = 8,
+) -> bool:
     """``check`` of ClefCheck.v.  Failing leaves are appended to *failures* when given."""
     ok = True
     stack: list[tuple[CTree, list[FBox]]] = [(tree, dom_box(domain))]
@@ -298,12 +310,12 @@ def check(domain: tuple[FDom, ...], tree: CTree, w: CFormula, e: CFormula,
             continue
         if isinstance(node, CSplitNum):
             th = node.threshold
-            stack.append((node.right, upd(bx, node.feature, lambda b: cut_lo(th, True, b))))
-            stack.append((node.left, upd(bx, node.feature, lambda b: cut_hi(th, False, b))))
+            stack.append((node.right, upd(bx, node.feature, lambda b, th=th: cut_lo(th, True, b))))
+            stack.append((node.left, upd(bx, node.feature, lambda b, th=th: cut_hi(th, False, b))))
         else:
             cs = node.codes
-            stack.append((node.right, upd(bx, node.feature, lambda b: drop_codes(cs, b))))
-            stack.append((node.left, upd(bx, node.feature, lambda b: keep_codes(cs, b))))
+            stack.append((node.right, upd(bx, node.feature, lambda b, cs=cs: drop_codes(cs, b))))
+            stack.append((node.left, upd(bx, node.feature, lambda b, cs=cs: keep_codes(cs, b))))
     return ok
 
 

@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from clefprove.coq_export.terms import (
     CONF,
+    CFormula,
     CLeaf,
     CSplitNum,
     CTree,
@@ -21,7 +22,6 @@ from clefprove.coq_export.terms import (
     FIn,
     FNot,
     FOr,
-    CFormula,
 )
 from clefprove.model.types import FeatureType, Model
 
@@ -36,17 +36,33 @@ RESERVED = frozenset(
     readable_refuted in_domain_b box fbox dnf lit term_infeasible leaf_ok Q Z N nat bool
     list option Some None true false True False and or not In fst snd x a c
     model_tree model_domain action confidence decision Qle Qlt Qeq Qmake inject_Z
-    """.split()
+    """.split()  # noqa: SIM905
 )
 
 _IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _library_identifiers() -> frozenset[str]:
+    """Every identifier used in the code (not the comments) of the Coq library."""
+    from clefprove.coq_export.export import LIBRARY, library_text
+
+    names: set[str] = set()
+    for lib in LIBRARY:
+        text = library_text(lib)
+        while "(*" in text:  # drop comments, innermost first (they nest in Coq)
+            new = re.sub(r"\(\*(?:(?!\(\*|\*\)).)*\*\)", " ", text, flags=re.S)
+            if new == text:
+                break
+            text = new
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_']*", text))
+    return frozenset(names)
 
 
 class Namer:
     """Gives each feature, action, code and invariant a distinct, valid Coq identifier."""
 
     def __init__(self) -> None:
-        self.used: set[str] = set(RESERVED)
+        self.used: set[str] = set(RESERVED) | _library_identifiers()
 
     def name(self, raw: str, prefix: str) -> str:
         base = _IDENT.sub("_", raw)
@@ -166,8 +182,8 @@ def formula_term(p: CFormula) -> str:
 def domain_term(domain: tuple[FDom, ...], names: Names) -> str:
     rows = []
     for name, d in zip(names.features, domain, strict=True):
-        codes = "None" if d.codes is None else (
-            "(Some [" + "; ".join(f"{z}%Z" for z in d.codes) + "])"
+        codes = (
+            "None" if d.codes is None else ("(Some [" + "; ".join(f"{z}%Z" for z in d.codes) + "])")
         )
         rows.append(
             f"    FDom {'true' if d.integral else 'false'} {q_term(d.lo)} {q_term(d.hi)} "

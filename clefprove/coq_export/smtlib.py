@@ -116,8 +116,9 @@ def path_conditions(model: Model, leaf: int) -> list[str]:
     return out
 
 
-def query_script(model: Model, invariant: ck.CheckedInvariant, leaf: int,
-                 status: str = "unknown") -> str:
+def query_script(
+    model: Model, invariant: ck.CheckedInvariant, leaf: int, status: str = "unknown"
+) -> str:
     """The standalone script of the query of *invariant* (non-relational) at *leaf*."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}")

@@ -140,8 +140,9 @@ def from_checked(f: ck.Formula) -> CFormula:
         case ck.Const(value):
             return FConst(bool(value))
         case ck.Compare(expr, strict):
-            return FCmp(tuple((v, Fraction(c)) for v, c in expr.terms), Fraction(expr.const),
-                        bool(strict))
+            return FCmp(
+                tuple((v, Fraction(c)) for v, c in expr.terms), Fraction(expr.const), bool(strict)
+            )
         case ck.InSet(feature, codes):
             return FIn(feature, tuple(sorted(codes)))
         case ck.ActionIn(actions):

@@ -33,8 +33,10 @@ ACTIONS = ["allow", "challenge", "block"]
 def random_tree(rng: random.Random, features: list[dict], depth: int) -> dict:
     """A random JSON tree (thresholds at, between and beyond integer points)."""
     if depth == 0 or rng.random() < 0.2:
-        return {"action": rng.choice(ACTIONS),
-                "confidence": rng.choice([0.1, 0.5, 0.7, 0.8, 0.9, 1.0])}
+        return {
+            "action": rng.choice(ACTIONS),
+            "confidence": rng.choice([0.1, 0.5, 0.7, 0.8, 0.9, 1.0]),
+        }
     f = rng.choice(features)
     left = random_tree(rng, features, depth - 1)
     right = random_tree(rng, features, depth - 1)
@@ -44,15 +46,22 @@ def random_tree(rng: random.Random, features: list[dict], depth: int) -> dict:
     if f["type"] == "bool":
         return {"feature": f["name"], "left": left, "right": right}
     lo, hi = f["min"], f["max"]
-    t = rng.choice([rng.randint(lo, hi) + rng.choice([0, 0.5, -0.5, 0.25]), lo - 1, hi,
-                    rng.uniform(lo, hi)])
+    t = rng.choice(
+        [rng.randint(lo, hi) + rng.choice([0, 0.5, -0.5, 0.25]), lo - 1, hi, rng.uniform(lo, hi)]
+    )
     return {"feature": f["name"], "threshold": t, "left": left, "right": right}
 
 
 def random_model(rng: random.Random, features: list[dict], depth: int = 4) -> Model:
-    return compile_source({"name": "random", "version": "0", "features": features,
-                           "actions": ACTIONS,
-                           "tree": random_tree(rng, features, depth)})
+    return compile_source(
+        {
+            "name": "random",
+            "version": "0",
+            "features": features,
+            "actions": ACTIONS,
+            "tree": random_tree(rng, features, depth),
+        }
+    )
 
 
 def _num(rng: random.Random) -> Fraction:
@@ -63,8 +72,9 @@ def random_atom(rng: random.Random, model: Model) -> ck.Formula:
     feats = model.features
     kind = rng.random()
     if kind < 0.2:
-        return ck.ActionIn(frozenset(rng.sample(range(len(model.actions)),
-                                                rng.randint(1, len(model.actions) - 1))))
+        return ck.ActionIn(
+            frozenset(rng.sample(range(len(model.actions)), rng.randint(1, len(model.actions) - 1)))
+        )
     cat = [i for i, f in enumerate(feats) if f.type in ("categorical", "bool")]
     if kind < 0.4 and cat:
         i = rng.choice(cat)
@@ -77,8 +87,7 @@ def random_atom(rng: random.Random, model: Model) -> ck.Formula:
         coeffs[v] = Fraction(rng.choice([1, -1, 2, -2, 3, 0.5]))
     if rng.random() < 0.3:
         coeffs[ck.CONFIDENCE] = Fraction(rng.choice([1, -1, 2]))
-    return ck.Compare(ck.Linear.make(coeffs, _num(rng) * rng.choice([1, 2, 3])),
-                      rng.random() < 0.5)
+    return ck.Compare(ck.Linear.make(coeffs, _num(rng) * rng.choice([1, 2, 3])), rng.random() < 0.5)
 
 
 def random_formula(rng: random.Random, model: Model, depth: int = 2) -> ck.Formula:
@@ -99,8 +108,13 @@ def coqc(directory: Path, *files: str, timeout: float = 600) -> subprocess.Compl
     """Run coqc on *files* in order inside *directory*; stops at the first failure."""
     out = None
     for f in files:
-        out = subprocess.run([COQC or "coqc", "-Q", ".", "Clef", f], cwd=directory,
-                             capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(
+            [COQC or "coqc", "-Q", ".", "Clef", f],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if out.returncode != 0:
             return out
     assert out is not None

@@ -59,26 +59,31 @@ def guarded_source() -> dict:
     requests on TLS >= 770, with confidence 0.95."""
     src = json.loads(TOY.read_text())
     src["tree"] = {
-        "feature": "client_rtt_ms", "threshold": 300.0,
+        "feature": "client_rtt_ms",
+        "threshold": 300.0,
         "left": {
-          "feature": "ua_family", "in": ["curl", "python-requests"],
-          "left": {"action": "challenge", "confidence": 0.8},
-          "right": {
-            "feature": "path_depth", "threshold": 5.5,
-            "left": {
-                "feature": "is_tor",
+            "feature": "ua_family",
+            "in": ["curl", "python-requests"],
+            "left": {"action": "challenge", "confidence": 0.8},
+            "right": {
+                "feature": "path_depth",
+                "threshold": 5.5,
                 "left": {
-                    "feature": "tls_version", "threshold": 769.5,
-                    "left": {"action": "challenge", "confidence": 0.6},
-                    "right": {"action": "allow", "confidence": 0.95},
+                    "feature": "is_tor",
+                    "left": {
+                        "feature": "tls_version",
+                        "threshold": 769.5,
+                        "left": {"action": "challenge", "confidence": 0.6},
+                        "right": {"action": "allow", "confidence": 0.95},
+                    },
+                    "right": {"action": "rate_limit", "confidence": 0.7},
                 },
-                "right": {"action": "rate_limit", "confidence": 0.7},
+                "right": {"action": "challenge", "confidence": 0.5},
             },
-            "right": {"action": "challenge", "confidence": 0.5},
-          },
         },
         "right": {
-            "feature": "ua_family", "in": ["curl", "python-requests"],
+            "feature": "ua_family",
+            "in": ["curl", "python-requests"],
             "left": {"action": "block", "confidence": 0.91},
             "right": {"action": "challenge", "confidence": 0.77},
         },
@@ -182,8 +187,16 @@ def test_cli_writes_the_export_and_reports(tmp_path: Path, capsys) -> None:
     stdout = capsys.readouterr().out
     assert "slow_legacy_tls_never_allowed" in stdout and "refuted" in stdout
     names = {p.name for p in out.iterdir()}
-    assert {"ClefSyntax.v", "ClefCheck.v", "Model.v", "Invariants.v", "Assumptions.v",
-            "_CoqProject", "Makefile", "README.md"} <= names
+    assert {
+        "ClefSyntax.v",
+        "ClefCheck.v",
+        "Model.v",
+        "Invariants.v",
+        "Assumptions.v",
+        "_CoqProject",
+        "Makefile",
+        "README.md",
+    } <= names
 
 
 def test_cli_bad_input_writes_nothing(tmp_path: Path, capsys) -> None:

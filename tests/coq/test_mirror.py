@@ -63,10 +63,12 @@ def test_agrees_with_the_verifier_on_float_domains(seed: int) -> None:
 
     rng = random.Random(seed)
     model = random_model(rng, MIXED_FEATURES, depth=rng.randint(1, 5))
-    inv = ck.CheckedInvariant("r", None, "<t>", 1, 1, random_formula(rng, model),
-                              random_formula(rng, model))
-    proved = mirror.check(model_domain(model), model_tree(model), from_checked(inv.when),
-                          from_checked(inv.ensure))
+    inv = ck.CheckedInvariant(
+        "r", None, "<t>", 1, 1, random_formula(rng, model), random_formula(rng, model)
+    )
+    proved = mirror.check(
+        model_domain(model), model_tree(model), from_checked(inv.when), from_checked(inv.ensure)
+    )
     verdict = check_invariant(model, inv, counterexamples=1).status
     if proved:
         assert verdict == "holds"

@@ -64,8 +64,9 @@ def test_replay_matches_enumeration(tmp_path: Path) -> None:
         inv = invariant("r", random_formula(rng, model), random_formula(rng, model))
         for leaf in (n.index for n in model.iter_nodes() if n.is_leaf):
             status = enumerated_status(model, inv, leaf)
-            path = write_query(tmp_path, query_name(f"q{count}", leaf),
-                               query_script(model, inv, leaf, status))
+            path = write_query(
+                tmp_path, query_name(f"q{count}", leaf), query_script(model, inv, leaf, status)
+            )
             script = path.read_text()
             assert expected_status(script) == status
             assert replay(script) == status, script
