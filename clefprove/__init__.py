@@ -15,6 +15,7 @@ _API = {
     "compile_source": "clefprove.model.source",
     "load_source": "clefprove.model.source",
     "from_sklearn": "clefprove.model.sklearn",
+    "import_model": "clefprove.model.importers",
     "Evaluator": "clefprove.eval.evaluator",
     "load_invariants": "clefprove.dsl.loader",
     "check": "clefprove.verify.api",

@@ -19,6 +19,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     raw = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
@@ -30,6 +31,12 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def emit(text: str, output: str | None) -> None:
