@@ -1,0 +1,113 @@
+"""Cached verdicts equal fresh verdicts over random sequences of model and invariant edits."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.incremental import ProofCache
+from clefprove.verify.api import check
+from tests.incremental import models as M
+
+EDITS = ["leaf_action", "threshold", "replace_subtree", "bounds", "invariants", "none"]
+
+
+def apply_edit(draw, kind: str, src: dict, names: list[str]) -> tuple[dict, list[str]]:
+    src = copy.deepcopy(src)
+    t = src["tree"]
+    if kind == "leaf_action":
+        leaves = [p for p in M.paths(t) if "action" in M.at(t, p)]
+        node = M.at(t, draw(st.sampled_from(leaves)))
+        node["action"] = draw(st.sampled_from(M.ACTIONS))
+        node["confidence"] = draw(st.sampled_from(M.CONFIDENCES))
+    elif kind == "threshold":
+        splits = [p for p in M.paths(t) if "threshold" in M.at(t, p)]
+        if splits:
+            node = M.at(t, draw(st.sampled_from(splits)))
+            f = node["feature"]
+            node["threshold"] = draw(st.sampled_from(M.THRESHOLDS[f]))
+    elif kind == "replace_subtree":
+        path = draw(st.sampled_from(M.paths(t)))
+        new = M.tree(draw, 3)
+        if path:
+            M.at(t, path[:-1])[path[-1]] = new
+        else:
+            src["tree"] = new
+    elif kind == "bounds":
+        feats = {f["name"]: f for f in src["features"]}
+        feats["x"]["max"] = draw(st.sampled_from([6, 8, 10, 12]))
+        feats["n"]["max"] = draw(st.sampled_from([3, 5, 6, 9]))
+    elif kind == "invariants":
+        names = draw(st.lists(st.sampled_from(sorted(M.POOL)), min_size=1, max_size=5, unique=True))
+    return src, names
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_cached_equals_fresh_over_edit_sequences(data) -> None:
+    draw = data.draw
+    src = draw(M.sources())
+    names = draw(st.lists(st.sampled_from(sorted(M.POOL)), min_size=1, max_size=5, unique=True))
+    steps = draw(st.lists(st.sampled_from(EDITS), min_size=1, max_size=6))
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = ProofCache(tmp)
+        for step in ["start", *steps]:
+            if step != "start":
+                src, names = apply_edit(draw, step, src, names)
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            fresh = check(model, prog)
+            cached = check(model, prog, cache=cache)
+            again = check(M.compile_(src), prog, cache=cache)
+            want, totals = M.comparable(fresh)
+            for rep in (cached, again):
+                got, got_totals = M.comparable(rep)
+                assert got == want, step
+                assert got_totals == totals
+                assert [r.paths_reused for r in fresh.results] == [0] * len(names)
+            # Rechecking an unchanged model reuses every path.
+            assert all(r.paths_checked == 0 for r in again.results)
+        cache.close()
+
+
+def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
+    """A changed leaf deep in a big tree: only paths around it are decided again."""
+    src = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+    }
+
+    def full(depth: int, lo: float, hi: float) -> dict:
+        if depth == 0:
+            return {"action": "block", "confidence": 0.9}
+        mid = (lo + hi) / 2
+        return {
+            "feature": "x",
+            "threshold": mid,
+            "left": full(depth - 1, lo, mid),
+            "right": full(depth - 1, mid, hi),
+        }
+
+    src["tree"] = full(7, 0.0, 10.0)
+    names = ["slow", "confident", "solver"]
+    cache = ProofCache(tmp_path)
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    first = check(model, prog, cache=cache)
+    assert [r.paths_reused for r in first.results] == [0, 0, 0]
+    M.at(src["tree"], ("left",) * 7)["action"] = "challenge"
+    model2 = M.compile_(src)
+    second = check(model2, prog, cache=cache)
+    assert M.comparable(second) == M.comparable(check(model2, prog))
+    for r in second.results:
+        assert r.paths_reused >= 128 - 8
+        assert 1 <= r.paths_checked <= 8
