@@ -622,6 +622,9 @@ Definition apply_lit (st : box * list mlit) (l : lit) : box * list mlit :=
   match l with
   | LIn f cs true => (upd bx f (keep_codes cs), ms)
   | LIn f cs false => (upd bx f (drop_codes cs), ms)
+  | LLin [] k s =>
+      (* a constant: true adds nothing, false is left to [fm_check] (found at once) *)
+      if (if s then Qltb k 0 else Qle_bool k 0) then (bx, ms) else (bx, ([], k, s) :: ms)
   | LLin ts k s =>
       match single ts with
       | Some (i, q) =>
@@ -639,8 +642,12 @@ Lemma apply_lit_sound : forall st l x, st_ok st x -> lit_holds l x -> st_ok (app
 Proof.
   intros [bx ms] l x [Hb Hm] Hl; simpl in Hb, Hm.
   destruct l as [ts k s | f cs [|]]; cbn [lit_holds] in Hl; cbn [apply_lit].
-  - destruct (single ts) as [[i q]|] eqn:Es.
-    + apply single_eq in Es; subst ts.
+  - destruct ts as [|p ts'].
+    { destruct (if s then Qltb k 0 else Qle_bool k 0).
+      - split; auto.
+      - split; auto; simpl; intros m [<-|Hm']; auto. }
+    destruct (single (p :: ts')) as [[i q]|] eqn:Es.
+    + apply single_eq in Es; rewrite Es in Hl |- *.
       unfold lin_holds in Hl; cbn [linf] in Hl.
       destruct (Qltb 0 q) eqn:Ep; [|destruct (Qltb q 0) eqn:En].
       * apply Qltb_iff in Ep; split; auto; cbn [fst snd].

@@ -246,6 +246,11 @@ def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[Lit]]:
             )
             continue
         _, terms, k, s = lit
+        if not terms:
+            if (k < 0) if s else (k <= 0):
+                continue  # a true constant adds nothing
+            ms.insert(0, lit)
+            continue
         if len(terms) == 1:
             i, q = terms[0]
             if q > 0:
