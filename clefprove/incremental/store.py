@@ -54,6 +54,10 @@ class CacheCorrupt(Exception):
     """The cache file failed an integrity check (handled inside this package)."""
 
 
+class _Disabled(Exception):
+    """The cache could not be opened: behave as an empty, read-only cache."""
+
+
 def _subtree_chk(node: bytes, scope: bytes, leaves: int) -> bytes:
     return hashlib.sha256(b"subtree\0" + node + scope + leaves.to_bytes(8, "little")).digest()[:8]
 
@@ -75,6 +79,7 @@ class ProofCache:
         self.path = self.directory / DB_NAME
         self.warnings: list[str] = []
         self.writable = True
+        self.disabled = False
         self.stats = {"lookups": 0, "hits": 0, "stored": 0}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -125,10 +130,14 @@ class ProofCache:
                 self._warn(f"{self.path}: WAL mode unavailable; concurrent runs will wait")
             self._conn = conn
         except (sqlite3.DatabaseError, CacheCorrupt) as exc:
-            if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
-                raise ClefproveError(f"{self.path}: cache is locked by another process") from exc
-            if not retry:
-                raise ClefproveError(f"{self.path}: cannot create the cache: {exc}") from exc
+            unusable = isinstance(exc, sqlite3.OperationalError) and (
+                _is_locked(exc) or "unable to open" in str(exc)
+            )
+            if unusable or not retry:
+                # The cache only ever saves time: run without it rather than fail the check.
+                self.disabled = True
+                self._warn(f"{self.path}: proof cache unavailable ({exc}); checking without it")
+                return
             self._set_aside(str(exc))
             self._open(retry=False)
 
@@ -158,6 +167,12 @@ class ProofCache:
         self._set_aside(reason)
         self._open(retry=False)
 
+    def disable(self, reason: str) -> None:
+        """Stop using the cache for the rest of this run (reads miss, writes are skipped)."""
+        self.close()
+        self.disabled = True
+        self._warn(f"{self.path}: proof cache disabled for this run ({reason})")
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -171,9 +186,10 @@ class ProofCache:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        if self._conn is None:
+        if self._conn is None and not self.disabled:
             self._open(retry=False)
-        assert self._conn is not None
+        if self._conn is None:
+            raise _Disabled
         return self._conn
 
     # ------------------------------------------------------------ reads
@@ -198,6 +214,8 @@ class ProofCache:
                     out[(bytes(node), bytes(scope))] = int(leaves)
         except sqlite3.DatabaseError as exc:
             raise CacheCorrupt(str(exc)) from exc
+        except _Disabled:
+            return {}
         self.stats["hits"] += len(out)
         return out
 
@@ -216,6 +234,8 @@ class ProofCache:
                     out[bytes(key)] = value
         except sqlite3.DatabaseError as exc:
             raise CacheCorrupt(str(exc)) from exc
+        except _Disabled:
+            return {}
         return out
 
     # ------------------------------------------------------------ writes
@@ -231,9 +251,12 @@ class ProofCache:
         """
         rows = [(n, s, int(c), _subtree_chk(n, s, int(c))) for n, s, c in subtrees]
         res = [(k, v, _result_chk(k, v)) for k, v in results]
-        if not (rows or res) or not self.writable:
+        if not (rows or res) or not self.writable or self.disabled:
             return
-        conn = self.conn
+        try:
+            conn = self.conn
+        except _Disabled:
+            return
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -275,6 +275,10 @@ def check_program(
         return _check_program(cache, model, program, settings, counterexamples)
     except CacheCorrupt as exc:
         cache.reset(str(exc))
+    try:
+        return _check_program(cache, model, program, settings, counterexamples)
+    except CacheCorrupt as exc:  # damaged again (another process?): go on without it
+        cache.disable(str(exc))
         return _check_program(cache, model, program, settings, counterexamples)
 
 
