@@ -291,3 +291,65 @@ class WholeTreeZ3:
             if r == z3.sat:
                 out.add(n.index)
         return out
+
+
+# ---------------------------------------------------------------- DSL text
+
+
+@st.composite
+def dsl_atoms(draw, model: Model) -> str:
+    feats = model.features
+    numeric = [f for f in feats if f.type in (FeatureType.INT, FeatureType.FLOAT)]
+    kind = draw(st.integers(0, 6))
+    if kind == 0 and numeric:
+        f = draw(st.sampled_from(numeric))
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "==", "!="]))
+        c = draw(st.sampled_from([f.min, f.max, (f.min + f.max) / 2, f.min + 0.5, f.max - 1]))
+        return f"{f.name} {op} {c!r}"
+    if kind == 1 and len(numeric) >= 1:
+        f = draw(st.sampled_from(numeric))
+        g = draw(st.sampled_from(numeric))
+        k = draw(st.sampled_from([1, 2, -1, 3]))
+        c = draw(st.integers(-5, 10))
+        return f"{f.name} + {k} * {g.name} >= {c}"
+    if kind == 2:
+        cats = [f for f in feats if f.type is FeatureType.CATEGORICAL]
+        if cats:
+            f = draw(st.sampled_from(cats))
+            vals = draw(st.lists(st.sampled_from(f.values), min_size=1, unique=True))
+            neg = draw(st.sampled_from(["in", "not in"]))
+            return (
+                f"{f.name} {neg} {{{', '.join(repr(v).replace(chr(39), chr(34)) for v in vals)}}}"
+            )
+    if kind == 3:
+        bools = [f for f in feats if f.type is FeatureType.BOOL]
+        if bools:
+            f = draw(st.sampled_from(bools))
+            return draw(st.sampled_from([f.name, f"not {f.name}"]))
+    if kind == 4:
+        op = draw(st.sampled_from(["==", "!=", "<", ">=", "<=", ">"]))
+        return f"action {op} {draw(st.sampled_from(ACTIONS))}"
+    if kind == 5:
+        op = draw(st.sampled_from(["<", ">=", ">", "<="]))
+        return f"confidence {op} {draw(st.sampled_from(['0.5', '0.7', '0.8', '0.95']))}"
+    return draw(st.sampled_from(["true", "false"]))
+
+
+@st.composite
+def dsl_formulas(draw, model: Model, depth: int = 2) -> str:
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        return draw(dsl_atoms(model))
+    op = draw(st.sampled_from(["and", "or", "implies", "not"]))
+    if op == "not":
+        return f"not ({draw(dsl_formulas(model, depth - 1))})"
+    a = draw(dsl_formulas(model, depth - 1))
+    b = draw(dsl_formulas(model, depth - 1))
+    return f"({a}) {op} ({b})"
+
+
+@st.composite
+def dsl_invariants(draw, model: Model) -> str:
+    when = draw(st.one_of(st.just(""), dsl_formulas(model)))
+    ensure = draw(dsl_formulas(model))
+    head = "severity " + " < ".join(ACTIONS) + "\ninvariant r:\n"
+    return head + (f"  when {when}\n" if when else "") + f"  ensure {ensure}\n"

@@ -95,3 +95,29 @@ def test_leaf_boxes_cover_every_input_exactly():
         for f, m in boxes.cats.items():
             inside &= m[:, int(X[i, f])]
         assert set(boxes.leaves[inside].tolist()) == {int(res.leaves[i])}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_through_the_dsl(data):
+    from clefprove.dsl.loader import parse_text
+    from clefprove.errors import ClefproveError
+    from tests.verify.gen import dsl_invariants
+
+    model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=3))
+    text = data.draw(dsl_invariants(model))
+    try:
+        inv = parse_text(text, model, "r.inv").invariants[0]
+    except ClefproveError:  # e.g. a comparison the type checker refuses
+        return
+    if all(f.is_integral for f in model.features):
+        truth = exhaustive_violating_leaves(model, inv)
+    else:
+        truth = WholeTreeZ3(model).violating_leaves(inv)
+        if truth is None:
+            return
+    violating, unknown = _leaf_verdicts(model, inv)
+    assert violating == truth and not unknown
+    result = check_invariant(model, inv)
+    assert result.status == ("violated" if truth else "holds")
+    _check_counterexamples(model, inv, result)
