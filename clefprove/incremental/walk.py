@@ -260,6 +260,24 @@ def _mentions_decision(f: ck.Formula) -> bool:
     return False
 
 
+def _needs_fresh(
+    inv: ck.CheckedInvariant, res: InvariantResult, pv: eg.PathVerdicts, counterexamples: int
+) -> bool:
+    """Whether this invariant must be decided afresh on the whole tree to give exactly a fresh
+    run's result, because some of it depends on the leaves that were reused:
+
+    * a vacuity verdict for a 'when' that mentions the decision (it is decided on every leaf);
+    * a printed counterexample found by Z3: a SAT model depends on the queries the same solver
+      answered before it, and a fresh run also asks about leaves that were reused here.
+    """
+    if res.status == HOLDS and res.vacuous and _mentions_decision(inv.when):
+        return True
+    shown = np.flatnonzero(pv.status == eg.VIOLATED)[: max(counterexamples, 1)]
+    if np.any(pv.how[shown] == eg.HOW_SOLVER):
+        return True
+    return any(w.startswith("internal:") for w in res.warnings)
+
+
 # ---------------------------------------------------------------- entry
 
 
@@ -314,9 +332,7 @@ def _check_program(
             pv = eg.decide(model, prep, boxes, settings)
             reused = int(walk.reused[j])
             res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
-            if res.status == HOLDS and res.vacuous and reused and _mentions_decision(inv.when):
-                # Vacuity of a decision-dependent 'when' depends on every leaf, reused ones
-                # included: decide this invariant afresh (rare).
+            if reused and _needs_fresh(inv, res, pv, counterexamples):
                 res = api.check_invariant(model, inv, settings, counterexamples)
             else:
                 res = dataclasses.replace(
