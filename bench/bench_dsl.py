@@ -7,6 +7,7 @@ start-up; the "python -c pass" row is that baseline.
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import time
@@ -18,13 +19,20 @@ EDGE = ROOT / "invariants" / "edge.inv"
 MODEL = ROOT / "examples" / "spec-toy.json"
 
 
-def _process(code: str, runs: int = 7) -> float:
-    times = []
+def _process(code: str, runs: int = 7) -> str:
+    """Median wall time and CPU time (user + sys) of a fresh interpreter running *code*.
+
+    CPU time is the steadier number on a loaded machine.
+    """
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
-        times.append(time.perf_counter() - t0)
-    return median(times)
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return f"{fmt_seconds(median(walls))} (CPU {fmt_seconds(median(cpus))})"
 
 
 def _big_file(n: int) -> str:
@@ -56,31 +64,24 @@ def main() -> None:
     )
 
     rows = []
-    baseline = _process("pass")
-    rows.append(["python -c pass (baseline)", fmt_seconds(baseline)])
-    rows.append(
-        ["import clefprove.dsl.loader", fmt_seconds(_process("import clefprove.dsl.loader"))]
-    )
+    rows.append(["python -c pass (baseline)", _process("pass")])
+    rows.append(["import clefprove.dsl.loader", _process("import clefprove.dsl.loader")])
     rows.append(
         [
             "import + load SPEC model + parse and check edge.inv",
-            fmt_seconds(
-                _process(
-                    "from clefprove.model.source import load_source;"
-                    "from clefprove.dsl.loader import load_invariants;"
-                    f"load_invariants([{str(EDGE)!r}], load_source({str(MODEL)!r}))"
-                )
+            _process(
+                "from clefprove.model.source import load_source;"
+                "from clefprove.dsl.loader import load_invariants;"
+                f"load_invariants([{str(EDGE)!r}], load_source({str(MODEL)!r}))"
             ),
         ]
     )
     rows.append(
         [
             "`clefprove fmt --check invariants/edge.inv` (whole command)",
-            fmt_seconds(
-                _process(
-                    "import sys; from clefprove.cli.main import main;"
-                    f"sys.exit(main(['fmt', '--check', {str(EDGE)!r}]))"
-                )
+            _process(
+                "import sys; from clefprove.cli.main import main;"
+                f"sys.exit(main(['fmt', '--check', {str(EDGE)!r}]))"
             ),
         ]
     )
@@ -119,7 +120,7 @@ def main() -> None:
             ]
         )
     print(f"DSL benchmark — {machine()}")
-    print(table(["what", "time (median)"], rows))
+    print(table(["what", "time (median; wall, and CPU for whole processes)"], rows))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ and random token and byte mutations that must raise nothing but DslError."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -24,7 +25,12 @@ from .reference import Reference
 from .strategies import ACTIONS, UA_VALUES, programs
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CLEFPROVE_DSL_EXAMPLES=5000 for a longer fuzzing run by hand.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("CLEFPROVE_DSL_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _meaning(program) -> tuple:
