@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from clefprove.dsl import ast
@@ -777,9 +778,14 @@ def _is_name(expr: ast.Expr, name: str) -> bool:
 
 
 def _show(q: Fraction) -> str:
+    """A short decimal rendering of an exact value, for messages (never overflows)."""
     if q.denominator == 1 and abs(q) < 2**53:
         return str(q.numerator)
-    return repr(float(q))
+    try:
+        return repr(float(q))
+    except OverflowError:  # products of constants can exceed the float64 range
+        mantissa, exponent = format(Decimal(q.numerator) / Decimal(q.denominator), ".5e").split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent):+d}"
 
 
 def check_programs(

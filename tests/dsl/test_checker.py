@@ -329,3 +329,17 @@ def test_keyword_and_unicode_names_in_backticks() -> None:
     )
     assert inv.ensure == ActionIn(frozenset({1}))
     assert format_text(text) == text
+
+
+def test_huge_exact_constants_are_reported_not_crashed(spec_model) -> None:
+    with pytest.raises(DslError, match=r"must be >= 0, not -1e\+616"):
+        parse_text("invariant t:\n  ensure stable(client_rtt_ms, -1e308 * 1e308)\n", spec_model)
+    with pytest.raises(DslError, match=r"empty interval \[1e\+616, 0\]"):
+        parse_text(
+            "invariant t:\n  when path_depth in [1e308 * 1e308, 0]\n  ensure true\n", spec_model
+        )
+    # and exact arithmetic beyond float64 is fine where it is meaningful
+    inv = check_one(
+        spec_model, "invariant t:\n  when 1e308 * 1e308 * path_depth > 1\n  ensure true\n"
+    )
+    assert inv.when == lt(1, depth=-(Fraction(1e308) ** 2))
