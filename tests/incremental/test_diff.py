@@ -1,0 +1,197 @@
+"""Behaviour diff: confirmed regions, exact shares, structural changes, Merkle hashes."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.eval.evaluator import Evaluator
+from clefprove.incremental import merkle
+from clefprove.incremental.diff import _intersections, diff, shares
+from clefprove.verify.api import describe_path
+from tests.incremental import models as M
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _mutate(draw, src: dict) -> dict:
+    src = copy.deepcopy(src)
+    t = src["tree"]
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(M.paths(t)))
+        new = M.tree(draw, 2)
+        if path:
+            M.at(t, path[:-1])[path[-1]] = new
+        else:
+            src["tree"] = t = new
+    return src
+
+
+def _grid(model) -> np.ndarray:
+    """Every input of an all-integral domain (encoded)."""
+    axes = []
+    for f in model.features:
+        axes.append(
+            np.arange(f.min, f.max + 1) if f.type != "categorical" else np.arange(len(f.values))
+        )
+    return np.array(list(itertools.product(*axes)), dtype=np.float64)
+
+
+def _integral(src: dict) -> dict:
+    """The source with the float feature x made an int feature (same thresholds)."""
+    src = copy.deepcopy(src)
+    src["features"][0] = {"name": "x", "type": "int", "min": 0, "max": 10, "default": 0}
+    return src
+
+
+@FAST
+@given(st.data())
+def test_regions_are_confirmed_and_shares_exact_on_integral_domains(data) -> None:
+    a_src = _integral(data.draw(M.sources(4)))
+    b_src = _mutate(data.draw, a_src)
+    old, new = M.compile_(a_src), M.compile_(b_src)
+    rep = diff(old, new)
+    assert rep.comparable
+    eo, en = Evaluator(old), Evaluator(new)
+    for r in rep.regions:
+        x = np.array(
+            [
+                [
+                    f.values.index(r.example[f.name]) if f.values else float(r.example[f.name])
+                    for f in new.features
+                ]
+            ]
+        )
+        do, dn = eo.evaluate(x), en.evaluate(x)
+        assert old.actions[int(do.actions[0])] == r.old_action
+        assert new.actions[int(dn.actions[0])] == r.new_action
+        assert r.old_action != r.new_action
+        assert int(dn.leaves[0]) == r.new_leaf and int(do.leaves[0]) == r.old_leaf
+    # Exhaustive: the share of inputs whose action changed is exactly share_changed.
+    grid = _grid(new)
+    ao = np.array(old.actions, dtype=object)[eo.evaluate(grid).actions]
+    an = np.array(new.actions, dtype=object)[en.evaluate(grid).actions]
+    changed = float(np.mean(ao != an))
+    assert abs(changed - rep.share_changed) < 1e-9
+    assert (rep.regions_total == 0) == (changed == 0)
+
+
+@FAST
+@given(st.data())
+def test_intersections_partition_the_domain(data) -> None:
+    old = M.compile_(data.draw(M.sources(4)))
+    new = M.compile_(_mutate(data.draw, data.draw(M.sources(4))))
+    _, _, lo, hi, cats = _intersections(old, new)
+    assert abs(float(shares(new, lo, hi, cats).sum()) - 1.0) < 1e-9
+
+
+@FAST
+@given(st.data())
+def test_identical_models_have_no_difference(data) -> None:
+    src = data.draw(M.sources(5))
+    a, b = M.compile_(src), M.compile_(src)
+    rep = diff(a, b)
+    assert rep.changes == ()
+    assert rep.identical_behaviour and rep.share_changed == 0.0
+
+
+def test_equivalent_restructuring_is_structural_only() -> None:
+    leaf = {"action": "block", "confidence": 0.9}
+    base = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": {
+            "feature": "x",
+            "threshold": 5.0,
+            "left": {"action": "allow", "confidence": 1.0},
+            "right": leaf,
+        },
+    }
+    split = copy.deepcopy(base)
+    split["tree"]["right"] = {"feature": "n", "threshold": 2.5, "left": leaf, "right": leaf}
+    rep = diff(M.compile_(base), M.compile_(split))
+    assert [c.kind for c in rep.changes] == ["added"]
+    assert rep.changes[0].path == ("x > 5",)
+    assert rep.identical_behaviour
+    back = diff(M.compile_(split), M.compile_(base))
+    assert [c.kind for c in back.changes] == ["removed"]
+
+
+@FAST
+@given(st.data())
+def test_one_changed_leaf_is_one_change_at_its_path(data) -> None:
+    src = data.draw(M.sources(5))
+    leaves = [p for p in M.paths(src["tree"]) if "action" in M.at(src["tree"], p)]
+    path = data.draw(st.sampled_from(leaves))
+    new_src = copy.deepcopy(src)
+    node = M.at(new_src["tree"], path)
+    node["action"] = M.ACTIONS[(M.ACTIONS.index(node["action"]) + 1) % 3]
+    old, new = M.compile_(src), M.compile_(new_src)
+    rep = diff(old, new)
+    assert len(rep.changes) == 1
+    c = rep.changes[0]
+    assert c.kind == "changed"
+    assert c.path == describe_path(new, c.new_node)
+    # The leaf is reachable unless its path is infeasible; then no behaviour changed.
+    assert rep.regions_total <= 1
+
+
+def _reference_hash(model, i: int) -> bytes:
+    """Recursive Merkle hash, written independently from the node's readable view."""
+    n = model.node(i)
+    H = lambda b: hashlib.sha256(b).digest()  # noqa: E731
+    if n.is_leaf:
+        conf = np.float64(n.confidence + 0.0).tobytes()
+        return H(b"L" + H(b"action\0" + model.actions[n.action].encode()) + conf)
+    f = model.features[n.feature]
+    name = H(b"feature\0" + f.name.encode())
+    if n.kind == 2:
+        names = sorted(f.values[c] for c in n.categories)
+        mid = H(b"set\0" + "\0".join(names).encode())
+        return H(
+            b"C" + name + mid + _reference_hash(model, n.left) + _reference_hash(model, n.right)
+        )
+    thr = np.float64(n.threshold + 0.0).tobytes() + bytes(24)
+    return H(b"N" + name + thr + _reference_hash(model, n.left) + _reference_hash(model, n.right))
+
+
+@FAST
+@given(M.sources(5))
+def test_merkle_matches_a_recursive_reference(src) -> None:
+    model = M.compile_(src)
+    hs = merkle.subtree_hashes(model)
+    for i in range(model.n_nodes):
+        assert bytes(hs[i]) == _reference_hash(model, i)
+
+
+@FAST
+@given(M.sources(4), st.permutations(range(4)))
+def test_merkle_names_features_not_positions(src, perm) -> None:
+    shuffled = copy.deepcopy(src)
+    shuffled["features"] = [src["features"][k] for k in perm]
+    a, b = M.compile_(src), M.compile_(shuffled)
+    assert bytes(merkle.subtree_hashes(a)[0]) == bytes(merkle.subtree_hashes(b)[0])
+    if list(perm) != sorted(perm):
+        assert merkle.domain_digest(a) != merkle.domain_digest(b)
+
+
+def test_incompatible_domains_refuse_the_semantic_part() -> None:
+    src = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": {"action": "allow", "confidence": 1.0},
+    }
+    wide = copy.deepcopy(src)
+    wide["features"][1]["max"] = 60
+    rep = diff(M.compile_(src), M.compile_(wide))
+    assert not rep.comparable and "n" in rep.reason and "[0, 60]" in rep.reason
+    assert rep.to_json_dict()["semantic"] == {"comparable": False, "reason": rep.reason}
