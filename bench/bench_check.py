@@ -256,7 +256,7 @@ def main() -> None:
     print()
     print(
         "| depth | nodes | invariant | verdict | clefprove ms | naive per-path Z3 ms "
-        "| whole-tree Z3 ms | Veritas ms | verdicts agree |"
+        "| whole-tree Z3 ms | Veritas, exact boundaries, ms | verdicts agree |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for d, n, name, st, c, nv, w, v, agree in rows:
