@@ -1,0 +1,113 @@
+"""``clefprove diff`` and ``clefprove gate`` end to end (exit codes, output, cache reuse)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clefprove.model.clef import write_clef
+from tests.incremental import models as M
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "clefprove", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def _models(tmp: Path) -> tuple[Path, Path, Path]:
+    src = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": {
+            "feature": "x",
+            "threshold": 5.0,
+            "left": {"action": "allow", "confidence": 0.9},
+            "right": {
+                "feature": "n",
+                "threshold": 2.5,
+                "left": {"action": "challenge", "confidence": 0.9},
+                "right": {"action": "block", "confidence": 0.95},
+            },
+        },
+    }
+    old = tmp / "old.clef"
+    old.write_bytes(write_clef(M.compile_(src)))
+    src["tree"]["right"]["left"]["action"] = "allow"
+    new = tmp / "new.clef"
+    new.write_bytes(write_clef(M.compile_(src)))
+    inv = tmp / "inv"
+    inv.mkdir()
+    (inv / "a.inv").write_text(M.program_text(["slow", "confident"]))
+    return old, new, inv
+
+
+def test_gate_passes_fails_and_reuses(tmp_path) -> None:
+    old, new, inv = _models(tmp_path)
+    ok = run("gate", str(old), str(inv), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "gate       PASS" in ok.stdout
+    again = run("gate", str(old), str(inv), "--format", "json", cwd=tmp_path)
+    doc = json.loads(again.stdout)
+    assert doc["gate"] == "pass" and doc["check"]["summary"]["paths_checked"] == 0
+    assert doc["check"]["summary"]["paths_reused"] == 6
+    assert (tmp_path / ".clefprove-cache").is_dir()
+    bad = run("gate", str(new), str(inv), "--previous", str(old), cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "FAIL slow" in bad.stdout and "challenge -> allow" in bad.stdout
+    nocache = run("gate", str(new), str(inv), "--no-cache", "--format", "json", cwd=tmp_path)
+    assert json.loads(nocache.stdout)["check"]["summary"]["paths_reused"] == 0
+
+
+def test_gate_rejects_a_damaged_model(tmp_path) -> None:
+    old, _, inv = _models(tmp_path)
+    raw = bytearray(old.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    broken = tmp_path / "broken.clef"
+    broken.write_bytes(bytes(raw))
+    res = run("gate", str(broken), str(inv), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_gate_with_cache_dir_option(tmp_path) -> None:
+    old, _, inv = _models(tmp_path)
+    res = run("gate", str(old), str(inv), "--cache", str(tmp_path / "c"), cwd=tmp_path)
+    assert res.returncode == 0
+    assert (tmp_path / "c").is_dir() and not (tmp_path / ".clefprove-cache").exists()
+
+
+def test_diff_command(tmp_path) -> None:
+    old, new, _ = _models(tmp_path)
+    text = run("diff", str(old), str(new), cwd=tmp_path)
+    assert text.returncode == 0
+    assert "changed  at x > 5 and n <= 2.5" in text.stdout
+    assert "challenge -> allow" in text.stdout
+    js = run("diff", str(old), str(new), "--format", "json", cwd=tmp_path)
+    doc = json.loads(js.stdout)
+    sem = doc["semantic"]
+    assert sem["regions_total"] == 1
+    # x in (5, 10], n in [0, 2]: share 0.5 * 3/7
+    assert abs(sem["share_changed"] - 0.5 * 3 / 7) < 1e-12
+    assert sem["regions"][0]["example"]["x"] > 5
+    same = run("diff", str(old), str(old), cwd=tmp_path)
+    assert "identical trees" in same.stdout and "same action for every input" in same.stdout
+    missing = run("diff", str(old), str(tmp_path / "nope.clef"), cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_pre_commit_hooks_file() -> None:
+    yaml = pytest.importorskip("yaml")
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    ids = {h["id"]: h for h in hooks}
+    assert ids["clefprove-gate"]["entry"] == "clefprove gate"
+    assert ids["clefprove-gate"]["pass_filenames"] is False
