@@ -239,8 +239,8 @@ def prop(p: CFormula, names: Names, ctx: Ctx) -> str:
         case FCmp():
             return cmp_readable(p, names, ctx)
         case FIn(f, codes):
-            if names.codes.get((f, 0)) is None and codes in ((0,), (1,)):
-                return f"{names.features[f]} x == {codes[0]}"  # bool (or whole) feature
+            if names.codes.get((f, 0)) is None and len(codes) == 1:  # bool or int feature
+                return f"{names.features[f]} x == {q_readable(Fraction(codes[0]))}"
             items = "; ".join(names.codes.get((f, z), f"{z}%Z") for z in codes)
             return f"is_one_of ({names.features[f]} x) [{items}]"
         case FAct(acts):

@@ -224,3 +224,24 @@ def test_depth12_example_exports_and_checks(coq_dir: Path) -> None:
     export.write(coq_dir)
     assert build(coq_dir) == ""
     assert assumptions(coq_dir) == ["Closed under the global context"] * len(export.results)
+
+
+def test_random_invariants_export_and_check(coq_dir: Path) -> None:
+    """Whatever the invariants, every theorem written goes through coqc (one run)."""
+    import random
+
+    from .coqgen import MIXED_FEATURES, invariant, random_formula, random_model
+
+    rng = random.Random(11)
+    model = random_model(rng, MIXED_FEATURES, depth=4)
+    invs = [
+        invariant(f"r{i}", random_formula(rng, model), random_formula(rng, model))
+        for i in range(16)
+    ]
+    export = export_coq(model, invs)
+    statuses = [r.status for r in export.results]
+    assert PROVED in statuses and REFUTED in statuses
+    export.write(coq_dir)
+    assert build(coq_dir) == ""
+    n = sum(1 for r in export.results if r.theorem)
+    assert assumptions(coq_dir) == ["Closed under the global context"] * n
