@@ -156,9 +156,7 @@ def finish(
     violating = np.flatnonzero(status == eg.VIOLATED)
     cexs: list[Counterexample] = []
     if violating.size:
-        from clefprove.eval.evaluator import Evaluator
-
-        evaluator = Evaluator(model)
+        evaluator = _evaluator(model)
         for r in violating.tolist():
             if len(cexs) >= counterexamples:
                 break
@@ -254,6 +252,17 @@ def domain_boxes(model: Model) -> LeafBoxes:
 
 
 # ---------------------------------------------------------------- counterexamples
+
+
+def _evaluator(model: Model) -> Any:
+    """The model's evaluator, built once per model object (a derived cache)."""
+    ev = model.__dict__.get("_clefprove_verify_evaluator")
+    if ev is None:
+        from clefprove.eval.evaluator import Evaluator
+
+        ev = Evaluator(model)
+        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
+    return ev
 
 
 def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
