@@ -64,8 +64,7 @@ class InvariantResult:
             "violating_paths": self.violating_paths,
             "counterexamples": [c.to_json_dict() for c in self.counterexamples],
         }
-        if self.vacuous:
-            out["vacuous"] = True
+        out["vacuous"] = self.vacuous
         out["unknown_paths"] = self.unknown_paths
         if self.description:
             out["description"] = self.description
