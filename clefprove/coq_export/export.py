@@ -56,6 +56,20 @@ LIBRARY = ("ClefSyntax.v", "ClefCheck.v")
 
 PROVED, REFUTED, SKIPPED = "proved", "refuted", "not exported"
 
+#: Names derived from an invariant's identifier in Invariants.v.
+SUFFIXES = (
+    "_w",
+    "_e",
+    "_When",
+    "_Ensure",
+    "_When_iff",
+    "_Ensure_iff",
+    "_checked",
+    "_cex",
+    "_cex_decision",
+    "_fails",
+)
+
 
 @dataclass(frozen=True)
 class InvariantExport:
@@ -126,7 +140,7 @@ def export_coq(
     blocks: list[str] = [_proofs_header(model)]
     results: list[InvariantExport] = []
     for inv in invariants:
-        ident = namer.name(inv.name, "inv")
+        ident = namer.name_group(inv.name, "inv", SUFFIXES)
         res, block = _one(model, domain, tree, names, inv, ident, verify, counterexamples or {})
         results.append(res)
         blocks.append(block)

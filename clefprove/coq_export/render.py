@@ -64,6 +64,16 @@ class Namer:
     def __init__(self) -> None:
         self.used: set[str] = set(RESERVED) | _library_identifiers()
 
+    def name_group(self, raw: str, prefix: str, suffixes: tuple[str, ...]) -> str:
+        """A name such that it and every ``name + suffix`` are all free; reserves them all."""
+        base = self.name(raw, prefix)
+        name, n = base, 2
+        while any(name + s in self.used for s in suffixes):
+            name, n = f"{base}_{n}", n + 1
+        self.used.update(name + s for s in suffixes)
+        self.used.add(name)
+        return name
+
     def name(self, raw: str, prefix: str) -> str:
         base = _IDENT.sub("_", raw)
         if not base or not (base[0].isalpha() or base[0] == "_") or base[0] == "_":
@@ -246,7 +256,8 @@ def prop(p: CFormula, names: Names, ctx: Ctx) -> str:
         case FAct(acts):
             if len(acts) == 1:
                 return f"{ctx.action} = {names.actions[acts[0]]}"
-            return f"In ({ctx.action}) [{'; '.join(names.actions[a] for a in acts)}]"
+            who = f"({ctx.action})" if " " in ctx.action else ctx.action
+            return f"In {who} [{'; '.join(names.actions[a] for a in acts)}]"
         case FNot(arg):
             inner = prop(arg, names, ctx)
             return f"~ {inner}" if _atomic(arg) else f"~ ({inner})"

@@ -42,3 +42,13 @@ def test_relational_invariants_are_listed_not_exported() -> None:
     assert "Theorem mono" not in export.files["Invariants.v"]
     assert "Theorem always" in export.files["Invariants.v"]
     assert export.exit_code == 3
+
+
+def test_invariant_names_and_their_derived_names_do_not_clash() -> None:
+    namer = Namer()
+    suffixes = ("_w", "_When")
+    first = namer.name_group("foo", "inv", suffixes)
+    second = namer.name_group("foo_When", "inv", suffixes)
+    third = namer.name_group("foo", "inv", suffixes)
+    derived = [n + s for n in (first, second, third) for s in ("", *suffixes)]
+    assert len(set(derived)) == len(derived)

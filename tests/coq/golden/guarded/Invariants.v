@@ -60,7 +60,7 @@ Definition scripted_clients_face_friction_When (x : input) (a : N) (c : Q) : Pro
   is_one_of (ua_family x) [ua_family_curl; ua_family_python_requests] /\ path_depth x >= 3.
 
 Definition scripted_clients_face_friction_Ensure (x : input) (a : N) (c : Q) : Prop :=
-  In (a) [challenge; rate_limit; block].
+  In a [challenge; rate_limit; block].
 
 Lemma scripted_clients_face_friction_When_iff : forall x a c, scripted_clients_face_friction_When x a c <-> sem scripted_clients_face_friction_w x a c.
 Proof. intros x a c; unfold scripted_clients_face_friction_When, scripted_clients_face_friction_w, path_depth, ua_family; cbn [sem]; clef_iff. Qed.
@@ -132,7 +132,7 @@ Definition tor_never_allowed_when_deep_When (x : input) (a : N) (c : Q) : Prop :
   is_tor x == 1 /\ path_depth x >= 4 /\ path_depth x <= 64.
 
 Definition tor_never_allowed_when_deep_Ensure (x : input) (a : N) (c : Q) : Prop :=
-  In (a) [challenge; rate_limit; block].
+  In a [challenge; rate_limit; block].
 
 Lemma tor_never_allowed_when_deep_When_iff : forall x a c, tor_never_allowed_when_deep_When x a c <-> sem tor_never_allowed_when_deep_w x a c.
 Proof. intros x a c; unfold tor_never_allowed_when_deep_When, tor_never_allowed_when_deep_w, path_depth, is_tor; cbn [sem]; clef_iff. Qed.
