@@ -127,6 +127,8 @@ class _Encoder:
         out = []
         for i, f in enumerate(self.model.features):
             if f.type is FeatureType.CATEGORICAL:
+                if i not in q.cats:
+                    continue  # the whole vocabulary: the domain bounds say it
                 codes = np.flatnonzero(q.cats[i])
                 if codes.size < len(f.values):
                     out.append(self._member(i, codes.tolist()))
@@ -180,7 +182,7 @@ def _violates(model: Model, when: ck.Formula, ensure: ck.Formula, q: Query, x: n
     for i, f in enumerate(model.features):
         if f.type is FeatureType.CATEGORICAL:
             c = int(x[i])
-            if not (0 <= c < len(f.values) and q.cats[i][c]):
+            if not (0 <= c < len(f.values) and (i not in q.cats or q.cats[i][c])):
                 return False
         elif not (q.lo[i] <= x[i] <= q.hi[i]):
             return False

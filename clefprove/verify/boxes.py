@@ -62,7 +62,7 @@ class LeafBoxes:
     leaves: np.ndarray  # (L,) int64 node indices
     lo: np.ndarray  # (L, F + 1) float64; column F = confidence
     hi: np.ndarray  # (L, F + 1)
-    cats: dict[int, np.ndarray]  # feature -> (L, V) bool
+    cats: dict[int, np.ndarray]  # feature -> (L, V) bool; absent: the whole vocabulary
     actions: np.ndarray  # (L,) int64
     feasible: np.ndarray  # (L,) bool
 
@@ -90,6 +90,7 @@ class TreeTables:
     right_lo: np.ndarray  # numeric split: the lo bound of the right child
     parent: np.ndarray  # parent node index, -1 for the root (and unreachable nodes)
     integral: np.ndarray  # (F,) bool: feature takes whole values
+    cat_split: frozenset[int]  # categorical features that some split tests
 
 
 _ATTR = "_clefprove_verify_tables"
@@ -116,7 +117,9 @@ def tables(model: Model) -> TreeTables:
     internal = np.flatnonzero(nodes["kind"] != NodeKind.LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
-    out = TreeTables(left_hi, right_lo, parent, integral)
+    cat_nodes = nodes["kind"] == NodeKind.CATEGORICAL
+    cat_split = frozenset(int(f) for f in np.unique(feat[cat_nodes]))
+    out = TreeTables(left_hi, right_lo, parent, integral, cat_split)
     object.__setattr__(model, _ATTR, out)  # a derived cache on the immutable model
     return out
 
@@ -138,7 +141,9 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     hi = np.empty((1, n_feat + 1), dtype=np.float64)
     lo[0, :n_feat] = ctx.lo
     hi[0, :n_feat] = ctx.hi
-    cats = {f: m[None, :].copy() for f, m in ctx.cats.items()}
+    # Code masks only for categorical features that a split tests or the context narrows; a
+    # feature without a mask ranges over its whole vocabulary (see ``cat_mask``).
+    cats = {f: m[None, :].copy() for f, m in ctx.cats.items() if f in tab.cat_split or not m.all()}
     out_leaves: list[np.ndarray] = []
     out_lo: list[np.ndarray] = []
     out_hi: list[np.ndarray] = []
@@ -197,6 +202,14 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
         feasible &= m.any(axis=1)
     actions = aux[leaves].astype(np.int64)
     return LeafBoxes(leaves, lo, hi, cat_arrays, actions, feasible)
+
+
+def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) -> np.ndarray:
+    """The (rows, size) code mask of *feature*: stored, or all-true (read-only) when absent."""
+    m = cats.get(feature)
+    if m is not None:
+        return m
+    return np.broadcast_to(np.ones(size, dtype=bool), (rows, size))
 
 
 def path_to(model: Model, leaf: int, root: int = 0) -> list[tuple[int, bool]]:

@@ -34,7 +34,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes
+from clefprove.verify.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 
 SAFE, VIOLATED, UNKNOWN = 0, 1, 2
 
@@ -212,12 +212,17 @@ def merge(parts: list[PathVerdicts]) -> PathVerdicts:
         return parts[0]
     leaves = np.concatenate([p.boxes.leaves for p in parts])
     order = np.argsort(leaves, kind="stable")
-    cat_keys = parts[0].boxes.cats.keys() if parts else ()
+    cat_keys = sorted({f for p in parts for f in p.boxes.cats})
+
+    def cats_of(p: PathVerdicts, f: int) -> np.ndarray:
+        size = next(q.boxes.cats[f].shape[1] for q in parts if f in q.boxes.cats)
+        return np.asarray(cat_mask(p.boxes.cats, f, p.boxes.size, size))
+
     boxes = LeafBoxes(
         leaves[order],
         np.concatenate([p.boxes.lo for p in parts])[order],
         np.concatenate([p.boxes.hi for p in parts])[order],
-        {f: np.concatenate([p.boxes.cats[f] for p in parts])[order] for f in cat_keys},
+        {f: np.concatenate([cats_of(p, f) for p in parts])[order] for f in cat_keys},
         np.concatenate([p.boxes.actions for p in parts])[order],
         np.concatenate([p.boxes.feasible for p in parts])[order],
     )
@@ -266,7 +271,7 @@ def nice_point(model: Model, rows: nm.Rows, r: int) -> np.ndarray:
     for i, f in enumerate(model.features):
         lo, hi = float(rows.lo[r, i]), float(rows.hi[r, i])
         if f.type is FeatureType.CATEGORICAL:
-            codes = np.flatnonzero(rows.cats[i][r])
+            codes = np.flatnonzero(cat_mask(rows.cats, i, rows.size, len(f.values))[r])
             x[i] = f.default if int(f.default) in codes else float(codes[0])
         elif f.type is FeatureType.FLOAT:
             x[i] = nice_float(lo, hi, f.default)

@@ -25,6 +25,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.model.types import FeatureType, Model
+from clefprove.verify.boxes import cat_mask
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Bound:
 class Cat:
     feature: int
     codes: frozenset[int]
+    size: int  # vocabulary size
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class Normalizer:
                     cs = frozenset(codes) & universe
                     if neg:
                         cs = universe - cs
-                    return _const_or(Cat(feature, cs), cs, len(universe))
+                    return _const_or(Cat(feature, cs, len(universe)), cs, len(universe))
                 return self.nnf(self._inset_numeric(feature, codes), neg)
             case ck.Compare(expr, strict):
                 if neg:
@@ -254,9 +256,9 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             if upper:
                 return rows.lo[:, col] <= b, rows.hi[:, col] > b
             return rows.hi[:, col] >= b, rows.lo[:, col] < b
-        case Cat(feature, codes):
-            m = rows.cats[feature]
-            sel = np.zeros(m.shape[1], dtype=bool)
+        case Cat(feature, codes, size):
+            m = cat_mask(rows.cats, feature, n, size)
+            sel = np.zeros(size, dtype=bool)
             sel[list(codes)] = True
             return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
         case Act(actions):
@@ -372,10 +374,13 @@ def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list
                     np.minimum(hi[:, col], b, out=hi[:, col])
                 else:
                     np.maximum(lo[:, col], b, out=lo[:, col])
-            case Cat(feature, codes):
-                sel = np.zeros(cats[feature].shape[1], dtype=bool)
+            case Cat(feature, codes, size):
+                sel = np.zeros(size, dtype=bool)
                 sel[list(codes)] = True
-                cats[feature] &= sel
+                if feature in cats:
+                    cats[feature] &= sel
+                else:
+                    cats[feature] = np.broadcast_to(sel, (rows.size, size)).copy()
             case Act(actions):
                 ok &= np.isin(rows.actions, list(actions))
             case Lin():
