@@ -69,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
     progress = None
     bar = None
     if sys.stderr.isatty() and work >= PROGRESS_MIN_WORK:
+        from rich.console import Console
         from rich.progress import Progress
 
-        bar = Progress(transient=True)
+        bar = Progress(console=Console(stderr=True), transient=True)
         task = bar.add_task("checking", total=len(program.invariants))
         bar.start()
 

@@ -147,3 +147,12 @@ def test_other_formats(fmt, tmp_path):
     out = tmp_path / f"r.{fmt}"
     assert main(["check", TOY, INV, "--format", fmt, "-o", str(out)]) == 1
     assert out.stat().st_size > 0
+
+
+def test_progress_bar_goes_to_stderr(monkeypatch, capsys):
+    from clefprove.cli import cmd_check
+
+    monkeypatch.setattr(cmd_check, "PROGRESS_MIN_WORK", 0)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert main(["check", TOY, INV, "--format", "json"]) == 1
+    json.loads(capsys.readouterr().out)  # stdout is still exactly the JSON report
