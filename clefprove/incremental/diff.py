@@ -198,7 +198,17 @@ def _intersections(old: Model, new: Model) -> tuple[np.ndarray, ...]:
     new_leaf = nb.leaves[keep]
     lo = nb.lo[keep, :n_feat]
     hi = nb.hi[keep, :n_feat]
-    cats = {f: m[keep] for f, m in nb.cats.items()}
+    # Every categorical feature gets an explicit code mask (leaf_boxes may leave out the ones
+    # NEW never splits on, but OLD may split on them).
+    cats = {
+        i: (
+            np.array(nb.cats[i][keep], dtype=bool)
+            if i in nb.cats
+            else np.ones((keep.size, len(f.values)), dtype=bool)
+        )
+        for i, f in enumerate(new.features)
+        if f.type is FeatureType.CATEGORICAL
+    }
     node = np.zeros(keep.size, dtype=np.int64)
     kind = old.nodes["kind"]
     out_new, out_old, out_lo, out_hi = [], [], [], []
