@@ -767,6 +767,44 @@ Proof.
   apply check_tree_sound with (dom_box d); auto; apply dom_box_sound; auto.
 Qed.
 
+(** ** Clipping lands in the domain *)
+
+Lemma clip1_sound : forall fd q, wf_fdom fd ->
+  (fd_integral fd = true -> is_int q) ->
+  (forall cs, fd_codes fd = Some cs -> is_one_of q cs) ->
+  in_fdom fd (clip1 fd q).
+Proof.
+  intros fd q [Hmm [Hint Hcodes]] Hi Hc; unfold clip1, in_fdom.
+  destruct (Qle_bool q (fd_min fd)) eqn:E1; [|destruct (Qle_bool (fd_max fd) q) eqn:E2].
+  - apply Qle_bool_iff in E1; split; [apply Qle_refl|]; split; [auto|]; split.
+    + intros H; apply Hint; auto.
+    + intros cs Hcs; destruct (Hc cs Hcs) as [z [Hz Eq]]; exists z; split; auto.
+      destruct (Hcodes cs Hcs z Hz) as [Hlo _]; rewrite <- Eq in *; lra.
+  - apply Qle_bool_iff in E2; split; [auto|]; split; [apply Qle_refl|]; split.
+    + intros H; apply Hint; auto.
+    + intros cs Hcs; destruct (Hc cs Hcs) as [z [Hz Eq]]; exists z; split; auto.
+      destruct (Hcodes cs Hcs z Hz) as [_ Hhi]; rewrite <- Eq in *; lra.
+  - apply Qle_bool_false in E1; apply Qle_bool_false in E2.
+    repeat split; auto; lra.
+Qed.
+
+Theorem clip_in_domain : forall d x,
+  (forall i fd, nth_error d i = Some fd -> wf_fdom fd) ->
+  well_typed d x -> in_domain d (clip d x).
+Proof.
+  intros d x Hwf Hx i fd Hi; unfold clip; rewrite Hi.
+  destruct (Hx i fd Hi) as [H1 H2]; apply clip1_sound; auto; apply (Hwf i fd Hi).
+Qed.
+
+(** So a proved invariant holds for every decision taken at run time, on the clipped input. *)
+Corollary valid_at_run_time : forall d t w e,
+  valid d t w e ->
+  (forall i fd, nth_error d i = Some fd -> wf_fdom fd) ->
+  forall x, well_typed d x -> holds w e (clip d x) (decide d t x).
+Proof.
+  intros d t w e Hv Hwf x Hx; apply Hv, clip_in_domain; auto.
+Qed.
+
 (** ** Readable statements
 
     An export states each invariant over named features as a proposition [W x a c] (for

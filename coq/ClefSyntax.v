@@ -69,6 +69,37 @@ Definition in_fdom (d : fdom) (q : Q) : Prop :=
 Definition in_domain (d : domain) (x : input) : Prop :=
   forall i fd, nth_error d i = Some fd -> in_fdom fd (x i).
 
+(** ** Clipping
+
+    At run time a raw input is clipped into [[min, max]] feature by feature and the tree
+    decides on the clipped input ([decide]).  [clip_in_domain] (in ClefCheck.v) shows that
+    clipping a well-typed input lands in the domain, so a theorem over the domain covers
+    every decision taken at run time. *)
+
+Definition clip1 (fd : fdom) (q : Q) : Q :=
+  if Qle_bool q (fd_min fd) then fd_min fd
+  else if Qle_bool (fd_max fd) q then fd_max fd
+  else q.
+
+Definition clip (d : domain) (x : input) : input :=
+  fun i => match nth_error d i with Some fd => clip1 fd (x i) | None => x i end.
+
+Definition decide (d : domain) (t : tree) (x : input) : N * Q := eval t (clip d x).
+
+(** A raw input of the right types: whole numbers for integral features, codes for coded ones
+    (the evaluator rejects anything else as an input error). *)
+Definition well_typed (d : domain) (x : input) : Prop :=
+  forall i fd, nth_error d i = Some fd ->
+    (fd_integral fd = true -> is_int (x i)) /\
+    (forall cs, fd_codes fd = Some cs -> is_one_of (x i) cs).
+
+(** A well-formed domain entry (what the model loader validates). *)
+Definition wf_fdom (fd : fdom) : Prop :=
+  fd_min fd <= fd_max fd /\
+  (fd_integral fd = true -> is_int (fd_min fd) /\ is_int (fd_max fd)) /\
+  (forall cs, fd_codes fd = Some cs ->
+     forall z, In z cs -> fd_min fd <= inject_Z z /\ inject_Z z <= fd_max fd).
+
 (** ** The checked invariant language *)
 
 (** A variable of a linear term: a feature, or the decision's confidence. *)
