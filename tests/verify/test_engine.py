@@ -132,3 +132,37 @@ def test_unknown_gives_exit_3(edge):
     assert Report(info, (res("holds"), res("unknown")), 0.0).exit_code == 3
     assert Report(info, (res("violated"), res("unknown")), 0.0).exit_code == 1
     assert Report(info, (res("holds"),), 0.0).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "when 3 * x - z >= 1 and 3 * x - z <= 1 and 7 * x + z >= 2.2 ensure action == block",
+        "when 10 * x - 3 * z > 0.1 and 10 * x - 3 * z < 0.1000000000000001 ensure action == block",
+    ],
+)
+def test_rational_models_become_float64_witnesses(body):
+    """Z3's rational solutions are rounded / re-solved into exact float64 counterexamples."""
+    from clefprove.model.source import compile_source
+
+    src = {
+        "features": [
+            {"name": "x", "type": "float", "min": 0, "max": 10, "default": 0},
+            {"name": "z", "type": "float", "min": -1, "max": 10, "default": 0},
+        ],
+        "actions": ["allow", "block"],
+        "tree": {
+            "feature": "x",
+            "threshold": 5,
+            "left": {"action": "allow", "confidence": 0.9},
+            "right": {"action": "block", "confidence": 0.8},
+        },
+    }
+    model = compile_source(src)
+    inv = parse_text("invariant t:\n  " + body + "\n", model, "t.inv").invariants[0]
+    r = check_invariant(model, inv)
+    assert r.solver_paths >= 1
+    assert r.status == "violated" and r.counterexamples and not r.warnings
+    c = r.counterexamples[0]
+    x = [c.input["x"], c.input["z"]]
+    assert ck.evaluate(inv.when, x, 0, 0.9)
