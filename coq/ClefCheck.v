@@ -577,30 +577,6 @@ Definition fm_check (cs : list cstr) : bool :=
 Lemma fm_check_sound : forall cs x, (forall c, In c cs -> csat x c) -> fm_check cs = false.
 Proof. intros cs x H; apply fm_loop_sound with x; auto. Qed.
 
-(** The box as constraints (tightened bounds). *)
-Fixpoint box_cs (i : nat) (bx : box) : list cstr :=
-  match bx with
-  | [] => []
-  | b :: r =>
-      let bd := tight b in
-      Cstr (unitv i (-1)) (lo bd) (los bd) :: Cstr (unitv i 1) (- hi bd) (his bd)
-        :: box_cs (S i) r
-  end.
-
-Lemma box_cs_sound : forall bx i x, in_box bx (fun j => x (i + j)%nat) ->
-  forall c, In c (box_cs i bx) -> csat x c.
-Proof.
-  induction bx as [|b r IH]; intros i x H c Hc; simpl in Hc; [destruct Hc|].
-  apply in_box_cons in H; destruct H as [H0 H1].
-  pose proof (tight_sound _ _ H0) as [Hl Hh].
-  rewrite Nat.add_0_r in Hl, Hh.
-  destruct Hc as [<-|[<-|Hc]]; unfold csat; cbn [c_s c_v c_k].
-  - unfold lo_ok in Hl; destruct (los (tight b)); rewrite dot_unitv; lra.
-  - unfold hi_ok in Hh; destruct (his (tight b)); rewrite dot_unitv; lra.
-  - apply IH with (S i); auto.
-    intros j b' Hj; replace (S i + j)%nat with (i + S j)%nat by lia; apply (H1 j b' Hj).
-Qed.
-
 (** ** Deciding one conjunction inside a box *)
 
 Definition mlit := (list (nat * Q) * Q * bool)%type.
@@ -681,13 +657,44 @@ Qed.
 
 Definition mlit_cstr (m : mlit) : cstr := let '(ts, k, s) := m in Cstr (dense ts) k s.
 
-(** [term_infeasible bx t = true]: no input of the box satisfies every literal of [t]. *)
+(** The features of the multi-feature literals, each once. *)
+Fixpoint uniq (l acc : list nat) : list nat :=
+  match l with
+  | [] => acc
+  | i :: r => if existsb (Nat.eqb i) acc then uniq r acc else uniq r (i :: acc)
+  end.
+
+Definition ms_vars (ms : list mlit) : list nat :=
+  uniq (flat_map (fun m => map fst (fst (fst m))) ms) [].
+
+(** The (tightened) bounds of feature [i] as two constraints. *)
+Definition bound_cs (bx : box) (i : nat) : list cstr :=
+  match nth_error bx i with
+  | Some b =>
+      let bd := tight b in
+      [Cstr (unitv i (-1)) (lo bd) (los bd); Cstr (unitv i 1) (- hi bd) (his bd)]
+  | None => []
+  end.
+
+Lemma bound_cs_sound : forall bx i x c, in_box bx x -> In c (bound_cs bx i) -> csat x c.
+Proof.
+  intros bx i x c H Hc; unfold bound_cs in Hc.
+  destruct (nth_error bx i) as [b|] eqn:E; [|destruct Hc].
+  pose proof (tight_sound _ _ (H i b E)) as [Hl Hh].
+  destruct Hc as [<-|[<-|[]]]; unfold csat; cbn [c_s c_v c_k].
+  - unfold lo_ok in Hl; destruct (los (tight b)); rewrite dot_unitv; lra.
+  - unfold hi_ok in Hh; destruct (his (tight b)); rewrite dot_unitv; lra.
+Qed.
+
+(** [term_infeasible bx t = true]: no input of the box satisfies every literal of [t].
+    Fourier-Motzkin gets the bounds of the features it has to eliminate, no others (the
+    others' bounds cannot contradict: the box is not empty). *)
 Definition term_infeasible (bx : box) (t : list lit) : bool :=
   let (bx', ms) := apply_lits bx t in
   box_empty bx' ||
   match ms with
   | [] => false
-  | _ => fm_check (box_cs O bx' ++ map mlit_cstr ms)
+  | _ => fm_check (flat_map (bound_cs bx') (ms_vars ms) ++ map mlit_cstr ms)
   end.
 
 Lemma term_infeasible_sound : forall bx t x, in_box bx x -> term_holds t x ->
@@ -700,7 +707,7 @@ Proof.
   rewrite (box_empty_sound bx' x Hb'); simpl.
   destruct ms as [|m ms']; auto.
   apply fm_check_sound with x; intros c Hc; apply in_app_or in Hc; destruct Hc as [Hc|Hc].
-  - apply box_cs_sound with bx' O; auto.
+  - apply in_flat_map in Hc; destruct Hc as [i [_ Hc]]; apply bound_cs_sound with bx' i; auto.
   - apply in_map_iff in Hc; destruct Hc as [[[ts k] s] [<- Hin]].
     pose proof (Hm _ Hin) as Hh; unfold mlit_holds, lin_holds in Hh; unfold csat.
     cbn [mlit_cstr c_s c_v c_k]; destruct s; rewrite dot_dense; auto.

@@ -220,13 +220,20 @@ def fm_check(cs: list[Cstr]) -> bool:
     return fm_loop(max((len(c[0]) for c in cs), default=0), 0, cs)
 
 
-def box_cs(bx: list[FBox]) -> list[Cstr]:
-    out: list[Cstr] = []
-    for i, b in enumerate(bx):
-        lo, los, hi, his = tight(b)
-        out.append((unitv(i, Fraction(-1)), lo, los))
-        out.append((unitv(i, Fraction(1)), -hi, his))
-    return out
+def ms_vars(ms: list[Lit]) -> list[int]:
+    acc: list[int] = []
+    for m in ms:
+        for i, _ in m[1]:
+            if i not in acc:
+                acc.insert(0, i)
+    return acc
+
+
+def bound_cs(bx: list[FBox], i: int) -> list[Cstr]:
+    if i >= len(bx):
+        return []
+    lo, los, hi, his = tight(bx[i])
+    return [(unitv(i, Fraction(-1)), lo, los), (unitv(i, Fraction(1)), -hi, his)]
 
 
 # ------------------------------------------------------------------- one conjunction
@@ -269,7 +276,8 @@ def term_infeasible(bx: list[FBox], t: list[Lit]) -> bool:
         return True
     if not ms:
         return False
-    return fm_check(box_cs(bx2) + [(dense(m[1]), m[2], m[3]) for m in ms])
+    bounds = [c for i in ms_vars(ms) for c in bound_cs(bx2, i)]
+    return fm_check(bounds + [(dense(m[1]), m[2], m[3]) for m in ms])
 
 
 def leaf_terms(w: CFormula, e: CFormula, a: int, c: Fraction) -> list[list[Lit]]:
