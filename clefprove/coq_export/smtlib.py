@@ -11,10 +11,13 @@ and categorical features are ``Int`` (bool 0/1, categorical the vocabulary index
 features ``Real`` (every rational in the box: the same over-approximation of float64 inputs as
 the verifier's), and every number is the exact rational of its float64 value.
 
-Wiring into ``check --smtlib DIR``: where the verifier has decided a query (invariant *inv*,
-leaf *leaf*, answer *status*), call::
+Wiring into ``check --smtlib DIR``: where the verifier has decided a query (formulas *when*
+and *ensure* of invariant *name*, leaf *leaf*, answer *status*), call::
 
-    write_query(DIR, query_name(inv.name, leaf), query_script(model, inv, leaf, status))
+    write_query(DIR, query_name(name, leaf), path_query(model, when, ensure, leaf, status, name))
+
+This module depends only on the model types and the checked form; it can move to
+``clefprove/smt`` unchanged if that reads better.
 """
 
 from __future__ import annotations
@@ -120,17 +123,29 @@ def query_script(
     model: Model, invariant: ck.CheckedInvariant, leaf: int, status: str = "unknown"
 ) -> str:
     """The standalone script of the query of *invariant* (non-relational) at *leaf*."""
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {STATUSES}")
     if invariant.is_relational:
         raise ClefproveError(f"{invariant.name}: relational invariants have no per-path query")
+    return path_query(model, invariant.when, invariant.ensure, leaf, status, invariant.name)  # type: ignore[arg-type]
+
+
+def path_query(
+    model: Model,
+    when: ck.Formula,
+    ensure: ck.Formula,
+    leaf: int,
+    status: str = "unknown",
+    label: str = "",
+) -> str:
+    """The standalone script of ``when and not ensure`` on the path to *leaf*."""
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}")
     node = model.node(leaf)
     if not node.is_leaf:
         raise ClefproveError(f"node {leaf} is not a leaf")
     lines = [
         "(set-info :smt-lib-version 2.6)",
         f"(set-info :source |clefprove query: model {_clean(model.name)} "
-        f"{_clean(model.version)} sha256 {model.sha256}; invariant {_clean(invariant.name)}; "
+        f"{_clean(model.version)} sha256 {model.sha256}; invariant {_clean(label)}; "
         f"leaf {leaf} (action {_clean(model.actions[node.action])}, confidence "
         f"{node.confidence!r}). sat: an input on this path breaks the invariant.|)",
         "(set-logic QF_LIRA)",
@@ -149,9 +164,9 @@ def query_script(
     lines.append(f"; the path to leaf {leaf}")
     lines += [f"(assert {c})" for c in path_conditions(model, leaf)]
     lines.append("; when and not ensure, at the leaf's decision")
-    when = formula(model, invariant.when, node.action, node.confidence)
-    ensure = formula(model, invariant.ensure, node.action, node.confidence)  # type: ignore[arg-type]
-    lines.append(f"(assert (and {when} (not {ensure})))")
+    w = formula(model, when, node.action, node.confidence)
+    e = formula(model, ensure, node.action, node.confidence)
+    lines.append(f"(assert (and {w} (not {e})))")
     lines += ["(check-sat)", "(exit)"]
     return "\n".join(lines) + "\n"
 
