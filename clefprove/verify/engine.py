@@ -173,15 +173,14 @@ def _solve(
     bounds = np.linspace(0, len(queries), n_chunks + 1).astype(int)
     chunks = [queries[a:b] for a, b in itertools.pairwise(bounds) if b > a]
     out: list[tuple[str, np.ndarray | None]] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [
-            pool.submit(
-                smt_paths.solve, model, inv.when, inv.ensure, c, _limits(settings, prep.tag)
-            )
-            for c in chunks
-        ]
-        for fut in futures:
-            out.extend(fut.result())
+    # The model and invariant go to each worker once (initializer), not with every chunk.
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        initializer=smt_paths.init_worker,
+        initargs=(model, inv.when, inv.ensure, _limits(settings, prep.tag)),
+    ) as pool:
+        for part in pool.map(smt_paths.solve_in_worker, chunks):
+            out.extend(part)
     return out
 
 
