@@ -223,6 +223,28 @@ def _safe_proofs(
     return out
 
 
+class _LeafKeys:
+    """Keys (subtree hash + context box) of single leaves, computed once per leaf and run."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, bytes] = {}
+
+    def get(self, model: Model, boxes: LeafBoxes) -> list[bytes]:
+        leaves = boxes.leaves.tolist()
+        todo = np.array([r for r, leaf in enumerate(leaves) if leaf not in self.known], dtype=int)
+        if todo.size:
+            n_feat = len(model.features)
+            sub = boxes.take(todo)
+            keys = merkle.context_digests(
+                merkle.subtree_hashes(model)[sub.leaves],
+                sub.lo[:, :n_feat],
+                sub.hi[:, :n_feat],
+                sub.cats,
+            )
+            self.known.update(zip(sub.leaves.tolist(), keys, strict=True))
+        return [self.known[leaf] for leaf in leaves]
+
+
 # ---------------------------------------------------------------- results as JSON
 
 
@@ -324,13 +346,22 @@ def _check_program(
         walk = _walk(cache, model, scopes)
         proofs: list[tuple[bytes, bytes, int]] = []
         whole: list[tuple[bytes, str]] = []
+        leaf_keys = _LeafKeys()
         for j, i in enumerate(todo):
             t0 = time.perf_counter()
             inv = invs[i]
             prep = eg.prepare(model, inv, settings.dnf_cap)
             boxes = _boxes_for(model, walk, j)
-            pv = eg.decide(model, prep, boxes, settings)
             reused = int(walk.reused[j])
+            if boxes.size and walk.reused.any():
+                # Single leaves proved by Z3 earlier (only those are stored: see below).
+                keys = leaf_keys.get(model, boxes)
+                found = cache.lookup_subtrees(keys)
+                if found:
+                    hit = np.array([found.get((k, scopes[j])) == 1 for k in keys], dtype=bool)
+                    reused += int(hit.sum())
+                    boxes = boxes.take(~hit)
+            pv = eg.decide(model, prep, boxes, settings)
             res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
             if reused and _needs_fresh(inv, res, pv, counterexamples):
                 res = api.check_invariant(model, inv, settings, counterexamples)
@@ -342,6 +373,10 @@ def _check_program(
             proofs.extend(
                 (k, scopes[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status)
             )
+            solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
+            if solved.size:  # a solver proof is worth storing even for a single leaf
+                keys = leaf_keys.get(model, boxes.take(solved))
+                proofs.extend((k, scopes[j], 1) for k in keys)
             if res.unknown_paths == 0 and not any(w.startswith("internal:") for w in res.warnings):
                 whole.append((rkeys[i], _to_json(res)))
         cache.store(proofs, whole)

@@ -1,0 +1,209 @@
+"""Incremental re-verification: cold check against re-checks after small model updates.
+
+For the depth-12 example and a depth-20 model (trained here with
+``examples/make_edge_example.py``), and for two invariant sets -- the five SPEC invariants (the
+box engine decides every path without Z3) and a solver-bound set (the SPEC ones plus one whose
+paths need Z3) -- it measures, in one run and in-process (model loaded, invariants parsed):
+
+* ``cold``: ``clefprove.check`` without a cache (the baseline every ratio divides by);
+* ``cold+store``: the same with an empty cache (what filling the cache costs);
+* re-checks with the cache filled by the original model, after
+  (a) one leaf's action changed, (b) one threshold at depth >= 10 moved,
+  (c) a depth-4 subtree retrained (replaced by the same position of a tree trained on other
+  data), (d) no change (the file reloaded);
+* the time of (a) per changed path (paths_checked counts (invariant, path) pairs).
+
+Every re-check's report is compared with a fresh check of the same model (minus timings).
+Each number is the median of several runs, each on a fresh copy of the filled cache.
+
+    python bench/bench_incremental.py [--repeat 7] [--rows 400000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from clefprove.dsl.loader import load_invariants  # noqa: E402
+from clefprove.incremental import ProofCache  # noqa: E402
+from clefprove.model.source import compile_source  # noqa: E402
+from clefprove.verify.api import check  # noqa: E402
+
+SOLVER_INV = """severity allow < challenge < rate_limit < block
+
+invariant slow_but_shallow_blocked:
+  "A linear score whose paths the box engine cannot decide alone (needs Z3)."
+  when client_rtt_ms - 100 * path_depth >= 2000 and client_rtt_ms + 500 * referer_entropy <= 1500
+  ensure action == block
+"""
+
+
+def _example_module():
+    spec = importlib.util.spec_from_file_location("mk", ROOT / "examples" / "make_edge_example.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _paths(t: dict, p: tuple = ()) -> list[tuple]:
+    out = [p]
+    if "action" not in t:
+        out += _paths(t["left"], (*p, "left")) + _paths(t["right"], (*p, "right"))
+    return out
+
+
+def _at(t: dict, p: tuple) -> dict:
+    for s in p:
+        t = t[s]
+    return t
+
+
+def edits(src: dict, other: dict) -> dict[str, dict]:
+    """The four updates of the issue, as JSON sources."""
+    t = src["tree"]
+    allp = _paths(t)
+    out: dict[str, dict] = {}
+    # (a) the action of the deepest leaf on the leftmost-deep path
+    leaves = sorted((p for p in allp if "action" in _at(t, p)), key=lambda p: (-len(p), p))
+    a = copy.deepcopy(src)
+    leaf = _at(a["tree"], leaves[len(leaves) // 3])
+    leaf["action"] = "block" if leaf["action"] != "block" else "challenge"
+    out["a_leaf_action"] = a
+    # (b) a numeric threshold at depth >= 10, moved a little (towards its neighbour values)
+    deep = [p for p in allp if len(p) >= 10 and "threshold" in _at(t, p)]
+    b = copy.deepcopy(src)
+    node = _at(b["tree"], deep[len(deep) // 2])
+    node["threshold"] = node["threshold"] + (
+        0.5 if node["feature"] in ("tls_version", "path_depth") else 0.01
+    )
+    out["b_threshold_depth>=10"] = b
+    # (c) a depth-4 subtree retrained: the same position in a tree trained on other data
+    ot = other["tree"]
+    cands = [p for p in allp if len(p) == 4 and "feature" in _at(t, p)]
+    both = [p for p in cands if all("feature" in _at(ot, p[:k]) for k in range(len(p)))]
+    c = copy.deepcopy(src)
+    p = both[0]
+    _at(c["tree"], p[:-1])[p[-1]] = copy.deepcopy(_at(ot, p))
+    out["c_depth4_subtree_retrained"] = c
+    out["d_no_change"] = copy.deepcopy(src)
+    return out
+
+
+def _comparable(rep) -> str:
+    d = rep.to_json_dict()
+    for k in ("seconds", "paths_checked", "paths_reused"):
+        d["summary"].pop(k)
+    for r in d["results"]:
+        for k in ("seconds", "paths_checked", "paths_reused"):
+            r.pop(k)
+    return json.dumps(d, sort_keys=True)
+
+
+def _median_time(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int) -> list[dict]:
+    rows = []
+    base = compile_source(copy.deepcopy(src))
+    variants = edits(src, other)
+    for set_name, inv_path in inv_sets.items():
+        prog = load_invariants([inv_path], base)
+        check(base, prog)  # warm imports and per-model tables
+        cold, fresh = _median_time(lambda: check(compile_source(copy.deepcopy(src)), prog), repeat)
+        with tempfile.TemporaryDirectory() as tmp:
+            filled = Path(tmp) / "filled"
+
+            def cold_store(n=[0]):  # noqa: B006
+                n[0] += 1
+                d = Path(tmp) / f"cold{n[0]}"
+                with ProofCache(d) as cache:
+                    t = time.perf_counter()
+                    r = check(base, prog, cache=cache)
+                    return time.perf_counter() - t, r
+
+            cs = statistics.median(cold_store()[0] for _ in range(repeat))
+            with ProofCache(filled) as cache:
+                check(base, prog, cache=cache)
+            rows.append(
+                dict(model=label, set=set_name, scenario="cold", ms=cold * 1e3, ratio=1.0,
+                     checked=fresh.summary["paths_checked"], reused=0)
+            )
+            rows.append(
+                dict(model=label, set=set_name, scenario="cold+store", ms=cs * 1e3,
+                     ratio=cs / cold, checked=fresh.summary["paths_checked"], reused=0)
+            )
+            for name, vsrc in variants.items():
+                model = compile_source(copy.deepcopy(vsrc))
+                vprog = load_invariants([inv_path], model)
+                want = _comparable(check(model, vprog))
+                times = []
+                rep = None
+                for k in range(repeat):
+                    d = Path(tmp) / f"{name}-{k}"
+                    shutil.copytree(filled, d)
+                    m = compile_source(copy.deepcopy(vsrc))  # a fresh object: nothing memoised
+                    with ProofCache(d) as cache:
+                        t = time.perf_counter()
+                        rep = check(m, vprog, cache=cache)
+                        times.append(time.perf_counter() - t)
+                    assert _comparable(rep) == want, f"{label} {name}: cached != fresh"
+                ms = statistics.median(times) * 1e3
+                s = rep.summary
+                row = dict(model=label, set=set_name, scenario=name, ms=ms, ratio=ms / (cold * 1e3),
+                           checked=s["paths_checked"], reused=s["paths_reused"])
+                if name.startswith("a_") and s["paths_checked"]:
+                    row["per_path_us"] = ms * 1e3 / s["paths_checked"]
+                rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--rows", type=int, default=400_000, help="training rows for the d20 model")
+    args = ap.parse_args()
+    mk = _example_module()
+    d12 = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
+    print("training the depth-20 model and the retrained variants ...", file=sys.stderr)
+    d12_other = mk.model_source(mk.build(12, args.rows, seed=7)[1])
+    d20 = mk.model_source(mk.build(20, args.rows)[1])
+    d20_other = mk.model_source(mk.build(20, args.rows, seed=7)[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        solver = Path(tmp) / "solver"
+        solver.mkdir()
+        shutil.copy(ROOT / "invariants" / "edge.inv", solver / "edge.inv")
+        (solver / "risk.inv").write_text(SOLVER_INV)
+        sets = {"SPEC (5)": str(ROOT / "invariants" / "edge.inv"), "SPEC + Z3 (6)": str(solver)}
+        rows = bench_model("depth 12", d12, d12_other, sets, args.repeat)
+        rows += bench_model("depth 20", d20, d20_other, sets, args.repeat)
+    n12 = compile_source(copy.deepcopy(d12)).n_nodes
+    n20 = compile_source(copy.deepcopy(d20)).n_nodes
+    print(f"\nmodels: depth 12 = {n12} nodes, depth 20 = {n20} nodes; median of {args.repeat}")
+    print(f"{'model':<9} {'invariants':<14} {'scenario':<28} {'ms':>9} {'x cold':>8} "
+          f"{'checked':>8} {'reused':>8}  per changed path")
+    for r in rows:
+        extra = f"{r['per_path_us']:.0f} us" if "per_path_us" in r else ""
+        print(f"{r['model']:<9} {r['set']:<14} {r['scenario']:<28} {r['ms']:9.2f} "
+              f"{100 * r['ratio']:7.1f}% {r['checked']:8d} {r['reused']:8d}  {extra}")
+
+
+if __name__ == "__main__":
+    main()
