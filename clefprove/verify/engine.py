@@ -45,7 +45,7 @@ HOW_NONE = -3
 
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).
-PARALLEL_MIN_SOLVER_PATHS = 64
+PARALLEL_MIN_SOLVER_PATHS = 200
 
 
 @dataclass(frozen=True)
