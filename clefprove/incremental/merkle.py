@@ -200,8 +200,8 @@ def content_digest(model: Model) -> str:
         return cached
     h = hashlib.sha256(b"content\0")
     h.update(_domain_json(model, None, True))
-    h.update(np.ascontiguousarray(model.nodes).tobytes())
-    h.update(np.ascontiguousarray(model.membership).tobytes())
+    h.update(memoryview(np.ascontiguousarray(model.nodes)).cast("B"))
+    h.update(memoryview(np.ascontiguousarray(model.membership)).cast("B"))
     out = h.hexdigest()
     _CONTENT[model] = out
     return out

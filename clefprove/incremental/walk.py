@@ -59,9 +59,24 @@ def _version() -> str:
     return __version__
 
 
+_DIGESTS: dict[int, tuple[ck.CheckedInvariant, str]] = {}
+
+
+def _digest(invariant: ck.CheckedInvariant) -> str:
+    """``invariant.digest``, memoised per object (it re-renders the canonical form)."""
+    hit = _DIGESTS.get(id(invariant))
+    if hit is not None and hit[0] is invariant:
+        return hit[1]
+    if len(_DIGESTS) > 4096:
+        _DIGESTS.clear()
+    d = invariant.digest
+    _DIGESTS[id(invariant)] = (invariant, d)
+    return d
+
+
 def scope_key(invariant: ck.CheckedInvariant, domain: str) -> bytes:
     """What a subtree proof is a proof *of*: the invariant's meaning in this domain."""
-    text = f"scope\0{invariant.digest}\0{domain}\0{_version()}"
+    text = f"scope\0{_digest(invariant)}\0{domain}\0{_version()}"
     return hashlib.sha256(text.encode()).digest()
 
 
@@ -77,7 +92,7 @@ def result_key(invariant: ck.CheckedInvariant, counterexamples: int, content: st
             counterexamples,
         ]
     )
-    text = f"result\0{invariant.digest}\0{ident}\0{content}\0{_version()}"
+    text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
     return hashlib.sha256(text.encode()).digest()
 
 
