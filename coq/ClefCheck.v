@@ -886,14 +886,34 @@ Proof.
   apply evalf_sem in Hs; congruence.
 Qed.
 
-(** ** Tactics for the readable-statement lemmas *)
+(** ** Tactics for the readable-statement lemmas
 
-Lemma iff_and : forall A B C D : Prop, (A <-> C) -> (B <-> D) -> (A /\ B <-> C /\ D).
-Proof. tauto. Qed.
-Lemma iff_or : forall A B C D : Prop, (A <-> C) -> (B <-> D) -> (A \/ B <-> C \/ D).
-Proof. tauto. Qed.
-Lemma iff_not : forall A B : Prop, (A <-> B) -> (~ A <-> ~ B).
-Proof. tauto. Qed.
+    [clef_iff] proves [R <-> sem f x a c] for a readable proposition [R] that has the
+    connective structure of the formula [f] ([FOr (FNot p) q] read as an implication): it
+    follows [f] constructor by constructor, and proves each comparison with [lra]. *)
+
+Lemma sem_and_iff : forall p q x a c (A B : Prop),
+  (A <-> sem p x a c) -> (B <-> sem q x a c) -> (A /\ B <-> sem (FAnd p q) x a c).
+Proof. intros; simpl; tauto. Qed.
+Lemma sem_or_iff : forall p q x a c (A B : Prop),
+  (A <-> sem p x a c) -> (B <-> sem q x a c) -> (A \/ B <-> sem (FOr p q) x a c).
+Proof. intros; simpl; tauto. Qed.
+Lemma sem_not_iff : forall p x a c (A : Prop),
+  (A <-> sem p x a c) -> (~ A <-> sem (FNot p) x a c).
+Proof. intros; simpl; tauto. Qed.
+
+(** [p implies q] is [FOr (FNot p) q]; reading it as [->] needs [sem p] decidable, which
+    [evalf_sem] gives. *)
+Lemma sem_imp_iff : forall p q x a c (A B : Prop),
+  (A <-> sem p x a c) -> (B <-> sem q x a c) -> ((A -> B) <-> sem (FOr (FNot p) q) x a c).
+Proof.
+  intros p q x a c A B HA HB; simpl; split.
+  - intros H; destruct (evalf p x a c) eqn:E.
+    + right; apply HB, H, HA, evalf_sem; auto.
+    + left; intros Hp; apply evalf_sem in Hp; congruence.
+  - intros [H|H] Ha; [exfalso; apply H, HA; auto | apply HB; auto].
+Qed.
+
 Lemma In_single : forall (a b : N), a = b <-> In a [b].
 Proof. intros a b; simpl; split; [intros ->; auto | intros [->|[]]; auto]. Qed.
 Lemma is_one_of_single : forall q z, q == inject_Z z <-> is_one_of q [z].
@@ -904,6 +924,7 @@ Proof.
 Qed.
 
 Ltac clef_atom :=
+  cbn [sem];
   first
     [ reflexivity
     | apply In_single
@@ -912,8 +933,9 @@ Ltac clef_atom :=
 
 Ltac clef_iff :=
   lazymatch goal with
-  | |- (_ /\ _) <-> (_ /\ _) => apply iff_and; clef_iff
-  | |- (_ \/ _) <-> (_ \/ _) => apply iff_or; clef_iff
-  | |- (~ _) <-> (~ _) => apply iff_not; clef_iff
+  | |- (_ -> _) <-> sem (FOr (FNot _) _) _ _ _ => apply sem_imp_iff; clef_iff
+  | |- _ <-> sem (FAnd _ _) _ _ _ => apply sem_and_iff; clef_iff
+  | |- _ <-> sem (FOr _ _) _ _ _ => apply sem_or_iff; clef_iff
+  | |- _ <-> sem (FNot _) _ _ _ => apply sem_not_iff; clef_iff
   | |- _ => clef_atom
   end.

@@ -33,6 +33,7 @@ from clefprove.coq_export.render import (
     join_blocks,
     make_names,
     prop,
+    prop_arg,
     q_term,
     tree_term,
     used_features,
@@ -286,7 +287,7 @@ def _iff_lemma(readable: str, formula: str, p: CFormula, names: Names) -> str:
     unfold = ", ".join([readable, formula, *(names.features[i] for i in feats)])
     return (
         f"Lemma {readable}_iff : forall x a c, {readable} x a c <-> sem {formula} x a c.\n"
-        f"Proof. intros x a c; unfold {unfold}; cbn [sem]; clef_iff. Qed."
+        f"Proof. intros x a c; unfold {unfold}; clef_iff. Qed."
     )
 
 
@@ -294,7 +295,7 @@ def _statement(w: CFormula, e: CFormula, names: Names) -> str:
     ctx = Ctx("action x", "confidence x")
     parts = ["forall x : input, in_domain model_domain x ->"]
     if w != FConst(True):
-        parts.append(f"  {prop(w, names, ctx)} ->")
+        parts.append(f"  {prop_arg(w, names, ctx)} ->")
     parts.append(f"  {prop(e, names, ctx)}")
     return "\n  ".join(parts)
 
@@ -330,7 +331,7 @@ def _refutation(
         f"  | {i}%nat => {q_term(v)}   (* {names.features[i]} *)" for i, v in enumerate(cex)
     )
     body = f"fun i => match i with\n{cases}\n  | _ => 0\n  end"
-    hyp = f"{prop(w, names, ctx)} -> " if w != FConst(True) else ""
+    hyp = f"{prop_arg(w, names, ctx)} -> " if w != FConst(True) else ""
     if w != FConst(True):
         lemma = "readable_refuted"
         args = (

@@ -263,9 +263,23 @@ def prop(p: CFormula, names: Names, ctx: Ctx) -> str:
             return f"~ {inner}" if _atomic(arg) else f"~ ({inner})"
         case FAnd(left, right):
             return f"{_wrap(left, names, ctx, FAnd)} /\\ {_wrap(right, names, ctx, FAnd, True)}"
+        case FOr(FNot(arg), right):  # "p implies q" in the checked form
+            lhs = prop(arg, names, ctx)
+            return f"{f'({lhs})' if is_imp(arg) else lhs} -> {prop(right, names, ctx)}"
         case FOr(left, right):
             return f"{_wrap(left, names, ctx, FOr)} \\/ {_wrap(right, names, ctx, FOr, True)}"
     raise TypeError(p)
+
+
+def is_imp(p: CFormula) -> bool:
+    """Whether *p* is rendered as an implication (``FOr (FNot a) b``)."""
+    return isinstance(p, FOr) and isinstance(p.left, FNot)
+
+
+def prop_arg(p: CFormula, names: Names, ctx: Ctx) -> str:
+    """:func:`prop`, parenthesized when it is an implication (left of another ``->``)."""
+    text = prop(p, names, ctx)
+    return f"({text})" if is_imp(p) else text
 
 
 def _atomic(p: CFormula) -> bool:
@@ -274,6 +288,8 @@ def _atomic(p: CFormula) -> bool:
 
 def _wrap(p: CFormula, names: Names, ctx: Ctx, parent: type, right: bool = False) -> str:
     text = prop(p, names, ctx)
+    if is_imp(p):
+        return f"({text})"
     if _atomic(p) or isinstance(p, FNot) or (right and isinstance(p, parent)):
         return text
     return f"({text})"
