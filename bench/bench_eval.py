@@ -231,10 +231,11 @@ def bench_ablation(rows: int, repeat: int) -> list[list[str]]:
     X, _ = EX.generate(rows, seed=99)
     model = load(EXAMPLES / "edge-allow-block.clef")
     variants = {
-        "default: chunks of 8,192 rows, heap layout for 12 levels": Evaluator(model),
+        "default: chunks of 16,384 rows, heap layout for 12 levels": Evaluator(model),
         "child tables only (heap_levels=0)": Evaluator(model, heap_levels=0),
         "chunks of 2,048 rows": Evaluator(model, chunk_rows=2048),
-        "chunks of 32,768 rows": Evaluator(model, chunk_rows=32768),
+        "chunks of 8,192 rows": Evaluator(model, chunk_rows=8192),
+        "chunks of 65,536 rows": Evaluator(model, chunk_rows=65536),
         "one chunk of 1,000,000 rows": Evaluator(model, chunk_rows=rows),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}

@@ -43,7 +43,7 @@ from clefprove.model.types import Model, NodeKind
 
 #: Rows per chunk: large enough to amortise numpy call overhead, small enough that the
 #: per-chunk buffers stay in the CPU's L2 cache.
-DEFAULT_CHUNK_ROWS = 8192
+DEFAULT_CHUNK_ROWS = 16384
 
 #: Tree levels evaluated in the heap layout (2**(levels+1) slots of derived tables).
 HEAP_LEVELS = 12
@@ -260,13 +260,13 @@ class Evaluator:
             for d in range(first_step, depth):
                 heap = d < h
                 if d == h and h:
-                    np.take(self._h_to_t, s, out=s_next, mode="clip")
+                    self._h_to_t.take(s, out=s_next, mode="clip")
                     s, s_next = s_next, s
                 feat_s, thr_s = (self._h_feat, self._h_thr) if heap else (self._t_feat, self._t_thr)
-                np.take(feat_s, s, out=fi, mode="clip")
+                feat_s.take(s, out=fi, mode="clip")
                 np.add(fi, rowoff, out=fi)
-                np.take(flat, fi, out=xv, mode="clip")
-                np.take(thr_s, s, out=tv, mode="clip")
+                flat.take(fi, out=xv, mode="clip")
+                thr_s.take(s, out=tv, mode="clip")
                 np.greater(xv, tv, out=go)
                 if general_at[d]:
                     self._categorical_lookup(s, xv, go, b, heap)
@@ -275,23 +275,23 @@ class Evaluator:
                     np.add(s, go, out=s)
                 else:
                     np.add(s, go, out=s)
-                    np.take(self._child2, s, out=s_next, mode="clip")
+                    self._child2.take(s, out=s_next, mode="clip")
                     s, s_next = s_next, s
 
             out_leaves = leaves[start : start + m]
             if depth <= h:
-                np.take(self._h_node, s, out=out_leaves, mode="clip")
+                self._h_node.take(s, out=out_leaves, mode="clip")
             else:
                 np.right_shift(s, 1, out=out_leaves)
-            np.take(self._aux, out_leaves, out=actions[start : start + m], mode="clip")
-            np.take(self._conf, out_leaves, out=confidences[start : start + m], mode="clip")
+            self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
+            self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
 
     def _categorical_lookup(
         self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, b: _Buffers, heap: bool
     ) -> None:
         """Overwrite ``go`` for the rows standing on a general categorical split."""
-        np.take(self._h_general if heap else self._t_general, s, out=b.flag, mode="clip")
+        (self._h_general if heap else self._t_general).take(s, out=b.flag, mode="clip")
         rows = np.flatnonzero(b.flag)
         if rows.size == 0:
             return
