@@ -40,7 +40,9 @@ from clefprove.coq_export.render import (
 )
 from clefprove.coq_export.terms import (
     CFormula,
+    CTree,
     FConst,
+    FDom,
     eval_tree,
     evalf,
     from_checked,
@@ -163,8 +165,8 @@ def export_coq(
 
 def _one(
     model: Model,
-    domain: tuple,
-    tree: object,
+    domain: tuple[FDom, ...],
+    tree: CTree,
     names: Names,
     inv: ck.CheckedInvariant,
     ident: str,
@@ -177,69 +179,68 @@ def _one(
         head += f"\n    {comment(repr(inv.description))}"
     if inv.is_relational:
         reason = "relational invariants are not supported by the Coq export"
-        return InvariantExport(
-            inv.name, SKIPPED, reason=reason
-        ), f"{head}\n    Not exported: {reason}. *)"
+        res = InvariantExport(inv.name, SKIPPED, reason=reason)
+        return res, f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
     e = from_checked(inv.ensure)  # type: ignore[arg-type]
-    failures: list[mirror.Failure] = []
-    if mirror.check(domain, tree, w, e, failures):
+    if mirror.check(domain, tree, w, e):
         block = _defs(ident, w, e, names) + "\n\n" + _theorem(ident, w, e, names)
-        return InvariantExport(
-            inv.name, PROVED, theorem=ident
-        ), f"{head}\n    Proved. *)\n\n{block}"
-    cex = _counterexample(model, domain, tree, inv, w, e, verify, known.get(inv.name))
+        res = InvariantExport(inv.name, PROVED, theorem=ident)
+        return res, f"{head}\n    Proved. *)\n\n{block}"
+    if inv.name in known:
+        verdict, candidates = "", [[Fraction(v) for v in known[inv.name]]]
+    elif verify:
+        verdict, candidates = _ask_verifier(model, inv)
+    else:
+        verdict, candidates = "", []
+    cex = _confirmed(domain, tree, w, e, candidates)
     if cex is not None:
         thm = f"{ident}_fails"
-        decision = eval_tree(tree, cex)[:2]  # type: ignore[arg-type]
-        block = (
-            _defs(ident, w, e, names) + "\n\n" + _refutation(ident, thm, w, e, names, cex, decision)
-        )
+        decision = eval_tree(tree, cex)[:2]
+        refutation = _refutation(ident, thm, w, e, names, cex, decision)
+        block = _defs(ident, w, e, names) + "\n\n" + refutation
         res = InvariantExport(inv.name, REFUTED, theorem=thm, counterexample=tuple(cex))
         return res, f"{head}\n    Violated: refuted below at a concrete input. *)\n\n{block}"
-    reason = _why_not(w, e, failures, verify)
+    reason = _why_not(w, e, verdict, verify)
     res = InvariantExport(inv.name, SKIPPED, reason=reason)
     return res, f"{head}\n    Not exported: {comment(reason)}. *)"
 
 
-def _why_not(w: CFormula, e: CFormula, failures: list[mirror.Failure], verify: bool) -> str:
+def _why_not(w: CFormula, e: CFormula, verdict: str, verify: bool) -> str:
     if not verify:
         return "the Coq checker cannot prove it and no counterexample was given"
-    if mirror.uses_fm(w, e):
-        return (
-            "the Coq checker (interval reasoning and Fourier-Motzkin over Q) cannot prove "
-            "it, and the verifier found no counterexample; it may need integer reasoning "
-            "on a sum of features"
+    if verdict == "holds":
+        hint = (
+            "; it probably needs integer reasoning on a sum of features, which "
+            "Fourier-Motzkin over Q does not do"
+            if mirror.uses_fm(w, e)
+            else ""
         )
-    return "the Coq checker cannot prove it and the verifier found no counterexample"
+        return f"the verifier proves it but the Coq checker cannot{hint}"
+    if verdict == "violated":
+        return "the verifier finds it violated but no counterexample was confirmed exactly"
+    return "the Coq checker cannot prove it and the verifier cannot decide it (unknown)"
 
 
-def _counterexample(
-    model: Model,
-    domain: tuple,
-    tree: object,
-    inv: ck.CheckedInvariant,
+def _confirmed(
+    domain: tuple[FDom, ...],
+    tree: CTree,
     w: CFormula,
     e: CFormula,
-    verify: bool,
-    known: Sequence[Fraction] | None,
+    candidates: Sequence[list[Fraction]],
 ) -> list[Fraction] | None:
-    """An exactly re-checked encoded input refuting the invariant, or None."""
-    candidates: list[list[Fraction]] = []
-    if known is not None:
-        candidates.append([Fraction(v) for v in known])
-    elif verify:
-        candidates.extend(_verifier_counterexamples(model, inv))
+    """The first candidate that is in the domain, satisfies *w* and breaks *e* (exactly)."""
     for x in candidates:
         if len(x) != len(domain) or not in_domain(domain, x):
             continue
-        a, c, _ = eval_tree(tree, x)  # type: ignore[arg-type]
+        a, c, _ = eval_tree(tree, x)
         if evalf(w, x, a, c) and not evalf(e, x, a, c):
             return x
     return None
 
 
-def _verifier_counterexamples(model: Model, inv: ck.CheckedInvariant) -> list[list[Fraction]]:
+def _ask_verifier(model: Model, inv: ck.CheckedInvariant) -> tuple[str, list[list[Fraction]]]:
+    """The verifier's verdict and its counterexamples as exact encoded inputs."""
     from clefprove.eval.inputs import encode_record
     from clefprove.verify.api import check_invariant
 
@@ -248,7 +249,7 @@ def _verifier_counterexamples(model: Model, inv: ck.CheckedInvariant) -> list[li
     for cex in result.counterexamples:
         x = encode_record(model, cex.input)
         out.append([Fraction(float(v)) for v in x])
-    return out
+    return result.status, out
 
 
 # ----------------------------------------------------------------------------- text
