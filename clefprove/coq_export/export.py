@@ -103,16 +103,38 @@ class Export:
         return 0
 
     def write(self, directory: str | os.PathLike[str]) -> None:
-        """Write every file into *directory* (created if needed), each file atomically."""
+        """Write every file into *directory*.
+
+        A new directory appears whole (written next to it, then renamed into place); in an
+        existing one each file is replaced atomically.
+        """
+        import shutil
+        import tempfile
+
         from clefprove.cli.output import write_atomic
 
         out = Path(directory)
+        if out.exists() and not out.is_dir():
+            raise ClefproveError(f"{out}: exists and is not a directory")
+        if out.is_dir():
+            for name, text in self.files.items():
+                write_atomic(out / name, text)
+            return
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise ClefproveError(f"{out}: directory {parent} does not exist")
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
         except OSError as exc:
             raise ClefproveError(f"{out}: cannot create directory: {exc.strerror}") from exc
-        for name, text in self.files.items():
-            write_atomic(out / name, text)
+        try:
+            for name, text in self.files.items():
+                (tmp / name).write_text(text)
+            tmp.chmod(0o755)
+            os.rename(tmp, out)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ClefproveError(f"{out}: cannot write: {exc.strerror or exc}") from exc
 
 
 def library_text(name: str) -> str:
