@@ -80,7 +80,7 @@ def edits(src: dict, other: dict) -> dict[str, dict]:
     a = copy.deepcopy(src)
     leaf = _at(a["tree"], leaves[len(leaves) // 3])
     leaf["action"] = "block" if leaf["action"] != "block" else "challenge"
-    out["a_leaf_action"] = a
+    out["(a) one leaf action"] = a
     # (b) a numeric threshold at depth >= 10, moved a little (towards its neighbour values)
     deep = [p for p in allp if len(p) >= 10 and "threshold" in _at(t, p)]
     b = copy.deepcopy(src)
@@ -88,7 +88,7 @@ def edits(src: dict, other: dict) -> dict[str, dict]:
     node["threshold"] = node["threshold"] + (
         0.5 if node["feature"] in ("tls_version", "path_depth") else 0.01
     )
-    out["b_threshold_depth>=10"] = b
+    out["(b) threshold at depth>=10"] = b
     # (c) a depth-4 subtree retrained: the same position in a tree trained on other data
     ot = other["tree"]
     cands = [p for p in allp if len(p) == 4 and "feature" in _at(t, p)]
@@ -96,8 +96,8 @@ def edits(src: dict, other: dict) -> dict[str, dict]:
     c = copy.deepcopy(src)
     p = both[0]
     _at(c["tree"], p[:-1])[p[-1]] = copy.deepcopy(_at(ot, p))
-    out["c_depth4_subtree_retrained"] = c
-    out["d_no_change"] = copy.deepcopy(src)
+    out["(c) depth-4 subtree retrained"] = c
+    out["(d) no change"] = copy.deepcopy(src)
     return out
 
 
@@ -126,30 +126,29 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
     variants = edits(src, other)
     for set_name, inv_path in inv_sets.items():
         prog = load_invariants([inv_path], base)
-        check(base, prog)  # warm imports and per-model tables
-        cold, fresh = _median_time(lambda: check(compile_source(copy.deepcopy(src)), prog), repeat)
+        fresh = check(base, prog)  # also warms imports
+        colds: list[float] = []
+
+        def cold(prog=prog, colds=colds) -> None:
+            # Interleaved with every re-check below, so that both see the same machine load.
+            m = compile_source(copy.deepcopy(src))
+            t = time.perf_counter()
+            check(m, prog)
+            colds.append(time.perf_counter() - t)
+
         with tempfile.TemporaryDirectory() as tmp:
             filled = Path(tmp) / "filled"
-
-            def cold_store(n=[0]):  # noqa: B006
-                n[0] += 1
-                d = Path(tmp) / f"cold{n[0]}"
-                with ProofCache(d) as cache:
+            stores = []
+            for k in range(repeat):
+                cold()
+                with ProofCache(Path(tmp) / f"cold{k}") as cache:
+                    m = compile_source(copy.deepcopy(src))
                     t = time.perf_counter()
-                    r = check(base, prog, cache=cache)
-                    return time.perf_counter() - t, r
-
-            cs = statistics.median(cold_store()[0] for _ in range(repeat))
+                    check(m, prog, cache=cache)
+                    stores.append(time.perf_counter() - t)
             with ProofCache(filled) as cache:
                 check(base, prog, cache=cache)
-            rows.append(
-                dict(model=label, set=set_name, scenario="cold", ms=cold * 1e3, ratio=1.0,
-                     checked=fresh.summary["paths_checked"], reused=0)
-            )
-            rows.append(
-                dict(model=label, set=set_name, scenario="cold+store", ms=cs * 1e3,
-                     ratio=cs / cold, checked=fresh.summary["paths_checked"], reused=0)
-            )
+            measured = []
             for name, vsrc in variants.items():
                 model = compile_source(copy.deepcopy(vsrc))
                 vprog = load_invariants([inv_path], model)
@@ -157,6 +156,7 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
                 times = []
                 rep = None
                 for k in range(repeat):
+                    cold()
                     d = Path(tmp) / f"{name}-{k}"
                     shutil.copytree(filled, d)
                     m = compile_source(copy.deepcopy(vsrc))  # a fresh object: nothing memoised
@@ -165,13 +165,46 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
                         rep = check(m, vprog, cache=cache)
                         times.append(time.perf_counter() - t)
                     assert _comparable(rep) == want, f"{label} {name}: cached != fresh"
-                ms = statistics.median(times) * 1e3
-                s = rep.summary
-                row = dict(model=label, set=set_name, scenario=name, ms=ms, ratio=ms / (cold * 1e3),
-                           checked=s["paths_checked"], reused=s["paths_reused"])
-                if name.startswith("a_") and s["paths_checked"]:
-                    row["per_path_us"] = ms * 1e3 / s["paths_checked"]
-                rows.append(row)
+                measured.append((name, statistics.median(times), rep))
+        c = statistics.median(colds)
+        n = fresh.summary["paths_checked"]
+        rows.append(
+            dict(
+                model=label,
+                set=set_name,
+                scenario="cold (no cache)",
+                ms=c * 1e3,
+                ratio=1.0,
+                checked=n,
+                reused=0,
+            )
+        )
+        cs = statistics.median(stores)
+        rows.append(
+            dict(
+                model=label,
+                set=set_name,
+                scenario="cold, filling the cache",
+                ms=cs * 1e3,
+                ratio=cs / c,
+                checked=n,
+                reused=0,
+            )
+        )
+        for name, t, rep in measured:
+            s = rep.summary
+            row = dict(
+                model=label,
+                set=set_name,
+                scenario=name,
+                ms=t * 1e3,
+                ratio=t / c,
+                checked=s["paths_checked"],
+                reused=s["paths_reused"],
+            )
+            if name.startswith("(a)") and s["paths_checked"]:
+                row["per_path_us"] = t * 1e6 / s["paths_checked"]
+            rows.append(row)
     return rows
 
 
@@ -197,12 +230,17 @@ def main() -> None:
     n12 = compile_source(copy.deepcopy(d12)).n_nodes
     n20 = compile_source(copy.deepcopy(d20)).n_nodes
     print(f"\nmodels: depth 12 = {n12} nodes, depth 20 = {n20} nodes; median of {args.repeat}")
-    print(f"{'model':<9} {'invariants':<14} {'scenario':<28} {'ms':>9} {'x cold':>8} "
-          f"{'checked':>8} {'reused':>8}  per changed path")
+    print(
+        "| model | invariants | scenario | ms | of cold | paths checked | paths reused "
+        "| per changed path |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        extra = f"{r['per_path_us']:.0f} us" if "per_path_us" in r else ""
-        print(f"{r['model']:<9} {r['set']:<14} {r['scenario']:<28} {r['ms']:9.2f} "
-              f"{100 * r['ratio']:7.1f}% {r['checked']:8d} {r['reused']:8d}  {extra}")
+        extra = f"{r['per_path_us']:.0f} µs" if "per_path_us" in r else ""
+        print(
+            f"| {r['model']} | {r['set']} | {r['scenario']} | {r['ms']:.2f} | "
+            f"{100 * r['ratio']:.1f}% | {r['checked']} | {r['reused']} | {extra} |"
+        )
 
 
 if __name__ == "__main__":
