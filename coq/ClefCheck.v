@@ -593,6 +593,101 @@ Proof.
   injection H as <- <-; reflexivity.
 Qed.
 
+(** Integer rounding of a literal over integral features (a Chvatal-Gomory cut of one
+    constraint): scale [sum (q * x) + k <= 0] so that the coefficients are coprime whole
+    numbers; the sum is then a whole number, so its bound can be rounded down. *)
+
+Definition all_int (bx : box) (ts : list (nat * Q)) : bool :=
+  forallb (fun p => match nth_error bx (fst p) with Some b => b_int b | None => false end) ts.
+
+Definition whole (q : Q) : bool := Qeq_bool q (inject_Z (Qfloor q)).
+
+Definition lcm_den (ts : list (nat * Q)) : Z :=
+  fold_right (fun p acc => Z.lcm (Z.pos (Qden (Qred (snd p)))) acc) 1%Z ts.
+
+Definition gcd_num (ts : list (nat * Q)) (l : Z) : Z :=
+  fold_right
+    (fun p acc => Z.gcd (Qnum (Qred (snd p)) * (l / Z.pos (Qden (Qred (snd p)))))%Z acc)
+    0%Z ts.
+
+Definition int_round (bx : box) (m : mlit) : mlit :=
+  let '(ts, k, s) := m in
+  let l := lcm_den ts in
+  let g := gcd_num ts l in
+  if Z.ltb 0 g && all_int bx ts then
+    let mul := Qmake l (Z.to_pos g) in
+    let ts' := map (fun p => (fst p, Qred (mul * snd p))) ts in
+    if forallb (fun p => whole (snd p)) ts' && Qltb 0 mul then
+      let r := Qred (- (mul * k)) in
+      (ts', - inject_Z (if s then (Qceiling r - 1)%Z else Qfloor r), false)
+    else m
+  else m.
+
+Lemma linf_scale : forall ts x mul,
+  linf (map (fun p => (fst p, Qred (mul * snd p))) ts) x == mul * linf ts x.
+Proof.
+  induction ts as [|[i q] r IH]; intros x mul; cbn [linf map fst snd].
+  - ring.
+  - rewrite IH, Qred_correct; ring.
+Qed.
+
+Lemma linf_int : forall ts bx x, in_box bx x -> all_int bx ts = true ->
+  forallb (fun p => whole (snd p)) ts = true -> is_int (linf ts x).
+Proof.
+  induction ts as [|[i q] r IH]; intros bx x Hb Ha Hw; cbn [linf].
+  - exists 0%Z; reflexivity.
+  - unfold all_int in Ha; cbn [forallb fst] in Ha; cbn [forallb snd] in Hw.
+    apply andb_true_iff in Ha; destruct Ha as [Hi Ha].
+    apply andb_true_iff in Hw; destruct Hw as [Hq Hw].
+    destruct (nth_error bx i) as [b|] eqn:E; [|discriminate].
+    destruct (Hb i b E) as [_ [_ [Hint _]]].
+    destruct (Hint Hi) as [z1 Hz1].
+    destruct (IH bx x Hb Ha Hw) as [z2 Hz2].
+    unfold whole in Hq; apply Qeq_bool_iff in Hq.
+    exists (Qfloor q * z1 + z2)%Z.
+    rewrite inject_Z_plus, inject_Z_mult, <- Hq, <- Hz1, <- Hz2; reflexivity.
+Qed.
+
+Lemma all_int_map : forall bx ts (f : nat * Q -> nat * Q), (forall p, fst (f p) = fst p) ->
+  all_int bx (map f ts) = all_int bx ts.
+Proof.
+  intros bx ts f Hf; unfold all_int; induction ts as [|p r IH]; cbn [map forallb]; auto.
+  rewrite Hf, IH; reflexivity.
+Qed.
+
+Lemma int_round_sound : forall bx m x, in_box bx x -> mlit_holds m x ->
+  mlit_holds (int_round bx m) x.
+Proof.
+  intros bx [[ts k] s] x Hb Hm; unfold int_round.
+  destruct (Z.ltb 0 _ && all_int bx ts) eqn:E1; [|auto].
+  destruct (forallb _ _ && Qltb 0 _) eqn:E2; [|auto].
+  apply andb_true_iff in E1; destruct E1 as [_ Hall].
+  apply andb_true_iff in E2; destruct E2 as [Hwhole Hpos]; apply Qltb_iff in Hpos.
+  set (mul := Qmake (lcm_den ts) (Z.to_pos (gcd_num ts (lcm_den ts)))) in *.
+  pose proof (linf_scale ts x mul) as HS.
+  assert (Hall' : all_int bx (map (fun p => (fst p, Qred (mul * snd p))) ts) = true).
+  { rewrite all_int_map; auto. }
+  destruct (linf_int _ bx x Hb Hall' Hwhole) as [z Hz].
+  unfold mlit_holds, lin_holds in *; cbn [fst snd] in *.
+  set (S := linf (map (fun p => (fst p, Qred (mul * snd p))) ts) x) in *.
+  set (r := Qred (- (mul * k))).
+  assert (Hr : r == - (mul * k)) by apply Qred_correct.
+  destruct s.
+  + assert (Hlt : S < r).
+    { rewrite Hr, HS; pose proof (mul_pos_lt mul (linf ts x + k) Hpos Hm); lra. }
+    rewrite Hz in Hlt |- *.
+    assert (z < Qceiling r)%Z.
+    { rewrite Zlt_Qlt; apply Qlt_le_trans with r; [auto | apply Qle_ceiling]. }
+    assert (inject_Z z <= inject_Z (Qceiling r - 1)) by (rewrite <- Zle_Qle; lia).
+    lra.
+  + assert (Hle : S <= r).
+    { rewrite Hr, HS; pose proof (mul_pos_le mul (linf ts x + k) Hpos Hm); lra. }
+    rewrite Hz in Hle |- *.
+    assert (inject_Z z <= inject_Z (Qfloor r)).
+    { rewrite <- Zle_Qle, <- (Qfloor_Z z); apply Qfloor_resp_le; auto. }
+    lra.
+Qed.
+
 Definition apply_lit (st : box * list mlit) (l : lit) : box * list mlit :=
   let (bx, ms) := st in
   match l with
@@ -606,8 +701,8 @@ Definition apply_lit (st : box * list mlit) (l : lit) : box * list mlit :=
       | Some (i, q) =>
           if Qltb 0 q then (upd bx i (cut_hi (Qred (- k / q)) s), ms)
           else if Qltb q 0 then (upd bx i (cut_lo (Qred (k / - q)) s), ms)
-          else (bx, (ts, k, s) :: ms)
-      | None => (bx, (ts, k, s) :: ms)
+          else (bx, int_round bx (ts, k, s) :: ms)
+      | None => (bx, int_round bx (ts, k, s) :: ms)
       end
   end.
 
@@ -636,8 +731,8 @@ Proof.
         unfold lo_ok; destruct s; rewrite Qred_correct.
         -- apply Qlt_shift_div_r; [lra|]; lra.
         -- apply Qle_shift_div_r; [lra|]; lra.
-      * split; auto; simpl; intros m [<-|Hm']; auto.
-    + split; auto; simpl; intros m [<-|Hm']; auto.
+      * split; auto; cbn [fst snd]; intros m [<-|Hm']; [apply int_round_sound|]; auto.
+    + split; auto; cbn [fst snd]; intros m [<-|Hm']; [apply int_round_sound|]; auto.
   - split; auto; simpl; apply upd_sound; auto; intros b Hbi.
     apply keep_codes_sound; auto; apply (Hb f b Hbi).
   - split; auto; simpl; apply upd_sound; auto; intros b Hbi.

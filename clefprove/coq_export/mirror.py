@@ -239,6 +239,25 @@ def bound_cs(bx: list[FBox], i: int) -> list[Cstr]:
 # ------------------------------------------------------------------- one conjunction
 
 
+def int_round(bx: list[FBox], lit: Lit) -> Lit:
+    """``int_round``: a Chvatal-Gomory rounding of one literal over integral features."""
+    _, terms, k, s = lit
+    lcm = 1
+    for _, q in terms:
+        lcm = math.lcm(q.denominator, lcm)
+    g = 0
+    for _, q in terms:
+        g = math.gcd(q.numerator * (lcm // q.denominator), g)
+    if not (g > 0 and all(i < len(bx) and bx[i].integral for i, _ in terms)):
+        return lit
+    mul = Fraction(lcm, g)
+    scaled = tuple((i, mul * q) for i, q in terms)
+    # Whole coefficients and mul > 0 hold by construction (Coq checks them at run time).
+    r = -(mul * k)
+    bound = math.ceil(r) - 1 if s else math.floor(r)
+    return ("lin", scaled, Fraction(-bound), False)
+
+
 def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[Lit]]:
     ms: list[Lit] = []
     for lit in t:
@@ -266,7 +285,7 @@ def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[Lit]]:
             if q < 0:
                 bx = upd(bx, i, lambda b, t=k / -q, s=s: cut_lo(t, s, b))
                 continue
-        ms.insert(0, lit)
+        ms.insert(0, int_round(bx, lit))
     return bx, ms
 
 

@@ -45,6 +45,9 @@ invariant confident_allow:
 invariant odd_sum_never:
   when 2 * path_depth + 2 * tls_version >= 1537 and 2 * path_depth + 2 * tls_version <= 1537
   ensure action == block
+invariant no_whole_point:
+  when 2 * path_depth - 4 * tls_version + 3081 <= 0 and path_depth + 2 * tls_version <= 1541
+  ensure action == block
 invariant chrome_or_not:
   when ua_family in {"Chrome"} or not ua_family in {"Chrome"}
   ensure action in {allow, challenge, rate_limit, block}
@@ -133,15 +136,19 @@ def test_multi_feature_linear_and_limits(coq_dir: Path) -> None:
     assert status["confident_allow"].status == PROVED
     assert status["chrome_or_not"].status == PROVED
     assert status["tor_bool"].status == PROVED
-    # 2d + 2t = 1537 has no whole solution (the invariant holds), but Fourier-Motzkin over Q
-    # cannot see it: the export says so and writes no theorem for it.
-    odd = status["odd_sum_never"]
-    assert odd.status == SKIPPED and odd.theorem is None and "integer" in odd.reason
+    # 2d + 2t = 1537 has no whole solution: rounding each sum over integral features (a
+    # Chvatal-Gomory cut) proves it, where Fourier-Motzkin over Q alone could not.
+    assert status["odd_sum_never"].status == PROVED
+    # Here the two constraints must be combined before rounding (d = 0 and 2.5 <= t - 768
+    # <= 2.5): the invariant holds, the checker cannot prove it, the export says so and
+    # writes no theorem for it.
+    hard = status["no_whole_point"]
+    assert hard.status == SKIPPED and hard.theorem is None and "integer" in hard.reason
     assert export.exit_code == 3
     export.write(coq_dir)
     assert build(coq_dir) == ""
-    assert assumptions(coq_dir) == ["Closed under the global context"] * 9
-    assert "Theorem odd_sum_never" not in (coq_dir / "Invariants.v").read_text()
+    assert assumptions(coq_dir) == ["Closed under the global context"] * 10
+    assert "Theorem no_whole_point" not in (coq_dir / "Invariants.v").read_text()
 
 
 def _tamper(coq_dir: Path, old: str, new: str) -> None:
