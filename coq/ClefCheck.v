@@ -8,8 +8,9 @@
     strictness, integrality, and an optional list of admissible codes).  At each leaf the
     action and confidence are known, so [w /\ ~ e] becomes a formula over features; it is put
     in disjunctive normal form and each conjunction is shown empty inside the box:
-    single-feature atoms tighten the box (rounding bounds of integral features), and the rest
-    is refuted by Fourier-Motzkin elimination over Q.  Everything that the checker derives is
+    single-feature atoms tighten the box (rounding bounds of integral features); sums over
+    integral features are rounded (a Chvatal-Gomory cut of each); the rest is refuted by
+    Fourier-Motzkin elimination over Q.  Everything that the checker derives is
     implied by what holds at the input, so soundness needs no completeness argument: the
     checker may fail to prove a true invariant (then no theorem is emitted), never the
     converse. *)
