@@ -15,6 +15,7 @@ Nothing is emitted that ``coqc`` would reject.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from clefprove.coq_export.terms import (
 )
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
-from clefprove.model.types import Model
+from clefprove.model.types import Feature, Model
 
 #: Library files, in dependency order (package data, copies of coq/*.v).
 LIBRARY = ("ClefSyntax.v", "ClefCheck.v")
@@ -219,7 +220,7 @@ def _one(
     if cex is not None:
         thm = f"{ident}_fails"
         decision = eval_tree(tree, cex)[:2]
-        refutation = _refutation(ident, thm, w, e, names, cex, decision)
+        refutation = _refutation(model.features, ident, thm, w, e, names, cex, decision)
         block = _defs(ident, w, e, names) + "\n\n" + refutation
         res = InvariantExport(inv.name, REFUTED, theorem=thm, counterexample=tuple(cex))
         return res, f"{head}\n    Violated: refuted below at a concrete input. *)\n\n{block}"
@@ -340,7 +341,14 @@ def _theorem(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
     )
 
 
+def _shown(feature: Feature, v: Fraction) -> str:
+    """The value as the user writes it in an input record."""
+    value = feature.decode(float(v))
+    return json.dumps(value) if not isinstance(value, float) else repr(value)
+
+
 def _refutation(
+    features: Sequence[Feature],
     ident: str,
     thm: str,
     w: CFormula,
@@ -351,7 +359,8 @@ def _refutation(
 ) -> str:
     ctx = Ctx("action x", "confidence x")
     cases = "\n".join(
-        f"  | {i}%nat => {q_term(v)}   (* {names.features[i]} *)" for i, v in enumerate(cex)
+        f"  | {i}%nat => {q_term(v)}   (* {names.features[i]} = {comment(_shown(f, v))} *)"
+        for i, (f, v) in enumerate(zip(features, cex, strict=True))
     )
     body = f"fun i => match i with\n{cases}\n  | _ => 0\n  end"
     hyp = f"{prop_arg(w, names, ctx)} -> " if w != FConst(True) else ""

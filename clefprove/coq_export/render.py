@@ -129,15 +129,18 @@ def q_plain(q: Fraction) -> str:
 
 
 def q_readable(q: Fraction) -> str:
-    """A non-negative rational for a statement: ``300`` or ``(7 # 2)``."""
+    """A rational for a statement: ``300``, or ``(7 # 2)``; a float64 that is not whole
+    carries its shortest decimal in a comment: ``(3602879701896397 # 4503599627370496)
+    (* 0.8 *)``."""
     q = Fraction(q)
     if q.denominator == 1:
         return str(q.numerator) if q >= 0 else f"({q.numerator})"
-    return q_plain(q)
+    note = float_note(q)
+    return q_plain(q) + (f" (* {note} *)" if note else "")
 
 
-def _float_note(q: Fraction) -> str:
-    """The decimal the user wrote, when q is a float64 (for comments)."""
+def float_note(q: Fraction) -> str:
+    """The shortest decimal of *q* when it is a float64 that is not whole, else ``""``."""
     f = float(q)
     if Fraction(f) == q and q.denominator != 1:
         return repr(f)

@@ -96,7 +96,7 @@ Definition blocks_are_confident_When (x : input) (a : N) (c : Q) : Prop :=
   True.
 
 Definition blocks_are_confident_Ensure (x : input) (a : N) (c : Q) : Prop :=
-  a = block -> c >= (3602879701896397 # 4503599627370496).
+  a = block -> c >= (3602879701896397 # 4503599627370496) (* 0.8 *).
 
 Lemma blocks_are_confident_When_iff : forall x a c, blocks_are_confident_When x a c <-> sem blocks_are_confident_w x a c.
 Proof. intros x a c; unfold blocks_are_confident_When, blocks_are_confident_w; clef_iff. Qed.
@@ -112,7 +112,7 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
 
 Theorem blocks_are_confident :
   forall x : input, in_domain model_domain x ->
-    action x = block -> confidence x >= (3602879701896397 # 4503599627370496).
+    action x = block -> confidence x >= (3602879701896397 # 4503599627370496) (* 0.8 *).
 Proof.
   intros x Hx.
   apply (readable_sound model_domain model_tree blocks_are_confident_w blocks_are_confident_e blocks_are_confident_When blocks_are_confident_Ensure blocks_are_confident_When_iff blocks_are_confident_Ensure_iff x Hx blocks_are_confident_checked).

@@ -72,12 +72,12 @@ Proof. intros x a c; unfold scripted_clients_face_friction_Ensure, scripted_clie
     [ensure]. *)
 Definition scripted_clients_face_friction_cex : input :=
   fun i => match i with
-  | 0%nat => (50 # 1)   (* client_rtt_ms *)
-  | 1%nat => (772 # 1)   (* tls_version *)
-  | 2%nat => (3 # 1)   (* path_depth *)
-  | 3%nat => (0 # 1)   (* referer_entropy *)
-  | 4%nat => (3 # 1)   (* ua_family *)
-  | 5%nat => (0 # 1)   (* is_tor *)
+  | 0%nat => (50 # 1)   (* client_rtt_ms = 50.0 *)
+  | 1%nat => (772 # 1)   (* tls_version = 772 *)
+  | 2%nat => (3 # 1)   (* path_depth = 3 *)
+  | 3%nat => (0 # 1)   (* referer_entropy = 0.0 *)
+  | 4%nat => (3 # 1)   (* ua_family = "curl" *)
+  | 5%nat => (0 # 1)   (* is_tor = false *)
   | _ => 0
   end.
 
@@ -104,7 +104,7 @@ Definition blocks_are_confident_When (x : input) (a : N) (c : Q) : Prop :=
   True.
 
 Definition blocks_are_confident_Ensure (x : input) (a : N) (c : Q) : Prop :=
-  a = block -> c >= (3602879701896397 # 4503599627370496).
+  a = block -> c >= (3602879701896397 # 4503599627370496) (* 0.8 *).
 
 Lemma blocks_are_confident_When_iff : forall x a c, blocks_are_confident_When x a c <-> sem blocks_are_confident_w x a c.
 Proof. intros x a c; unfold blocks_are_confident_When, blocks_are_confident_w; clef_iff. Qed.
@@ -120,7 +120,7 @@ Proof. vm_cast_no_check (eq_refl true). Qed.
 
 Theorem blocks_are_confident :
   forall x : input, in_domain model_domain x ->
-    action x = block -> confidence x >= (3602879701896397 # 4503599627370496).
+    action x = block -> confidence x >= (3602879701896397 # 4503599627370496) (* 0.8 *).
 Proof.
   intros x Hx.
   apply (readable_sound model_domain model_tree blocks_are_confident_w blocks_are_confident_e blocks_are_confident_When blocks_are_confident_Ensure blocks_are_confident_When_iff blocks_are_confident_Ensure_iff x Hx blocks_are_confident_checked).
@@ -152,12 +152,12 @@ Proof. intros x a c; unfold tor_never_allowed_when_deep_Ensure, tor_never_allowe
     [ensure]. *)
 Definition tor_never_allowed_when_deep_cex : input :=
   fun i => match i with
-  | 0%nat => (50 # 1)   (* client_rtt_ms *)
-  | 1%nat => (772 # 1)   (* tls_version *)
-  | 2%nat => (4 # 1)   (* path_depth *)
-  | 3%nat => (0 # 1)   (* referer_entropy *)
-  | 4%nat => (5 # 1)   (* ua_family *)
-  | 5%nat => (1 # 1)   (* is_tor *)
+  | 0%nat => (50 # 1)   (* client_rtt_ms = 50.0 *)
+  | 1%nat => (772 # 1)   (* tls_version = 772 *)
+  | 2%nat => (4 # 1)   (* path_depth = 4 *)
+  | 3%nat => (0 # 1)   (* referer_entropy = 0.0 *)
+  | 4%nat => (5 # 1)   (* ua_family = "other" *)
+  | 5%nat => (1 # 1)   (* is_tor = true *)
   | _ => 0
   end.
 
@@ -196,12 +196,12 @@ Proof. intros x a c; unfold weighted_risk_linear_Ensure, weighted_risk_linear_e;
     [ensure]. *)
 Definition weighted_risk_linear_cex : input :=
   fun i => match i with
-  | 0%nat => (300 # 1)   (* client_rtt_ms *)
-  | 1%nat => (772 # 1)   (* tls_version *)
-  | 2%nat => (64 # 1)   (* path_depth *)
-  | 3%nat => (0 # 1)   (* referer_entropy *)
-  | 4%nat => (5 # 1)   (* ua_family *)
-  | 5%nat => (0 # 1)   (* is_tor *)
+  | 0%nat => (300 # 1)   (* client_rtt_ms = 300.0 *)
+  | 1%nat => (772 # 1)   (* tls_version = 772 *)
+  | 2%nat => (64 # 1)   (* path_depth = 64 *)
+  | 3%nat => (0 # 1)   (* referer_entropy = 0.0 *)
+  | 4%nat => (5 # 1)   (* ua_family = "other" *)
+  | 5%nat => (0 # 1)   (* is_tor = false *)
   | _ => 0
   end.
 
