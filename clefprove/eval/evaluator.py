@@ -122,24 +122,23 @@ class Evaluator:
         # Categorical splits: prefix / suffix sets become numeric splits on the code.
         swap = np.zeros(n, dtype=bool)
         general = np.zeros(n, dtype=bool)
-        cat_sets: dict[int, frozenset[int]] = {}
         membership = model.membership
-        for i in np.flatnonzero(categorical).tolist():
-            f = model.features[int(feat[i])]
-            size = len(f.values)
-            off = int(aux[i])
-            row = membership[off : off + size]
-            members = np.flatnonzero(row)
-            cat_sets[i] = frozenset(members.tolist())
-            k = len(members)
-            if members[-1] == k - 1:  # prefix {0..k-1}: left iff code <= k - 0.5
-                thr[i] = np.inf if k == size else k - 0.5
-            elif members[0] == size - k:  # suffix {size-k..size-1}: right iff code <= j - 0.5
-                thr[i] = size - k - 0.5
-                swap[i] = True
-            else:
-                general[i] = True
-                thr[i] = np.nan  # never used: the lookup overrides the comparison
+        for fi in np.unique(feat[categorical]).tolist():
+            at = np.flatnonzero(categorical & (feat == fi))
+            size = len(model.features[fi].values)
+            rows = membership[aux[at].astype(np.intp)[:, None] + np.arange(size)]  # (k, size)
+            count = rows.sum(axis=1, dtype=np.intp)
+            first_in = rows.argmax(axis=1)
+            last_in = size - 1 - rows[:, ::-1].argmax(axis=1)
+            prefix = (first_in == 0) & (last_in == count - 1)  # {0..count-1}
+            suffix = ~prefix & (last_in == size - 1) & (first_in == size - count)
+            # prefix: left iff code <= count - 0.5 (the full set: always left)
+            thr[at] = np.where(
+                prefix, np.where(count == size, np.inf, count - 0.5), size - count - 0.5
+            )
+            swap[at] = suffix  # suffix {j..}: code <= j - 0.5 goes right, so swap children
+            general[at] = ~prefix & ~suffix
+        thr[general] = np.nan  # never used: the membership lookup decides these splits
 
         first = np.where(swap, right, left)
         second = np.where(swap, left, right)
@@ -187,7 +186,8 @@ class Evaluator:
             first,
             second,
         )
-        self._cat_sets = {i: s for i, s in cat_sets.items() if general[i]}
+        self._general_nodes = np.flatnonzero(general)
+        self._cat_sets: dict[int, frozenset[int]] = {}
         self._py: tuple[list[Any], ...] | None = None
 
     def _lists(self) -> tuple[list[Any], ...]:
@@ -195,8 +195,10 @@ class Evaluator:
         if self._py is None:
             kind, feat, thr, first, second = self._walk_arrays
             catmax = [0] * len(kind)
-            for i in self._cat_sets:
-                catmax[i] = len(self.model.features[int(feat[i])].values) - 1
+            for i in self._general_nodes.tolist():
+                node = self.model.node(i)
+                self._cat_sets[i] = node.categories
+                catmax[i] = len(self.model.features[node.feature].values) - 1
             self._py = (
                 kind.tolist(),
                 feat.tolist(),
