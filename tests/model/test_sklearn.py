@@ -180,3 +180,16 @@ def test_refusals() -> None:
         from_sklearn(clf, feats)
     with pytest.raises(ImportModelError, match="features"):
         from_sklearn(clf, [{"name": "a", "type": "float"}, feats[1]], actions=["a", "b"])
+
+
+def test_extra_tree_with_sample_weights() -> None:
+    # ExtraTree thresholds are random draws, not float32 midpoints: the rule must hold for any t.
+    X, y = EX.generate(20_000, seed=3)
+    weights = np.random.default_rng(3).uniform(0.1, 5.0, len(y))
+    clf = sklearn_tree.ExtraTreeClassifier(max_depth=12, random_state=3)
+    clf.fit(X, y, sample_weight=weights)
+    model = from_sklearn(clf, features=EX.FEATURES, actions=EX.ACTIONS)
+    X = _boundary_rows(clf, 30_000, seed=4)
+    res = Evaluator(model).evaluate(X)
+    assert (res.actions == clf.predict(X)).all()
+    np.testing.assert_allclose(res.confidences, clf.predict_proba(X).max(axis=1), rtol=1e-12)
