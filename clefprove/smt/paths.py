@@ -231,6 +231,15 @@ class _Session:
             s.add(self.enc.split(*step))
             self.stack.append(step)
 
+    def _record(self, q: Query, status: str) -> None:
+        """Write this query, with the answer Z3 gave, as a standalone SMT-LIB script."""
+        from clefprove.smt.smtlib import path_query, query_name
+
+        script = path_query(self.model, self.when, self.ensure, q.leaf, status, self.limits.tag)
+        path = os.path.join(self.limits.smtlib_dir or ".", query_name(self.limits.tag, q.leaf))
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(script)
+
     def _values(self, m: z3.ModelRef) -> list[Fraction]:
         out = []
         for x in self.enc.vars:
@@ -247,11 +256,9 @@ class _Session:
             s.add(
                 self.enc.formula(ck.And((self.when, ck.Not(self.ensure))), q.action, q.confidence)
             )
-            if self.limits.smtlib_dir:
-                name = f"{self.limits.tag}-leaf{q.leaf}.smt2"
-                with open(os.path.join(self.limits.smtlib_dir, name), "w") as fh:
-                    fh.write(s.to_smt2())
             r = s.check()
+            if self.limits.smtlib_dir:
+                self._record(q, "unsat" if r == z3.unsat else "sat" if r == z3.sat else "unknown")
             if r == z3.unsat:
                 return "unsat", None
             if r != z3.sat:

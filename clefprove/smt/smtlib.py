@@ -11,17 +11,14 @@ and categorical features are ``Int`` (bool 0/1, categorical the vocabulary index
 features ``Real`` (every rational in the box: the same over-approximation of float64 inputs as
 the verifier's), and every number is the exact rational of its float64 value.
 
-Wiring into ``check --smtlib DIR``: where the verifier has decided a query (formulas *when*
-and *ensure* of invariant *name*, leaf *leaf*, answer *status*), call::
-
-    write_query(DIR, query_name(name, leaf), path_query(model, when, ensure, leaf, status, name))
-
-This module depends only on the model types and the checked form; it can move to
-``clefprove/smt`` unchanged if that reads better.
+``check --smtlib DIR`` writes one such script for every query the verifier sends to Z3
+(``clefprove.smt.paths``), with Z3's answer recorded.  Paths decided without the solver (by
+box reasoning) have no solver query and are not written.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from fractions import Fraction
@@ -112,7 +109,14 @@ def path_conditions(model: Model, leaf: int) -> list[str]:
         v = _var(model, node.feature)
         if node.kind is NodeKind.NUMERIC:
             t = _real(Fraction(node.threshold))
-            out.append(f"(<= {v} {t})" if left else f"(> {v} {t})")
+            if left:
+                out.append(f"(<= {v} {t})")
+            elif model.features[node.feature].type is FeatureType.FLOAT:
+                # On float64 inputs, x > t is exactly x >= the next float64 above t; saying so
+                # keeps the real-valued query equal to the float64 question the verifier asks.
+                out.append(f"(>= {v} {_real(Fraction(math.nextafter(node.threshold, math.inf)))})")
+            else:
+                out.append(f"(> {v} {t})")
         else:
             member = _or([f"(= {v} {_real(Fraction(c))})" for c in sorted(node.categories)])
             out.append(member if left else f"(not {member})")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clefprove.coq_export.smtlib import (
+from clefprove.smt.smtlib import (
     expected_status,
     query_name,
     query_script,
