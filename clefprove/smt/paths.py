@@ -235,6 +235,8 @@ class _Session:
         """Write this query, with the answer Z3 gave, as a standalone SMT-LIB script."""
         from clefprove.smt.smtlib import path_query, query_name
 
+        if self.model.nodes["kind"][q.leaf] != NodeKind.LEAF:
+            return  # a domain-wide query (vacuity of 'when'), not a per-path one
         script = path_query(self.model, self.when, self.ensure, q.leaf, status, self.limits.tag)
         path = os.path.join(self.limits.smtlib_dir or ".", query_name(self.limits.tag, q.leaf))
         with open(path, "w", encoding="utf-8") as fh:
