@@ -129,7 +129,7 @@ class ProofCache:
             if mode is None or str(mode[0]).lower() != "wal":
                 self._warn(f"{self.path}: WAL mode unavailable; concurrent runs will wait")
             self._conn = conn
-        except (sqlite3.DatabaseError, CacheCorrupt) as exc:
+        except (sqlite3.DatabaseError, CacheCorrupt, UnicodeDecodeError, ValueError) as exc:
             unusable = isinstance(exc, sqlite3.OperationalError) and (
                 _is_locked(exc) or "unable to open" in str(exc)
             )
@@ -212,10 +212,11 @@ class ProofCache:
                     if chk != _subtree_chk(node, scope, int(leaves)):
                         raise CacheCorrupt("a proof row fails its checksum")
                     out[(bytes(node), bytes(scope))] = int(leaves)
-        except sqlite3.DatabaseError as exc:
-            raise CacheCorrupt(str(exc)) from exc
         except _Disabled:
             return {}
+        except (sqlite3.DatabaseError, UnicodeDecodeError, ValueError, TypeError) as exc:
+            # A damaged page can also change a value's type or make its text undecodable.
+            raise CacheCorrupt(f"{type(exc).__name__}: {exc}") from exc
         self.stats["hits"] += len(out)
         return out
 
@@ -232,10 +233,11 @@ class ProofCache:
                     if chk != _result_chk(key, value):
                         raise CacheCorrupt("a result row fails its checksum")
                     out[bytes(key)] = value
-        except sqlite3.DatabaseError as exc:
-            raise CacheCorrupt(str(exc)) from exc
         except _Disabled:
             return {}
+        except (sqlite3.DatabaseError, UnicodeDecodeError, ValueError, TypeError) as exc:
+            # A damaged page can also change a value's type or make its text undecodable.
+            raise CacheCorrupt(f"{type(exc).__name__}: {exc}") from exc
         return out
 
     # ------------------------------------------------------------ writes

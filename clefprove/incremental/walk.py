@@ -42,7 +42,7 @@ from clefprove.incremental.store import CacheCorrupt
 from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
-from clefprove.verify.boxes import Box, LeafBoxes, tables
+from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, tables
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
 if TYPE_CHECKING:
@@ -250,11 +250,17 @@ class _LeafKeys:
         if todo.size:
             n_feat = len(model.features)
             sub = boxes.take(todo)
+            cats = {  # every categorical feature, so that keys are canonical
+                f: np.asarray(sub.cats[f], dtype=bool)
+                if f in sub.cats
+                else np.ones((sub.size, m.size), dtype=bool)
+                for f, m in Box.domain(model).cats.items()
+            }
             keys = merkle.context_digests(
                 merkle.subtree_hashes(model)[sub.leaves],
                 sub.lo[:, :n_feat],
                 sub.hi[:, :n_feat],
-                sub.cats,
+                cats,
             )
             self.known.update(zip(sub.leaves.tolist(), keys, strict=True))
         return [self.known[leaf] for leaf in leaves]
@@ -315,6 +321,121 @@ def _needs_fresh(
     return any(w.startswith("internal:") for w in res.warnings)
 
 
+# ---------------------------------------------------------------- two ways to decide
+
+
+def hint_key(scope: bytes) -> bytes:
+    """Key of the note "this invariant needed Z3 in this domain" (stored as a result row)."""
+    return hashlib.sha256(b"hint\0" + scope).digest()
+
+
+@dataclass
+class _Out:
+    proofs: list[tuple[bytes, bytes, int]] = dataclasses.field(default_factory=list)
+    whole: list[tuple[bytes, str]] = dataclasses.field(default_factory=list)
+
+
+def _storable(res: InvariantResult) -> bool:
+    return res.unknown_paths == 0 and not any(w.startswith("internal:") for w in res.warnings)
+
+
+class _NoLookup:
+    """A cache that knows nothing: makes :func:`_walk` visit (and key) every stored node."""
+
+    def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]:
+        return {}
+
+
+def _fresh(
+    model: Model,
+    invs: tuple[ck.CheckedInvariant, ...],
+    todo: list[int],
+    scopes: dict[int, bytes],
+    hkeys: dict[int, bytes],
+    rkeys: list[bytes],
+    settings: eg.Settings,
+    counterexamples: int,
+    results: list[InvariantResult | None],
+    out: _Out,
+    leaf_keys: _LeafKeys,
+) -> None:
+    """Invariants that never needed Z3: the vectorised box stages decide every leaf faster
+    than subtree hashes and lookups could skip them, so they are decided as in a fresh run.
+    When one turns out to need Z3, its proofs are stored (and a hint, so that next time it
+    takes the subtree walk)."""
+    full = leaf_boxes(model)
+    learn: list[tuple[int, eg.PathVerdicts]] = []
+    for i in todo:
+        t0 = time.perf_counter()
+        prep = eg.prepare(model, invs[i], settings.dnf_cap)
+        pv = eg.decide(model, prep, full, settings)
+        res = api.finish(model, prep, pv, settings, counterexamples, t0)
+        results[i] = res
+        if _storable(res):
+            out.whole.append((rkeys[i], _to_json(res)))
+        if pv.solver_paths:
+            learn.append((i, pv))
+            out.whole.append((hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
+    if learn:
+        w = _walk(_NoLookup(), model, [scopes[i] for i, _ in learn])  # type: ignore[arg-type]
+        for j, (i, pv) in enumerate(learn):
+            out.proofs.extend(
+                (k, scopes[i], c) for k, c in _safe_proofs(model, w, j, pv.boxes, pv.status)
+            )
+            solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
+            if solved.size:
+                keys = leaf_keys.get(model, pv.boxes.take(solved))
+                out.proofs.extend((k, scopes[i], 1) for k in keys)
+
+
+def _walked(
+    cache: ProofCache,
+    model: Model,
+    invs: tuple[ck.CheckedInvariant, ...],
+    todo: list[int],
+    scopes: dict[int, bytes],
+    rkeys: list[bytes],
+    settings: eg.Settings,
+    counterexamples: int,
+    results: list[InvariantResult | None],
+    out: _Out,
+    leaf_keys: _LeafKeys,
+) -> None:
+    """Invariants that needed Z3: one shared walk skips every subtree already proved."""
+    sc = [scopes[i] for i in todo]
+    walk = _walk(cache, model, sc)
+    for j, i in enumerate(todo):
+        t0 = time.perf_counter()
+        inv = invs[i]
+        prep = eg.prepare(model, inv, settings.dnf_cap)
+        boxes = _boxes_for(model, walk, j)
+        reused = int(walk.reused[j])
+        if boxes.size and walk.reused.any():
+            # Single leaves proved by Z3 earlier (only those are stored: see below).
+            keys = leaf_keys.get(model, boxes)
+            found = cache.lookup_subtrees(keys)
+            if found:
+                hit = np.array([found.get((k, sc[j])) == 1 for k in keys], dtype=bool)
+                reused += int(hit.sum())
+                boxes = boxes.take(~hit)
+        pv = eg.decide(model, prep, boxes, settings)
+        res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
+        if reused and _needs_fresh(inv, res, pv, counterexamples):
+            res = api.check_invariant(model, inv, settings, counterexamples)
+        else:
+            res = dataclasses.replace(
+                res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
+            )
+        results[i] = res
+        out.proofs.extend((k, sc[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status))
+        solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
+        if solved.size:  # a solver proof is worth storing even for a single leaf
+            keys = leaf_keys.get(model, boxes.take(solved))
+            out.proofs.extend((k, sc[j], 1) for k in keys)
+        if _storable(res):
+            out.whole.append((rkeys[i], _to_json(res)))
+
+
 # ---------------------------------------------------------------- entry
 
 
@@ -357,42 +478,40 @@ def _check_program(
             results[i] = _from_json(stored[k], share)
     if todo:
         domain = merkle.domain_digest(model, program.severity)
-        scopes = [scope_key(invs[i], domain) for i in todo]
-        walk = _walk(cache, model, scopes)
-        proofs: list[tuple[bytes, bytes, int]] = []
-        whole: list[tuple[bytes, str]] = []
+        scopes = {i: scope_key(invs[i], domain) for i in todo}
+        hkeys = {i: hint_key(scopes[i]) for i in todo}
+        hints = cache.lookup_results(list(hkeys.values()))
+        walkers = [i for i in todo if hkeys[i] in hints]
+        fresh = [i for i in todo if hkeys[i] not in hints]
+        out = _Out()
         leaf_keys = _LeafKeys()
-        for j, i in enumerate(todo):
-            t0 = time.perf_counter()
-            inv = invs[i]
-            prep = eg.prepare(model, inv, settings.dnf_cap)
-            boxes = _boxes_for(model, walk, j)
-            reused = int(walk.reused[j])
-            if boxes.size and walk.reused.any():
-                # Single leaves proved by Z3 earlier (only those are stored: see below).
-                keys = leaf_keys.get(model, boxes)
-                found = cache.lookup_subtrees(keys)
-                if found:
-                    hit = np.array([found.get((k, scopes[j])) == 1 for k in keys], dtype=bool)
-                    reused += int(hit.sum())
-                    boxes = boxes.take(~hit)
-            pv = eg.decide(model, prep, boxes, settings)
-            res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
-            if reused and _needs_fresh(inv, res, pv, counterexamples):
-                res = api.check_invariant(model, inv, settings, counterexamples)
-            else:
-                res = dataclasses.replace(
-                    res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
-                )
-            results[i] = res
-            proofs.extend(
-                (k, scopes[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status)
+        if walkers:
+            _walked(
+                cache,
+                model,
+                invs,
+                walkers,
+                scopes,
+                rkeys,
+                settings,
+                counterexamples,
+                results,
+                out,
+                leaf_keys,
             )
-            solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
-            if solved.size:  # a solver proof is worth storing even for a single leaf
-                keys = leaf_keys.get(model, boxes.take(solved))
-                proofs.extend((k, scopes[j], 1) for k in keys)
-            if res.unknown_paths == 0 and not any(w.startswith("internal:") for w in res.warnings):
-                whole.append((rkeys[i], _to_json(res)))
-        cache.store(proofs, whole)
+        if fresh:
+            _fresh(
+                model,
+                invs,
+                fresh,
+                scopes,
+                hkeys,
+                rkeys,
+                settings,
+                counterexamples,
+                results,
+                out,
+                leaf_keys,
+            )
+        cache.store(out.proofs, out.whole)
     return [r for r in results if r is not None]

@@ -78,7 +78,8 @@ def test_cached_equals_fresh_over_edit_sequences(data) -> None:
 
 
 def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
-    """A changed leaf deep in a big tree: only paths around it are decided again."""
+    """A changed leaf deep in a big tree: an invariant that needs Z3 decides only the paths
+    around it again; box-decided invariants are decided afresh (cheaper than the walk)."""
     src = {
         "name": "t",
         "version": "1",
@@ -88,7 +89,9 @@ def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
 
     def full(depth: int, lo: float, hi: float) -> dict:
         if depth == 0:
-            return {"action": "block", "confidence": 0.9}
+            # 'solver_safe' needs Z3 to prove the allow leaves (x in [5, 7.5]) safe.
+            action = "allow" if lo >= 5 and hi <= 7.5 else "block"
+            return {"action": action, "confidence": 0.9}
         mid = (lo + hi) / 2
         return {
             "feature": "x",
@@ -98,16 +101,52 @@ def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
         }
 
     src["tree"] = full(7, 0.0, 10.0)
-    names = ["slow", "confident", "solver"]
+    names = ["slow", "confident", "solver_safe"]
     cache = ProofCache(tmp_path)
     model = M.compile_(src)
     prog = M.program(names, model)
     first = check(model, prog, cache=cache)
     assert [r.paths_reused for r in first.results] == [0, 0, 0]
-    M.at(src["tree"], ("left",) * 7)["action"] = "challenge"
+    assert first.results[2].status == "holds" and first.results[2].solver_paths > 0
+    M.at(src["tree"], ("right",) * 7)["action"] = "challenge"  # x near 10: not allow
     model2 = M.compile_(src)
     second = check(model2, prog, cache=cache)
     assert M.comparable(second) == M.comparable(check(model2, prog))
-    for r in second.results:
-        assert r.paths_reused >= 128 - 8
-        assert 1 <= r.paths_checked <= 8
+    slow, confident, solver = second.results
+    assert (slow.paths_checked, slow.paths_reused) == (128, 0)
+    assert (confident.paths_checked, confident.paths_reused) == (128, 0)
+    assert solver.paths_reused >= 128 - 8
+    assert 1 <= solver.paths_checked <= 8
+
+
+def test_a_domain_change_never_reuses_proofs(tmp_path) -> None:
+    """Subtree hashes ignore the domain; the key must not: making n a float feature turns
+    the allow leaf x in (7.34, 7.5] into a violation of 'solver_safe' (x = 7.5, n = 1.5)."""
+
+    def full(depth: int, lo: float, hi: float) -> dict:
+        if depth == 0:
+            return {"action": "allow" if lo >= 5 and hi <= 7.5 else "block", "confidence": 0.9}
+        mid = (lo + hi) / 2
+        return {
+            "feature": "x",
+            "threshold": mid,
+            "left": full(depth - 1, lo, mid),
+            "right": full(depth - 1, mid, hi),
+        }
+
+    src = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": full(6, 0.0, 10.0),
+    }
+    cache = ProofCache(tmp_path)
+    model = M.compile_(src)
+    assert check(model, M.program(["solver_safe"], model), cache=cache).exit_code == 0
+    src["features"][1] = {"name": "n", "type": "float", "min": 0, "max": 6, "default": 0}
+    wide = M.compile_(src)
+    prog = M.program(["solver_safe"], wide)
+    fresh = check(wide, prog)
+    assert fresh.results[0].status == "violated"
+    assert M.comparable(check(wide, prog, cache=cache)) == M.comparable(fresh)

@@ -20,21 +20,21 @@ from clefprove.incremental.store import DB_NAME
 from clefprove.verify.api import check
 from tests.incremental import models as M
 
-NAMES = ["slow", "friction", "confident", "linear", "solver", "by_action"]
+NAMES = ["slow", "friction", "confident", "linear", "solver", "by_action", "solver_safe"]
 
 
 def _source(variant: int) -> dict:
-    """A depth-6 model; *variant* changes one leaf (so variants share most subtrees)."""
+    """A depth-6 model on x whose allow leaves (x in [5, 7.5]) need Z3 for 'solver_safe';
+    *variant* changes one leaf (so variants share most subtrees)."""
 
     def full(depth: int, lo: float, hi: float, code: int) -> dict:
         if depth == 0:
-            return {"action": M.ACTIONS[code % 3], "confidence": M.CONFIDENCES[code % 5]}
+            action = "allow" if lo >= 5 and hi <= 7.5 else M.ACTIONS[1 + code % 2]
+            return {"action": action, "confidence": M.CONFIDENCES[code % 5]}
         mid = (lo + hi) / 2
-        f = "x" if depth % 2 else "n"
-        t = mid if f == "x" else float(int(mid * 0.6)) + 0.5
         return {
-            "feature": f,
-            "threshold": t,
+            "feature": "x",
+            "threshold": mid,
             "left": full(depth - 1, lo, mid, code * 2),
             "right": full(depth - 1, mid, hi, code * 2 + 1),
         }
@@ -71,7 +71,7 @@ def _check_with(tmp: Path, model, prog):
         return check(model, prog, cache=cache), list(cache.warnings)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_byte_damage_never_changes_a_verdict(setup, data, tmp_path_factory) -> None:
     model, prog, pristine, want = setup
