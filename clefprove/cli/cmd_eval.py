@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
-
-import numpy as np
+from typing import IO, TYPE_CHECKING, Any
 
 from clefprove.errors import ClefproveError, InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Lines encoded before one batch evaluation.
 BATCH_LINES = 4096
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = False) -> int:
     """Evaluate every JSON line of *lines*, writing one output line each; returns the exit code."""
+    import numpy as np
+
     from clefprove.eval.evaluator import Evaluator
     from clefprove.eval.inputs import RecordEncoder
 
