@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from clefprove.dsl.loader import load_invariants  # noqa: E402
 from clefprove.incremental import ProofCache  # noqa: E402
+from clefprove.incremental.graph import structural_changes  # noqa: E402
 from clefprove.model.source import compile_source  # noqa: E402
 from clefprove.verify.api import check  # noqa: E402
 
@@ -149,8 +150,10 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
             with ProofCache(filled) as cache:
                 check(base, prog, cache=cache)
             measured = []
+            rep_models = {}
             for name, vsrc in variants.items():
                 model = compile_source(copy.deepcopy(vsrc))
+                rep_models[name] = model
                 vprog = load_invariants([inv_path], model)
                 want = _comparable(check(model, vprog))
                 times = []
@@ -202,8 +205,10 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
                 checked=s["paths_checked"],
                 reused=s["paths_reused"],
             )
-            if name.startswith("(a)") and s["paths_checked"]:
-                row["per_path_us"] = t * 1e6 / s["paths_checked"]
+            changed = sum(c.new_leaves for c in structural_changes(base, rep_models[name]))
+            row["changed"] = changed
+            if name.startswith("(a)") and changed:
+                row["per_path_us"] = t * 1e6 / changed
             rows.append(row)
     return rows
 
