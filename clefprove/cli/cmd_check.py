@@ -52,7 +52,7 @@ def render(report, fmt: str, color: bool = False) -> str:
 def run(args: argparse.Namespace) -> int:
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
-    from clefprove.verify.api import check, refuse_relational
+    from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
     if args.jobs is not None and args.jobs < 1:
@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
         raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
     model = load_model(args.model)
     program = load_invariants(args.invariants, model)
-    refuse_relational(program)
     if not program.invariants:
         sys.stderr.write("clefprove: warning: the invariant files define no invariant\n")
     jobs = args.jobs or default_jobs()

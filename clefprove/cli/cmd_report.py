@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
     from clefprove.report.context import Inputs, build
-    from clefprove.verify.api import check, refuse_relational
+    from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
     if args.jobs is not None and args.jobs < 1:
@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     previous = load_model(args.previous) if args.previous is not None else None
     program = load_invariants(args.invariants, model)
-    refuse_relational(program)
     report = check(
         model,
         program,

@@ -5,12 +5,21 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from clefprove.verify.verdicts import InvariantResult, Report
+from clefprove.verify.verdicts import InvariantResult, RelationalCounterexample, Report
 
 
 def _details(r: InvariantResult) -> str:
     lines = [f"{r.file}:{r.line}: {r.violating_paths} violating paths"]
     for c in r.counterexamples:
+        if isinstance(c, RelationalCounterexample):
+            lines.append(f"pair differing only in {c.feature}:")
+            for k in range(2):
+                lines.append(
+                    f"  input {json.dumps(c.inputs[k])} -> {c.actions[k]} "
+                    f"(confidence {c.confidences[k]:g}, leaf {c.leaves[k]})"
+                )
+                lines.append("    path: " + " and ".join(c.paths[k]))
+            continue
         lines.append(
             f"input {json.dumps(c.input)} -> {c.action} "
             f"(confidence {c.confidence:g}, leaf {c.leaf})"

@@ -13,7 +13,7 @@ import json
 from pathlib import PurePath
 from typing import Any
 
-from clefprove.verify.verdicts import InvariantResult, Report
+from clefprove.verify.verdicts import InvariantResult, RelationalCounterexample, Report
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -33,7 +33,14 @@ def _message(r: InvariantResult) -> str:
         )
         if r.counterexamples:
             c = r.counterexamples[0]
-            text += f" Counterexample: {json.dumps(c.input)} -> {c.action} (leaf {c.leaf})."
+            if isinstance(c, RelationalCounterexample):
+                text += (
+                    f" Counterexample pair (differing only in {c.feature}): "
+                    f"{json.dumps(c.inputs[0])} -> {c.actions[0]} (leaf {c.leaves[0]}), "
+                    f"{json.dumps(c.inputs[1])} -> {c.actions[1]} (leaf {c.leaves[1]})."
+                )
+            else:
+                text += f" Counterexample: {json.dumps(c.input)} -> {c.action} (leaf {c.leaf})."
         return text
     if r.status == "unknown":
         return f"Invariant '{r.invariant}' is undecided on {r.unknown_paths} paths (solver limits)."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from clefprove.verify.verdicts import Report
+from clefprove.verify.verdicts import RelationalCounterexample, Report
 
 _STYLE = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
 
@@ -30,10 +30,11 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
     table.add_column("where")
     for r in report.results:
         status = r.status + (" (vacuous)" if r.vacuous else "")
+        pairs = " pairs" if r.relation is not None else ""
         if r.status == "violated":
-            paths = f"{r.violating_paths} violating"
+            paths = f"{r.violating_paths}{pairs} violating"
         elif r.status == "unknown":
-            paths = f"{r.unknown_paths} undecided"
+            paths = f"{r.unknown_paths}{pairs} undecided"
         else:
             paths = str(r.paths_checked + r.paths_reused)
         table.add_row(r.invariant, f"[{_STYLE[r.status]}]{status}[/]", paths, f"{r.file}:{r.line}")
@@ -44,11 +45,33 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
         console.print()
         console.print(
             f"[bold red]VIOLATED[/] [bold]{r.invariant}[/] ({r.file}:{r.line}): "
-            f"{r.violating_paths} violating path{'s' if r.violating_paths != 1 else ''}"
+            + (
+                f"{r.violating_paths} violating leaf pair{'s' if r.violating_paths != 1 else ''}"
+                if r.relation is not None
+                else f"{r.violating_paths} violating path{'s' if r.violating_paths != 1 else ''}"
+            )
         )
         if r.description:
             console.print(f"  {r.description}")
         for i, c in enumerate(r.counterexamples, 1):
+            if isinstance(c, RelationalCounterexample):
+                console.print(
+                    f"  counterexample {i}: a pair differing only in {c.feature}: "
+                    f"[bold]{c.actions[0]}[/] -> [bold]{c.actions[1]}[/]"
+                )
+                for k in range(2):
+                    console.print(
+                        f"    input {k + 1}: " + json.dumps(c.inputs[k]),
+                        soft_wrap=True,
+                        markup=False,
+                    )
+                    console.print(
+                        f"      -> {c.actions[k]} (confidence {c.confidences[k]:g}, "
+                        f"leaf {c.leaves[k]}); path: "
+                        + (" and ".join(c.paths[k]) or "(root leaf)"),
+                        soft_wrap=True,
+                    )
+                continue
             console.print(
                 f"  counterexample {i}: action [bold]{c.action}[/] "
                 f"(confidence {c.confidence:g}, leaf {c.leaf})"

@@ -24,6 +24,7 @@ from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
+from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     HOLDS,
     UNKNOWN,
@@ -42,16 +43,6 @@ InvariantsArg = (
     | os.PathLike[str]
     | Sequence[str | os.PathLike[str]]
 )
-
-
-def refuse_relational(program: ck.CheckedProgram) -> None:
-    """Raise a one-line error for the first relational invariant (not supported yet)."""
-    for inv in program.invariants:
-        if inv.is_relational:
-            raise ClefproveError(
-                f"{inv.file}:{inv.line}: invariant '{inv.name}': relational invariants "
-                "(monotone, stable, independent) are not supported by check yet"
-            )
 
 
 def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
@@ -93,28 +84,41 @@ def check(
     """Check every invariant on *model* (a Model or a .clef/.json path); see module docstring.
 
     *invariants* is a CheckedProgram, checked invariants, or .inv file/directory paths.
-    Relational invariants are refused with a :class:`ClefproveError`.
+    Relational invariants are decided on leaf pairs (:mod:`clefprove.verify.relational`),
+    always afresh: the proof cache only sees the other invariants.
     """
     start = time.perf_counter()
     mdl, path = _model(model)
     program = _program(mdl, invariants)
-    refuse_relational(program)
     if counterexamples < 0:
         raise ClefproveError("--counterexamples must be >= 0")
     if smtlib is not None:
         Path(smtlib).mkdir(parents=True, exist_ok=True)
     settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
-    results = []
+    results: list[InvariantResult] = []
     total = len(program.invariants)
+    relational = [inv for inv in program.invariants if inv.is_relational]
     if cache is not None:
         # Incremental hook (clefprove.incremental.ProofCache): reuses proved subtrees and
         # decides the remaining leaves with decide()/finish() below; same results as fresh.
-        results = cache.check_program(mdl, program, settings, counterexamples)
-        if progress is not None:
+        # Relational invariants bypass it (decided afresh below, merged in program order).
+        plain = ck.CheckedProgram(
+            tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
+        )
+        cached = iter(cache.check_program(mdl, plain, settings, counterexamples))
+        results = [] if relational else list(cached)
+        if progress is not None and not relational:
             progress(total, total)
-    boxes = leaf_boxes(mdl) if cache is None else None
-    for i, inv in enumerate(program.invariants if cache is None else ()):
-        results.append(check_invariant(mdl, inv, settings, counterexamples, boxes))
+    boxes = leaf_boxes(mdl) if cache is None or relational else None
+    for i, inv in enumerate(program.invariants if cache is None or relational else ()):
+        if inv.is_relational:
+            results.append(
+                check_relational(mdl, inv, program.severity, settings, counterexamples, boxes)
+            )
+        elif cache is not None:
+            results.append(next(cached))
+        else:
+            results.append(check_invariant(mdl, inv, settings, counterexamples, boxes))
         if progress is not None:
             progress(i + 1, total)
     info = ModelInfo(

@@ -36,6 +36,31 @@ class Counterexample:
 
 
 @dataclass(frozen=True)
+class RelationalCounterexample:
+    """A pair of complete in-domain inputs that differ only in ``feature``, both satisfying
+    ``when``, related as the invariant says and whose decisions (each confirmed by the
+    evaluator) break it; index 0 is x, index 1 is x' (for monotone: the raised one)."""
+
+    inputs: tuple[dict[str, Any], dict[str, Any]]
+    actions: tuple[str, str]
+    confidences: tuple[float, float]
+    leaves: tuple[int, int]
+    paths: tuple[tuple[str, ...], tuple[str, ...]]
+    feature: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "inputs": [dict(self.inputs[0]), dict(self.inputs[1])],
+            "decisions": [
+                {"action": a, "confidence": c, "leaf": leaf}
+                for a, c, leaf in zip(self.actions, self.confidences, self.leaves, strict=True)
+            ],
+            "paths": [list(self.paths[0]), list(self.paths[1])],
+            "feature": self.feature,
+        }
+
+
+@dataclass(frozen=True)
 class InvariantResult:
     """The verdict on one invariant."""
 
@@ -46,7 +71,7 @@ class InvariantResult:
     vacuous: bool = False
     violating_paths: int = 0
     unknown_paths: int = 0
-    counterexamples: tuple[Counterexample, ...] = ()
+    counterexamples: tuple[Counterexample | RelationalCounterexample, ...] = ()
     seconds: float = 0.0
     paths_checked: int = 0
     paths_reused: int = 0
@@ -54,6 +79,9 @@ class InvariantResult:
     column: int = 1
     solver_paths: int = 0
     warnings: tuple[str, ...] = ()
+    #: ``monotone(f)`` etc. for a relational invariant: its counts are leaf *pairs* and its
+    #: counterexamples :class:`RelationalCounterexample`; None otherwise.
+    relation: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -68,6 +96,8 @@ class InvariantResult:
         out["unknown_paths"] = self.unknown_paths
         if self.description:
             out["description"] = self.description
+        if self.relation is not None:
+            out["relation"] = self.relation
         out["paths_checked"] = self.paths_checked
         out["paths_reused"] = self.paths_reused
         out["seconds"] = round(self.seconds, 6)

@@ -1,0 +1,558 @@
+"""Relational invariants: ``monotone(f)``, ``stable(f, delta)``, ``independent(f)``.
+
+A violation is a pair of leaves (A, B) and a pair of inputs x in box A, x' in box B that are
+equal on every feature except f, both satisfy ``when``, are related on f (``x_f < x'_f`` for
+monotone, ``|x_f - x'_f| <= delta`` for stable, anything for independent) and whose decisions
+break the property (severity drops from A to B for monotone; the actions differ otherwise).
+
+Decided exactly on boxes, vectorised over the leaf-pair matrix in row chunks:
+
+1. pairs are filtered by action (only pairs whose actions differ, or drop in severity, matter),
+   by feasibility and by a per-leaf three-valued test of ``when``;
+2. ``when`` is expanded into a short DNF; for each pair of conjunctions (Ci for x, Cj for x')
+   the leaves are narrowed by the single-feature literals (Ci on A, Cj on B), the non-f
+   coordinates of the two narrowed boxes must intersect (intervals / code sets) and the two
+   f-intervals must be related, which is decided exactly at their end points (float64 or whole
+   values: the closest distance between two intervals is attained at end points);
+3. multi-feature linear ``when`` literals are first evaluated three-valued on the pair's boxes;
+   pairs that stay undecided (and every pair when the DNF is too long) go to Z3
+   (:mod:`clefprove.smt.pairs`: two copies of f, Real relaxation, rounded and confirmed).
+
+Every printed counterexample is confirmed by the evaluator (both decisions), see
+:func:`confirm_pair`.  See docs/verification.md, "Relational invariants".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.errors import ClefproveError
+from clefprove.model.types import FeatureType, Model
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
+from clefprove.verify.verdicts import (
+    HOLDS,
+    UNKNOWN,
+    VIOLATED,
+    InvariantResult,
+    RelationalCounterexample,
+)
+
+#: Most DNF conjunctions of ``when`` decided on boxes (their pairs: at most this squared).
+PAIR_DNF_CAP = 16
+
+#: Pair-matrix cells per chunk (rows x leaves): bounds the memory of the boolean matrices.
+CHUNK_CELLS = 1 << 19
+
+#: Violating pairs tried for confirmation beyond K, so that one failed witness (a bug) does
+#: not leave the verdict resting on unconfirmed pairs.
+EXTRA_CONFIRM = 16
+
+_UNSAT, _SAT, _UND = 0, 1, 2
+
+
+def describe(model: Model, rel: ck.Relational) -> str:
+    """``monotone(name)`` etc., as written in the DSL."""
+    name = model.features[rel.feature].name
+    match rel:
+        case ck.Monotone():
+            return f"monotone({name})"
+        case ck.Stable(_, delta):
+            d = str(delta.numerator) if delta.denominator == 1 else str(float(delta))
+            return f"stable({name}, {d})"
+        case ck.Independent():
+            return f"independent({name})"
+    raise TypeError(f"not a relational form: {rel!r}")
+
+
+def related(rel: ck.Relational, a: float, b: float) -> bool:
+    """Exact relation between the f-values of x and x' (monotone: a < b)."""
+    match rel:
+        case ck.Monotone():
+            return a < b
+        case ck.Stable(_, delta):
+            return abs(Fraction(a) - Fraction(b)) <= delta
+        case ck.Independent():
+            return a != b
+    raise TypeError(f"not a relational form: {rel!r}")
+
+
+def broken(rel: ck.Relational, rank: np.ndarray | None, action_a: int, action_b: int) -> bool:
+    """Whether the decisions (x -> action_a, x' -> action_b) break the property."""
+    if isinstance(rel, ck.Monotone):
+        assert rank is not None
+        return bool(rank[action_b] < rank[action_a])
+    return action_a != action_b
+
+
+# ---------------------------------------------------------------- preparation
+
+
+@dataclass(frozen=True, eq=False)
+class _Side:
+    """All leaf boxes narrowed by one conjunction of ``when``."""
+
+    rows: nm.Rows
+    ok: np.ndarray  # (L,) bool: non-empty after narrowing
+    lins: tuple[nm.Lin, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    invariant: ck.CheckedInvariant
+    relation: ck.Relational
+    when: object  # normalized
+    conjuncts: list[tuple[object, ...]] | None
+    rank: np.ndarray | None  # severity rank per action (monotone)
+
+
+def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None) -> Prepared:
+    """Normalize ``when`` of a relational invariant for *model*."""
+    rel = inv.ensure
+    if not isinstance(rel, ck.Relational):
+        raise ValueError("not a relational invariant")
+    norm = nm.Normalizer(model)
+    when = norm.nnf(inv.when)
+    if nm.uses_decision(when, len(model.features)):
+        raise ClefproveError(
+            f"{inv.file}:{inv.line}: the 'when' of relational invariant '{inv.name}' cannot use "
+            "'action' or 'confidence'"
+        )
+    rank = None
+    if isinstance(rel, ck.Monotone):
+        if severity is None or sorted(severity) != list(range(len(model.actions))):
+            raise ClefproveError(
+                f"{inv.file}:{inv.line}: monotone(...) needs a severity line that orders every "
+                "action"
+            )
+        rank = np.empty(len(model.actions), dtype=np.int64)
+        rank[list(severity)] = np.arange(len(severity))
+    return Prepared(inv, rel, when, nm.dnf(when, PAIR_DNF_CAP), rank)
+
+
+# ---------------------------------------------------------------- the pair matrix
+
+
+def _stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
+    """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
+        df = float(delta) if delta < 2**1000 else math.inf
+        margin = (np.abs(gap) + abs(df)) * 2.0**-50 + 1e-300
+        sure_yes = gap + margin < df
+        sure_no = gap - margin > df
+        unsure = ~(sure_yes | sure_no) | ~np.isfinite(gap) | (not math.isfinite(df))
+    out = np.asarray(sure_yes & ~unsure).copy()
+    if unsure.any():
+        la, ha, lb, hb = np.broadcast_arrays(lo_a, hi_a, lo_b, hi_b)
+        for idx in zip(*np.nonzero(unsure), strict=True):
+            g = max(
+                Fraction(float(lb[idx])) - Fraction(float(ha[idx])),
+                Fraction(float(la[idx])) - Fraction(float(hb[idx])),
+                Fraction(0),
+            )
+            out[idx] = g <= delta
+    return out
+
+
+@dataclass
+class _Outcome:
+    status: np.ndarray  # (rows, L) int8 _UNSAT / _SAT / _UND
+    conj: np.ndarray  # (rows, L) int32: index i*k+j of the conjunction pair that made it SAT
+
+
+class PairChecker:
+    """Decides every leaf pair of one relational invariant (see module docstring)."""
+
+    def __init__(self, model: Model, prep: Prepared, boxes: LeafBoxes | None = None) -> None:
+        self.model = model
+        self.prep = prep
+        self.boxes = boxes if boxes is not None else leaf_boxes(model)
+        self.f = prep.relation.feature
+        self.n_feat = len(model.features)
+        self.symmetric = not isinstance(prep.relation, ck.Monotone)
+        b = self.boxes
+        rows = nm.Rows(b.lo, b.hi, b.cats, b.actions)
+        can, _ = nm.tri(prep.when, rows)
+        self.live = b.feasible & can
+        conjs = prep.conjuncts if prep.conjuncts is not None else [()]
+        self.exact = prep.conjuncts is not None
+        self.sides: list[_Side] = []
+        for conj in conjs:
+            nrows, ok, multi = nm.narrow(conj, rows)
+            self.sides.append(_Side(nrows, ok & self.live, tuple(multi)))
+        feats = model.features
+        dom_lo = np.array([f.min for f in feats])
+        dom_hi = np.array([f.max for f in feats])
+        # Non-f numeric columns that some narrowed box restricts (others always intersect).
+        self.num_cols = [
+            g
+            for g, ft in enumerate(feats)
+            if g != self.f
+            and ft.type is not FeatureType.CATEGORICAL
+            and any(
+                bool(np.any(s.rows.lo[:, g] > dom_lo[g]) or np.any(s.rows.hi[:, g] < dom_hi[g]))
+                for s in self.sides
+            )
+        ]
+        self.cat_cols = [
+            g
+            for g, ft in enumerate(feats)
+            if g != self.f
+            and ft.type is FeatureType.CATEGORICAL
+            and any(g in s.rows.cats for s in self.sides)
+        ]
+        self.cat_u8 = [
+            {g: s.rows.cats[g].astype(np.float32) for g in self.cat_cols if g in s.rows.cats}
+            for s in self.sides
+        ]
+        self.actions = b.actions
+
+    # ------------------------------------------------------------ per chunk
+
+    def _action_filter(self, a0: int, a1: int) -> np.ndarray:
+        act = self.actions
+        if self.prep.rank is not None:
+            r = self.prep.rank[act]
+            m = r[None, :] < r[a0:a1, None]
+        else:
+            m = act[None, :] != act[a0:a1, None]
+        m &= self.live[a0:a1, None] & self.live[None, :]
+        if self.symmetric:
+            m &= np.arange(act.size)[None, :] > np.arange(a0, a1)[:, None]
+        return m
+
+    def _pair_mask(self, i: int, j: int, a0: int, a1: int, base: np.ndarray) -> np.ndarray:
+        """Pairs (A in chunk, B) whose narrowed boxes meet on non-f features and are related
+        on f (Ci narrows A, Cj narrows B); *base* already filtered."""
+        sa, sb = self.sides[i], self.sides[j]
+        m = base & sa.ok[a0:a1, None] & sb.ok[None, :]
+        if not m.any():
+            return m
+        la, ha = sa.rows.lo[a0:a1], sa.rows.hi[a0:a1]
+        lb, hb = sb.rows.lo, sb.rows.hi
+        for g in self.num_cols:
+            m &= la[:, g, None] <= hb[None, :, g]
+            m &= lb[None, :, g] <= ha[:, g, None]
+        for g in self.cat_cols:
+            ma = self.cat_u8[i].get(g)
+            mb = self.cat_u8[j].get(g)
+            if ma is not None and mb is not None:
+                m &= (ma[a0:a1] @ mb.T) > 0
+        f = self.f
+        rel = self.prep.relation
+        if isinstance(rel, ck.Monotone):
+            m &= la[:, f, None] < hb[None, :, f]
+        elif isinstance(rel, ck.Stable):
+            m &= _stable_ok(
+                la[:, f, None], ha[:, f, None], lb[None, :, f], hb[None, :, f], rel.delta
+            )
+        return m
+
+    def _lin_status(self, i: int, j: int, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
+        """_SAT / _UNSAT / _UND per candidate pair for the multi-feature literals of (Ci, Cj),
+        evaluated on the pair's boxes (common non-f part, each side's own f-interval)."""
+        sa, sb = self.sides[i], self.sides[j]
+        lo = np.maximum(sa.rows.lo[ra], sb.rows.lo[rb])
+        hi = np.minimum(sa.rows.hi[ra], sb.rows.hi[rb])
+        can = np.ones(ra.size, dtype=bool)
+        must = np.ones(ra.size, dtype=bool)
+        for side, r in ((sa, ra), (sb, rb)):
+            slo, shi = lo.copy(), hi.copy()
+            slo[:, self.f] = side.rows.lo[r, self.f]
+            shi[:, self.f] = side.rows.hi[r, self.f]
+            for lit in side.lins:
+                smin = nm.lin_extreme(lit, slo, shi, minimum=True)
+                smax = nm.lin_extreme(lit, slo, shi, minimum=False)
+                if lit.strict:
+                    ct, cf = smin < 0, smax >= 0
+                else:
+                    ct, cf = smin <= 0, smax > 0
+                can &= ct
+                must &= ~cf
+        out = np.full(ra.size, _UND, dtype=np.int8)
+        out[~can] = _UNSAT
+        out[can & must] = _SAT
+        return out
+
+    def chunk(self, a0: int, a1: int) -> _Outcome | None:
+        """Decide the pairs whose first leaf row is in [a0, a1) (None: no candidate pair)."""
+        base = self._action_filter(a0, a1)
+        if not base.any():
+            return None
+        n_b = self.actions.size
+        status = np.zeros((a1 - a0, n_b), dtype=np.int8)
+        conj = np.full((a1 - a0, n_b), -1, dtype=np.int32)
+        k = len(self.sides)
+        for i in range(k):
+            for j in range(k):
+                m = self._pair_mask(i, j, a0, a1, base & (status != _SAT))
+                if not m.any():
+                    continue
+                lins = self.sides[i].lins or self.sides[j].lins
+                if self.exact and not lins:
+                    status[m] = _SAT
+                    conj[m] = i * k + j
+                    continue
+                pa, pb = np.nonzero(m)
+                if self.exact:
+                    st = self._lin_status(i, j, pa + a0, pb)
+                else:
+                    st = np.full(pa.size, _UND, dtype=np.int8)
+                sat = st == _SAT
+                status[pa[sat], pb[sat]] = _SAT
+                conj[pa[sat], pb[sat]] = i * k + j
+                und = st == _UND
+                cur = status[pa[und], pb[und]]
+                status[pa[und], pb[und]] = np.where(cur == _SAT, _SAT, _UND)
+        return _Outcome(status, conj)
+
+    # ------------------------------------------------------------ witnesses
+
+    def witness(self, a: int, b: int, conj: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded (x, x') for a box-decided pair of leaf rows (a, b)."""
+        k = len(self.sides)
+        sa, sb = self.sides[conj // k], self.sides[conj % k]
+        x = np.empty(self.n_feat, dtype=np.float64)
+        for g, ft in enumerate(self.model.features):
+            if g == self.f:
+                continue
+            if ft.type is FeatureType.CATEGORICAL:
+                size = len(ft.values)
+                m = (
+                    cat_mask(sa.rows.cats, g, sa.rows.size, size)[a]
+                    & cat_mask(sb.rows.cats, g, sb.rows.size, size)[b]
+                )
+                codes = np.flatnonzero(m)
+                x[g] = ft.default if int(ft.default) in codes else float(codes[0])
+                continue
+            lo = max(float(sa.rows.lo[a, g]), float(sb.rows.lo[b, g]))
+            hi = min(float(sa.rows.hi[a, g]), float(sb.rows.hi[b, g]))
+            if ft.type is FeatureType.FLOAT:
+                x[g] = eg.nice_float(lo, hi, ft.default)
+            else:
+                x[g] = min(max(ft.default, lo), hi)
+        x2 = x.copy()
+        x[self.f], x2[self.f] = self._f_values(sa, a, sb, b)
+        return x, x2
+
+    def _f_values(self, sa: _Side, a: int, sb: _Side, b: int) -> tuple[float, float]:
+        f = self.f
+        ft = self.model.features[f]
+        rel = self.prep.relation
+        if ft.type is FeatureType.CATEGORICAL:
+            size = len(ft.values)
+            ca = np.flatnonzero(cat_mask(sa.rows.cats, f, sa.rows.size, size)[a])
+            cb = np.flatnonzero(cat_mask(sb.rows.cats, f, sb.rows.size, size)[b])
+            pick_a = ft.default if int(ft.default) in ca else float(ca[0])
+            pick_b = ft.default if int(ft.default) in cb else float(cb[0])
+            return float(pick_a), float(pick_b)
+        la, ha = float(sa.rows.lo[a, f]), float(sa.rows.hi[a, f])
+        lb, hb = float(sb.rows.lo[b, f]), float(sb.rows.hi[b, f])
+
+        def nice(lo: float, hi: float) -> float:
+            if ft.type is FeatureType.FLOAT:
+                return eg.nice_float(lo, hi, ft.default)
+            return min(max(ft.default, lo), hi)
+
+        if isinstance(rel, ck.Stable):  # the closest end points (the intervals are disjoint)
+            return (ha, lb) if ha <= lb else (la, hb)
+        va, vb = nice(la, ha), nice(lb, hb)
+        if isinstance(rel, ck.Monotone) and not va < vb:
+            return la, hb
+        return va, vb
+
+
+# ---------------------------------------------------------------- confirmation
+
+
+def _encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+    out = np.empty(len(model.features), dtype=np.float64)
+    for i, f in enumerate(model.features):
+        v = record[f.name]
+        out[i] = f.values.index(v) if f.type is FeatureType.CATEGORICAL else float(v)
+    return out
+
+
+def confirm_pair(
+    model: Model,
+    evaluator: Any,
+    prep: Prepared,
+    leaves: tuple[int, int],
+    x: np.ndarray,
+    x2: np.ndarray,
+) -> RelationalCounterexample | None:
+    """A counterexample for (x, x') if the evaluator confirms it, else None: both decode and
+    re-encode exactly, lie in the domain, differ only in f, are related on f, reach *leaves*,
+    satisfy ``when``, and their decisions break the property."""
+    from clefprove.verify.api import decode, describe_path
+
+    inv, rel = prep.invariant, prep.relation
+    records = []
+    encoded = []
+    decisions = []
+    for xi, leaf in zip((x, x2), leaves, strict=True):
+        rec = decode(model, xi)
+        xe = _encode(model, rec)
+        if not np.array_equal(xe, xi):
+            return None
+        for i, f in enumerate(model.features):
+            if not (f.min <= xe[i] <= f.max):
+                return None
+        d = evaluator.evaluate_one(xe)
+        if int(d.leaf) != leaf:
+            return None
+        if not ck.evaluate(inv.when, xe.tolist(), d.action, d.confidence):
+            return None
+        records.append(rec)
+        encoded.append(xe)
+        decisions.append(d)
+    f = rel.feature
+    others = np.arange(len(model.features)) != f
+    if not np.array_equal(encoded[0][others], encoded[1][others]):
+        return None
+    if not related(rel, float(encoded[0][f]), float(encoded[1][f])):
+        return None
+    if not broken(rel, prep.rank, int(decisions[0].action), int(decisions[1].action)):
+        return None
+    return RelationalCounterexample(
+        inputs=(records[0], records[1]),
+        actions=(model.actions[decisions[0].action], model.actions[decisions[1].action]),
+        confidences=(float(decisions[0].confidence), float(decisions[1].confidence)),
+        leaves=(int(leaves[0]), int(leaves[1])),
+        paths=(describe_path(model, leaves[0]), describe_path(model, leaves[1])),
+        feature=model.features[f].name,
+    )
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+def check_relational(
+    model: Model,
+    inv: ck.CheckedInvariant,
+    severity: tuple[int, ...] | None,
+    settings: eg.Settings | None = None,
+    counterexamples: int = 3,
+    boxes: LeafBoxes | None = None,
+) -> InvariantResult:
+    """The verdict on one relational invariant (see module docstring)."""
+    from clefprove.verify.api import _evaluator
+
+    t0 = time.perf_counter()
+    settings = settings or eg.Settings()
+    prep = prepare(model, inv, severity)
+    pc = PairChecker(model, prep, boxes)
+    n = pc.actions.size
+    want = max(counterexamples, 1) + EXTRA_CONFIRM
+    n_sat = 0
+    first: list[tuple[int, int, int]] = []  # (row a, row b, conj) box-decided, in order
+    undecided: list[tuple[int, int]] = []
+    step = max(1, CHUNK_CELLS // max(1, n))
+    for a0 in range(0, n, step):
+        a1 = min(n, a0 + step)
+        out = pc.chunk(a0, a1)
+        if out is None:
+            continue
+        sat = out.status == _SAT
+        n_sat += int(np.count_nonzero(sat))
+        if len(first) < want:
+            pa, pb = np.nonzero(sat)
+            for ra, rb in zip(pa[: want - len(first)].tolist(), pb.tolist(), strict=False):
+                first.append((ra + a0, rb, int(out.conj[ra, rb])))
+        ua, ub = np.nonzero(out.status == _UND)
+        undecided.extend(zip((ua + a0).tolist(), ub.tolist(), strict=True))
+
+    solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    n_unknown = 0
+    if undecided:
+        from clefprove.smt import pairs as smt_pairs
+
+        limits = eg._limits(settings, inv.name)
+        queries = [smt_pairs.pair_query(pc.boxes, a, b) for a, b in undecided]
+        outcomes = smt_pairs.solve_pairs(model, inv.when, prep.relation, queries, limits)
+        for (a, b), (verdict, w) in zip(undecided, outcomes, strict=True):
+            if verdict == "sat" and w is not None:
+                solver[(a, b)] = w
+            elif verdict != "unsat":
+                n_unknown += 1
+    n_violating = n_sat + len(solver)
+
+    candidates = sorted(
+        [(a, b, ("box", c)) for a, b, c in first] + [(a, b, ("smt", 0)) for a, b in solver]
+    )
+    warnings: list[str] = []
+    cexs: list[RelationalCounterexample] = []
+    confirmed_any = False
+    leaves = pc.boxes.leaves
+    if n_violating:
+        evaluator = _evaluator(model)
+        for a, b, (src, c) in candidates:
+            if len(cexs) >= counterexamples and confirmed_any:
+                break
+            x, x2 = pc.witness(a, b, c) if src == "box" else solver[(a, b)]
+            pair = (int(leaves[a]), int(leaves[b]))
+            cex = confirm_pair(model, evaluator, prep, pair, x, x2)
+            if cex is None:  # a bug: never print it, never claim the pair
+                n_violating -= 1
+                n_unknown += 1
+                warnings.append(
+                    f"internal: unconfirmed witness for leaf pair {pair}; pair reported as unknown"
+                )
+                continue
+            confirmed_any = True
+            if len(cexs) < counterexamples:
+                cexs.append(cex)
+        if not confirmed_any:  # 'violated' must rest on a confirmed pair
+            n_unknown += n_violating
+            n_violating = 0
+    vacuous = False
+    if n_violating:
+        verdict = VIOLATED
+    elif n_unknown:
+        verdict = UNKNOWN
+    else:
+        verdict = HOLDS
+        vacuous = _when_vacuous(model, inv, settings, pc.boxes)
+        if vacuous:
+            warnings.append(
+                f"{inv.file}:{inv.line}: invariant '{inv.name}' holds vacuously: "
+                "no input in the domain satisfies its 'when'"
+            )
+    return InvariantResult(
+        invariant=inv.name,
+        file=inv.file,
+        line=inv.line,
+        column=inv.column,
+        status=verdict,
+        vacuous=vacuous,
+        violating_paths=n_violating,
+        unknown_paths=n_unknown,
+        counterexamples=tuple(cexs),
+        seconds=time.perf_counter() - t0,
+        paths_checked=pc.boxes.size,
+        paths_reused=0,
+        description=inv.description,
+        solver_paths=len(undecided),
+        warnings=tuple(warnings),
+        relation=describe(model, prep.relation),
+    )
+
+
+def _when_vacuous(
+    model: Model, inv: ck.CheckedInvariant, settings: eg.Settings, boxes: LeafBoxes
+) -> bool:
+    """True only when ``when`` is proved unsatisfiable on the whole domain."""
+    from clefprove.verify.api import when_is_vacuous
+
+    probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False))
+    prep = eg.prepare(model, probe, settings.dnf_cap)
+    return when_is_vacuous(model, prep, boxes, settings)
