@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ from clefprove.incremental.store import CacheCorrupt
 from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
 from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, tables
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
@@ -339,6 +341,45 @@ def _storable(res: InvariantResult) -> bool:
     return res.unknown_paths == 0 and not any(w.startswith("internal:") for w in res.warnings)
 
 
+def _vacuity(
+    cache: ProofCache,
+    model: Model,
+    prep: eg.Prepared,
+    settings: eg.Settings,
+    domain: str,
+    out: _Out,
+) -> Callable[[], bool] | None:
+    """A cached answer to "is ``when`` unsatisfiable on the domain?" for :func:`api.finish`.
+
+    Only for a ``when`` that does not mention the decision: then it is a question about the
+    domain alone (what :func:`api.when_is_vacuous` decides on the single domain box), keyed by
+    the canonical ``when``, the domain digest and the version.  Definite answers are stored."""
+    inv = prep.invariant
+    if _mentions_decision(inv.when):
+        return None
+
+    def vacuous() -> bool:
+        key = hashlib.sha256(
+            f"vacuity\0{ck.canonical(inv.when)}\0{domain}\0{_version()}".encode()
+        ).digest()
+        hit = cache.lookup_results([key]).get(key)
+        if hit is not None:
+            return bool(json.loads(hit)["vacuous"])
+        when_inv = ck.CheckedInvariant(
+            inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+        )
+        wprep = eg.prepare(model, when_inv, settings.dnf_cap)
+        if nm.uses_decision(wprep.violation, len(model.features)):  # not reached: see above
+            return api.when_is_vacuous(model, prep, leaf_boxes(model), settings)
+        pv = eg.decide(model, wprep, api.domain_boxes(model), settings)
+        answer = bool(np.all(pv.status == eg.SAFE))
+        if not np.any(pv.status == eg.UNKNOWN):
+            out.whole.append((key, json.dumps({"vacuous": answer})))
+        return answer
+
+    return vacuous
+
+
 class _NoLookup:
     """A cache that knows nothing: makes :func:`_walk` visit (and key) every stored node."""
 
@@ -347,6 +388,8 @@ class _NoLookup:
 
 
 def _fresh(
+    cache: ProofCache,
+    domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
     todo: list[int],
@@ -369,7 +412,8 @@ def _fresh(
         t0 = time.perf_counter()
         prep = eg.prepare(model, invs[i], settings.dnf_cap)
         pv = eg.decide(model, prep, full, settings)
-        res = api.finish(model, prep, pv, settings, counterexamples, t0)
+        vac = _vacuity(cache, model, prep, settings, domain, out)
+        res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
         results[i] = res
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
@@ -390,6 +434,7 @@ def _fresh(
 
 def _walked(
     cache: ProofCache,
+    domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
     todo: list[int],
@@ -419,7 +464,10 @@ def _walked(
                 reused += int(hit.sum())
                 boxes = boxes.take(~hit)
         pv = eg.decide(model, prep, boxes, settings)
-        res = api.finish(model, prep, pv, settings, counterexamples, t0, paths_reused=reused)
+        vac = _vacuity(cache, model, prep, settings, domain, out)
+        res = api.finish(
+            model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
+        )
         if reused and _needs_fresh(inv, res, pv, counterexamples):
             res = api.check_invariant(model, inv, settings, counterexamples)
         else:
@@ -488,6 +536,7 @@ def _check_program(
         if walkers:
             _walked(
                 cache,
+                domain,
                 model,
                 invs,
                 walkers,
@@ -501,6 +550,8 @@ def _check_program(
             )
         if fresh:
             _fresh(
+                cache,
+                domain,
                 model,
                 invs,
                 fresh,

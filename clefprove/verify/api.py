@@ -152,8 +152,12 @@ def finish(
     counterexamples: int,
     t0: float,
     paths_reused: int = 0,
+    vacuity: Callable[[], bool] | None = None,
 ) -> InvariantResult:
-    """Turn per-leaf outcomes into an :class:`InvariantResult` (counterexamples, vacuity)."""
+    """Turn per-leaf outcomes into an :class:`InvariantResult` (counterexamples, vacuity).
+
+    *vacuity* (the incremental checker's hook) answers "is ``when`` unsatisfiable?" in place of
+    :func:`when_is_vacuous`, e.g. from the proof cache."""
     inv = prep.invariant
     warnings: list[str] = []
     status = pv.status.copy()
@@ -193,7 +197,9 @@ def finish(
         verdict = UNKNOWN
     else:
         verdict = HOLDS
-        vacuous = when_is_vacuous(model, prep, pv.boxes, settings)
+        vacuous = (
+            vacuity() if vacuity is not None else when_is_vacuous(model, prep, pv.boxes, settings)
+        )
         if vacuous:
             warnings.append(
                 f"{inv.file}:{inv.line}: invariant '{inv.name}' holds vacuously: "

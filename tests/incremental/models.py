@@ -39,6 +39,7 @@ POOL = {
     "solver2": "when 2 * x - n >= 3 and x + 3 * n <= 12 ensure action == block",
     "solver_safe": "when x + n >= 9 and x - n >= 6 ensure action != allow",
     "vacuous": "when x > 20 ensure action == block",
+    "vacuous_if_narrow": "when x > 11 ensure action == block",
     "by_action": "when action == allow ensure x <= 5",
     "by_conf": "when action == block and confidence < 0.85 ensure false",
 }
