@@ -236,15 +236,16 @@ def main() -> None:
     n20 = compile_source(copy.deepcopy(d20)).n_nodes
     print(f"\nmodels: depth 12 = {n12} nodes, depth 20 = {n20} nodes; median of {args.repeat}")
     print(
-        "| model | invariants | scenario | ms | of cold | paths checked | paths reused "
-        "| per changed path |"
+        "| model | invariants | scenario | changed leaves | ms | of cold | paths checked "
+        "| paths reused | per changed leaf |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        extra = f"{r['per_path_us']:.0f} µs" if "per_path_us" in r else ""
+        extra = f"{r['per_path_us'] / 1e3:.2f} ms" if "per_path_us" in r else ""
         print(
-            f"| {r['model']} | {r['set']} | {r['scenario']} | {r['ms']:.2f} | "
-            f"{100 * r['ratio']:.1f}% | {r['checked']} | {r['reused']} | {extra} |"
+            f"| {r['model']} | {r['set']} | {r['scenario']} | {r.get('changed', '')} | "
+            f"{r['ms']:.2f} | {100 * r['ratio']:.1f}% | {r['checked']} | {r['reused']} | "
+            f"{extra} |"
         )
 
 
