@@ -1,22 +1,27 @@
 """Incremental ``check``: reuse proved subtrees, decide only the paths that changed.
 
-For the invariants of one run:
+For the invariants of one run (docs/incremental.md has the whole story):
 
 1. **Whole results.**  Each invariant's result on this exact model (content digest) is looked
    up first; a hit costs one indexed read.
-2. **One shared walk** over the tree, level by level from the root, for the invariants that
-   missed: every frontier node gets a key, sha256(Merkle hash of its subtree + canonical
-   context box), looked up once for all invariants (one query per level).  Where an
-   invariant's proof is found, the whole subtree is skipped without descending (its leaves
-   count as ``paths_reused``); where none is, the walk descends, tightening the context box
-   exactly as :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context
-   box has no input: its leaves are infeasible, safe, and counted as checked.
-3. The leaves that missed are decided by the ordinary engine (:func:`~clefprove.verify.engine.
+2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
+   run: the vectorised box stages decide a path faster than a subtree can be hashed and looked
+   up.  If Z3 turns out to be needed, its proofs are stored with a *hint*, and from then on:
+3. **One shared walk** over the tree, level by level from the root, for the hinted invariants:
+   every frontier node gets a key, sha256(Merkle hash of its subtree + canonical context box),
+   looked up once for all of them (one query per level).  Where an invariant's proof is found,
+   the whole subtree is skipped without descending (its leaves count as ``paths_reused``);
+   where none is, the walk descends, tightening the context box exactly as
+   :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context box has no
+   input: its leaves are infeasible, safe, and counted as checked.  Single leaves proved by Z3
+   are looked up among the leaves that missed.
+4. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
    decide`) and turned into a result by :func:`~clefprove.verify.api.finish`, with the same
    boxes in the same tree order as a fresh run, so verdicts, counts and counterexamples are the
-   same as without the cache.
-4. Every visited subtree whose leaves were all found safe is stored as a proof; the whole
-   result is stored when no path is unknown.
+   same as without the cache (where a printed witness came from Z3 or vacuity depends on reused
+   leaves, the invariant is decided afresh: see :func:`_needs_fresh`).
+5. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
+   proof, with every Z3-proved leaf; whole results are stored when no path is unknown.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
