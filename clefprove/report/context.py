@@ -347,6 +347,41 @@ def _features(model: Model) -> list[dict[str, str]]:
 
 
 def _counterexample(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+    """One counterexample as the templates show it; a relational one (``"inputs"``: a pair)
+    has ``pair`` set, a side-by-side table and one side per input."""
+    if "inputs" in cex:
+        return _pair(model, inputs, cex)
+    return {**_single(model, inputs, cex), "pair": False}
+
+
+def _pair(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+    sides = [
+        _single(model, inputs, {"input": record, **decision, "path": path})
+        for record, decision, path in zip(
+            cex["inputs"], cex["decisions"], cex["paths"], strict=True
+        )
+    ]
+    domains = {f.name: f.describe_domain() for f in model.features}
+    first, second = cex["inputs"]
+    return {
+        "pair": True,
+        "feature": cex["feature"],
+        "rows": [
+            {
+                "feature": k,
+                "value1": _json_value(v),
+                "value2": _json_value(second.get(k)),
+                "domain": domains.get(k, ""),
+                "differs": v != second.get(k),
+            }
+            for k, v in first.items()
+        ],
+        "sides": sides,
+        "eval_command": "\n".join(s["eval_command"] for s in sides),
+    }
+
+
+def _single(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
     leaf = int(cex["leaf"])
     domains = {f.name: f.describe_domain() for f in model.features}
     record = json.dumps(cex["input"], ensure_ascii=False, separators=(", ", ": "))
@@ -408,6 +443,7 @@ def build(
             "time": _ms(res["seconds"]),
             "warnings": list(res.get("warnings", [])),
             "source": invariant_source(inv.file, inv.line) if inv else None,
+            "relation": res.get("relation"),
         }
         verdicts.append(row)
         if res["status"] == "violated":

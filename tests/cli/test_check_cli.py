@@ -89,15 +89,21 @@ def test_exit_2_leaves_no_file(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == [Path(bad)]
 
 
-def test_relational_refused(tmp_path, capsys):
+def test_relational_checked(tmp_path, capsys):
+    # The toy tree never tests referer_entropy (holds); ua_family decides block vs challenge.
     rel = _inv(
         tmp_path,
         "severity allow < challenge < rate_limit < block\n"
-        "invariant m:\n  ensure monotone(referer_entropy)\n",
+        "invariant m:\n  ensure monotone(referer_entropy)\n"
+        "invariant i:\n  ensure independent(ua_family)\n",
     )
-    assert main(["check", TOY, rel]) == 2
-    err = capsys.readouterr().err
-    assert "relational" in err and len(err.strip().splitlines()) == 1
+    assert main(["check", TOY, rel, "--format", "json"]) == 1
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [(r["relation"], r["status"]) for r in results] == [
+        ("monotone(referer_entropy)", "holds"),
+        ("independent(ua_family)", "violated"),
+    ]
+    assert len(results[1]["counterexamples"][0]["inputs"]) == 2
 
 
 @pytest.mark.parametrize("flag", [["--jobs", "0"], ["--timeout", "0"], ["--counterexamples", "-1"]])
