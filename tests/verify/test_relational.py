@@ -593,3 +593,40 @@ def test_linear_when_couples_the_sides_through_shared_features():
     res = check_relational(model, inv, SEV)
     assert res.status == "violated" and res.unknown_paths == 0
     assert_counterexamples_replay(model, inv, SEV, res)
+
+
+def test_cache_is_bypassed_and_results_match_a_fresh_run(tmp_path):
+    from clefprove.incremental.store import ProofCache
+
+    inv = tmp_path / "mix.inv"
+    inv.write_text(
+        SPEC_RELATIONAL
+        + "\ninvariant plain:\n  when client_rtt_ms > 300\n  ensure action != allow\n"
+    )
+    fresh = check(EDGE, [str(inv)]).to_json_dict()["results"]
+    for _ in range(2):  # cold, then warm: relational results never come from the cache
+        cached = check(EDGE, [str(inv)], cache=ProofCache(tmp_path / "cache"))
+        got = cached.to_json_dict()["results"]
+        assert [r["invariant"] for r in got] == [r["invariant"] for r in fresh]
+        for a, b in zip(got, fresh, strict=True):
+            assert a["status"] == b["status"] and a["counterexamples"] == b["counterexamples"]
+            if "relation" in a:
+                assert a["paths_reused"] == 0 and a["paths_checked"] > 0
+
+
+def test_markdown_report_shows_both_inputs(tmp_path, capsys):
+    inv = tmp_path / "rel.inv"
+    inv.write_text(SPEC_RELATIONAL)
+    out = tmp_path / "r.md"
+    assert main(["report", EDGE, str(inv), "-o", str(out), "--counterexamples", "1"]) == 1
+    text = out.read_text()
+    assert "two inputs that differ only in `referer_entropy`" in text
+    assert "`referer_entropy` (differs)" in text and "##### Input 2:" in text
+    check_data = json.loads(text.split("```json\n", 1)[1].split("\n```", 1)[0])
+    n = 0
+    for r in check_data["results"]:
+        for c in r["counterexamples"]:
+            for record in c["inputs"]:  # each input has its own eval command
+                assert "echo " + repr(json.dumps(record, ensure_ascii=False)) in text
+                n += 1
+    assert n >= 6
