@@ -110,8 +110,9 @@ def plain_conditions(model: Model, leaf: int) -> list[str]:
     out: list[str] = []
     for i, f in enumerate(model.features):
         if f.type is FeatureType.CATEGORICAL:
-            kept = [v for c, v in enumerate(f.values) if box.cats[i][c]]
-            dropped = [v for c, v in enumerate(f.values) if not box.cats[i][c]]
+            codes = box.cats.get(i)
+            kept = [v for c, v in enumerate(f.values) if codes is None or codes[c]]
+            dropped = [v for c, v in enumerate(f.values) if codes is not None and not codes[c]]
             if not dropped:
                 continue
             if not kept:

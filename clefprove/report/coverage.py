@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify.boxes import LeafBoxes, leaf_boxes
+from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def leaf_shares(model: Model, boxes: LeafBoxes | None = None) -> np.ndarray:
     share = np.where(boxes.feasible, 1.0, 0.0)
     for i, f in enumerate(model.features):
         if f.type is FeatureType.CATEGORICAL:
-            frac = boxes.cats[i].sum(axis=1) / len(f.values)
+            frac = cat_mask(boxes.cats, i, boxes.size, len(f.values)).sum(axis=1) / len(f.values)
         else:
             lo, hi = boxes.lo[:, i], boxes.hi[:, i]
             if f.type is FeatureType.FLOAT:
