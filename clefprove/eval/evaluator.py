@@ -349,12 +349,14 @@ def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.n
     a 4 KiB page: separately allocated large arrays are page-aligned, and streaming over
     several of them at equal page offsets makes loads and stores alias (up to 15 % slower)."""
     sizes = [m * np.dtype(t).itemsize for t in dtypes]
-    block = np.empty(sum(sizes) + (len(dtypes) + 1) * 4096, dtype=np.uint8)
+    # Each array may need up to 4095 bytes to reach a page start plus up to 4095 of stagger.
+    block = np.empty(sum(sizes) + len(dtypes) * 8192, dtype=np.uint8)
     address = block.ctypes.data
     out, end = [], 0
     for k, (dtype, size) in enumerate(zip(dtypes, sizes, strict=True)):
         start = end + (-(address + end)) % 4096 + k * stagger % 4096
         out.append(block[start : start + size].view(dtype))
+        assert out[-1].size == m
         end = start + size
     return out
 
