@@ -281,7 +281,24 @@ class PairChecker:
         out = np.full(ra.size, _UND, dtype=np.int8)
         out[~can] = _UNSAT
         out[can & must] = _SAT
+        if self._single_lin(i, j) is not None:
+            # One linear literal over one box: its minimum is at a corner made of box ends
+            # (float64 / whole values), so 'can be true' is exact (see witness()).
+            out[can] = _SAT
         return out
+
+    def _single_lin(self, i: int, j: int) -> nm.Lin | None:
+        """The only multi-feature literal of (Ci, Cj) when deciding it on the boxes is exact:
+        it does not mention f (both copies then coincide on the shared coordinates), or the
+        relation is 'independent' (x_f and x'_f are unrelated box coordinates, and the shared
+        coordinates' minimizing corner is the same for both copies); else None."""
+        lits = set(self.sides[i].lins) | set(self.sides[j].lins)
+        if len(lits) != 1:
+            return None
+        (lit,) = lits
+        if isinstance(self.prep.relation, ck.Independent):
+            return lit
+        return lit if all(col != self.f for col, _ in lit.terms) else None
 
     def chunk(self, a0: int, a1: int) -> _Outcome | None:
         """Decide the pairs whose first leaf row is in [a0, a1) (None: no candidate pair)."""
@@ -342,7 +359,29 @@ class PairChecker:
                 x[g] = min(max(ft.default, lo), hi)
         x2 = x.copy()
         x[self.f], x2[self.f] = self._f_values(sa, a, sb, b)
+        lit = self._single_lin(conj // k, conj % k)
+        if lit is not None:
+            self._corner(lit, sa, a, sb, b, x, x2)
         return x, x2
+
+    def _corner(
+        self, lit: nm.Lin, sa: _Side, a: int, sb: _Side, b: int, x: np.ndarray, x2: np.ndarray
+    ) -> None:
+        """Move (x, x') to the corner minimizing *lit* on each side where the readable point
+        misses it (the shared coordinates' minimizer is the same for both sides)."""
+        for side, r, point, on in ((sa, a, x, lit in sa.lins), (sb, b, x2, lit in sb.lins)):
+            if not on:
+                continue
+            v = lit.const + sum(c * Fraction(float(point[col])) for col, c in lit.terms)
+            if (v < 0) if lit.strict else (v <= 0):
+                continue
+            for col, c in lit.terms:
+                if col == self.f:
+                    point[col] = side.rows.lo[r, col] if c > 0 else side.rows.hi[r, col]
+                else:
+                    lo = max(sa.rows.lo[a, col], sb.rows.lo[b, col])
+                    hi = min(sa.rows.hi[a, col], sb.rows.hi[b, col])
+                    x[col] = x2[col] = lo if c > 0 else hi
 
     def _f_values(self, sa: _Side, a: int, sb: _Side, b: int) -> tuple[float, float]:
         f = self.f

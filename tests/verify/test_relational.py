@@ -630,3 +630,35 @@ def test_markdown_report_shows_both_inputs(tmp_path, capsys):
                 assert "echo " + repr(json.dumps(record, ensure_ascii=False)) in text
                 n += 1
     assert n >= 6
+
+
+def test_single_linear_when_is_decided_on_boxes_with_a_corner_witness():
+    model = _model([X_INT, Y_INT], SPLIT_X)
+    # x + y >= 12 on both inputs: x <= 4 needs y >= 8; the readable point (y = 0) misses it.
+    big = _le({0: -1, 1: -1}, -12)
+    for rel in (ck.Independent(0), ck.Stable(0, Fraction(1)), ck.Monotone(0)):
+        inv = _inv(rel, big)
+        res = check_relational(model, inv, (3, 2, 1, 0))  # block < ... < allow: 4 -> 5 drops
+        assert res.status == "violated" and res.unknown_paths == 0, rel
+        assert_counterexamples_replay(model, inv, (3, 2, 1, 0), res)
+        c = res.counterexamples[0]
+        assert c.inputs[0]["y"] >= 8
+        # f = x is in the literal: exact on boxes for independent only, else the solver.
+        assert (res.solver_paths == 0) == isinstance(rel, ck.Independent)
+    # x + y >= 15: x <= 4 would need y >= 11 > 10: no pair, without the solver.
+    res = check_relational(model, _inv(ck.Independent(0), _le({0: -1, 1: -1}, -15)), SEV)
+    assert res.status == "holds" and res.solver_paths == 0
+    # monotone(y), x + y >= 12 coupling f = y with the shared x: goes to the solver.
+    model_y = _model(
+        [X_INT, Y_INT],
+        {
+            "feature": "y",
+            "threshold": 8.5,
+            "left": {"action": "block", "confidence": 1.0},
+            "right": {"action": "allow", "confidence": 1.0},
+        },
+    )
+    inv = _inv(ck.Monotone(1), big)
+    res = check_relational(model_y, inv, SEV)
+    assert res.status == "violated" and res.solver_paths == 1
+    assert_counterexamples_replay(model_y, inv, SEV, res)
