@@ -280,3 +280,15 @@ def test_single_leaf_model() -> None:
     res = ev.evaluate(np.array([[0.0], [1.0]]))
     assert res.leaves.tolist() == [0, 0] and res.confidences.tolist() == [0.5, 0.5]
     assert ev.evaluate_one([1.0]).leaf == 0 and ev.path([1.0]) == [0]
+
+
+def test_staggered_work_arrays_are_whole_at_any_address():
+    """The work arrays are carved from one block; none may come out short, whatever the
+    block's address (a short array once failed at random with a broadcast error)."""
+    from clefprove.eval.evaluator import _staggered
+
+    types = (np.intp, np.intp, np.intp, np.float64, np.float64, np.bool_, np.bool_, np.intp)
+    for m in (1, 7, 511, 4096, 13616, 16384):
+        for _ in range(20):
+            arrays = _staggered(m, types)
+            assert [a.size for a in arrays] == [m] * len(types)
