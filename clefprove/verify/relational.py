@@ -163,6 +163,14 @@ def _stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
     return out
 
 
+def _distinct_columns(masks: list[np.ndarray]) -> np.ndarray:
+    """Indices of one column per distinct column pattern of the stacked masks."""
+    packed = np.packbits(np.concatenate(masks, axis=0), axis=0)
+    cols = np.ascontiguousarray(packed.T)
+    _, idx = np.unique(cols.view(np.dtype((np.void, cols.shape[1]))), return_index=True)
+    return np.sort(idx)
+
+
 @dataclass
 class _Outcome:
     status: np.ndarray  # (rows, L) int8 _UNSAT / _SAT / _UND
@@ -210,8 +218,19 @@ class PairChecker:
             and ft.type is FeatureType.CATEGORICAL
             and any(g in s.rows.cats for s in self.sides)
         ]
-        self.cat_u8 = [
-            {g: s.rows.cats[g].astype(np.float32) for g in self.cat_cols if g in s.rows.cats}
+        # Code masks as float32 for a matrix product (overlap = some common code), keeping one
+        # code per class of codes that every mask treats alike (large vocabularies collapse
+        # to a few classes).
+        keep = {
+            g: _distinct_columns([s.rows.cats[g] for s in self.sides if g in s.rows.cats])
+            for g in self.cat_cols
+        }
+        self.cat_f32 = [
+            {
+                g: s.rows.cats[g][:, keep[g]].astype(np.float32)
+                for g in self.cat_cols
+                if g in s.rows.cats
+            }
             for s in self.sides
         ]
         self.actions = b.actions
@@ -243,8 +262,8 @@ class PairChecker:
             m &= la[:, g, None] <= hb[None, :, g]
             m &= lb[None, :, g] <= ha[:, g, None]
         for g in self.cat_cols:
-            ma = self.cat_u8[i].get(g)
-            mb = self.cat_u8[j].get(g)
+            ma = self.cat_f32[i].get(g)
+            mb = self.cat_f32[j].get(g)
             if ma is not None and mb is not None:
                 m &= (ma[a0:a1] @ mb.T) > 0
         f = self.f
