@@ -271,9 +271,8 @@ class PairChecker:
         if isinstance(rel, ck.Monotone):
             m &= la[:, f, None] < hb[None, :, f]
         elif isinstance(rel, ck.Stable):
-            m &= _stable_ok(
-                la[:, f, None], ha[:, f, None], lb[None, :, f], hb[None, :, f], rel.delta
-            )
+            pa, pb = np.nonzero(m)  # only the surviving pairs
+            m[pa, pb] = _stable_ok(la[pa, f], ha[pa, f], lb[pb, f], hb[pb, f], rel.delta)
         return m
 
     def _lin_status(self, i: int, j: int, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
