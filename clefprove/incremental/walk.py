@@ -87,8 +87,15 @@ def scope_key(invariant: ck.CheckedInvariant, domain: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def result_key(invariant: ck.CheckedInvariant, counterexamples: int, content: str) -> bytes:
-    """Key of a whole result: also names, positions and K, which appear in the result."""
+def result_key(
+    invariant: ck.CheckedInvariant,
+    counterexamples: int,
+    content: str,
+    settings: eg.Settings | None = None,
+) -> bytes:
+    """Key of a whole result: also names, positions, K and the solver settings, which can all
+    show in a result (a witness found by Z3 depends on how the queries were grouped)."""
+    st = settings or eg.Settings()
     ident = json.dumps(
         [
             invariant.name,
@@ -97,6 +104,11 @@ def result_key(invariant: ck.CheckedInvariant, counterexamples: int, content: st
             invariant.line,
             invariant.column,
             counterexamples,
+            st.timeout,
+            st.rlimit,
+            st.jobs,
+            st.dnf_cap,
+            st.shortcuts,
         ]
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
@@ -521,7 +533,7 @@ def _check_program(
     invs = program.invariants
     t_start = time.perf_counter()
     content = merkle.content_digest(model)
-    rkeys = [result_key(inv, counterexamples, content) for inv in invs]
+    rkeys = [result_key(inv, counterexamples, content, settings) for inv in invs]
     stored = cache.lookup_results(rkeys)
     results: list[InvariantResult | None] = [None] * len(invs)
     todo = [i for i, k in enumerate(rkeys) if k not in stored]
