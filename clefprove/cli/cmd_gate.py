@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--previous", metavar="OLD", help="the model currently deployed (for a diff)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="solver processes")
+    p.add_argument(
+        "--jobs", type=int, default=None, metavar="N", help="solver processes (default: all cores)"
+    )
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
     p.add_argument("--counterexamples", type=int, default=3, metavar="K")
     add_cache_arguments(p)
@@ -30,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.errors import ClefproveError
     from clefprove.incremental.gate import render_text, run_gate
     from clefprove.incremental.store import cache_from_args
+    from clefprove.verify.engine import default_jobs
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise ClefproveError("--jobs must be >= 1")
     if args.timeout is not None and args.timeout <= 0:
         raise ClefproveError("--timeout must be > 0")
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             args.invariants,
             args.previous,
             cache,
-            jobs=args.jobs,
+            jobs=args.jobs or default_jobs(),
             timeout=args.timeout,
             counterexamples=args.counterexamples,
         )
