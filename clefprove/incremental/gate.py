@@ -21,7 +21,7 @@ from typing import Any
 
 from clefprove.incremental import diff as df
 from clefprove.incremental.store import ProofCache
-from clefprove.verify.verdicts import HOLDS, VIOLATED, Report
+from clefprove.verify.verdicts import HOLDS, VIOLATED, RelationalCounterexample, Report
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,13 @@ def render_text(res: GateResult) -> str:
         mark = {HOLDS: "ok  ", VIOLATED: "FAIL"}.get(r.status, "??  ")
         lines.append(f"  {mark} {r.invariant}  [{r.status}]  {r.file}:{r.line}")
         for c in r.counterexamples[:1]:
+            if isinstance(c, RelationalCounterexample):  # a pair differing only in c.feature
+                for k in range(2):
+                    lines.append(
+                        f"         counterexample {k + 1}/2 {df._json(c.inputs[k])} -> "
+                        f"{c.actions[k]}"
+                    )
+                continue
             lines.append(f"         counterexample {df._json(c.input)} -> {c.action}")
             lines.append(f"         path {' and '.join(c.path)}")
     if res.diff is not None:

@@ -662,3 +662,11 @@ def test_single_linear_when_is_decided_on_boxes_with_a_corner_witness():
     res = check_relational(model_y, inv, SEV)
     assert res.status == "violated" and res.solver_paths == 1
     assert_counterexamples_replay(model_y, inv, SEV, res)
+
+
+def test_gate_shows_pairs(tmp_path, capsys):
+    inv = tmp_path / "rel.inv"
+    inv.write_text(SPEC_RELATIONAL)
+    assert main(["gate", EDGE, str(inv), "--cache", str(tmp_path / "cache")]) == 1
+    out = capsys.readouterr().out
+    assert "counterexample 2/2" in out and "FAIL rtt_stable" in out
