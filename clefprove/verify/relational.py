@@ -126,6 +126,12 @@ def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | 
             f"{inv.file}:{inv.line}: the 'when' of relational invariant '{inv.name}' cannot use "
             "'action' or 'confidence'"
         )
+    ft = model.features[rel.feature]
+    if not isinstance(rel, ck.Independent) and ft.type is FeatureType.CATEGORICAL:
+        raise ClefproveError(
+            f"{inv.file}:{inv.line}: invariant '{inv.name}': {type(rel).__name__.lower()}(...) "
+            f"needs an ordered feature; '{ft.name}' is categorical (use independent(...))"
+        )
     rank = None
     if isinstance(rel, ck.Monotone):
         if severity is None or sorted(severity) != list(range(len(model.actions))):

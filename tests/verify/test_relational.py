@@ -428,6 +428,11 @@ def test_when_with_decision_and_missing_severity_are_refused():
         check_relational(model, _inv(ck.Independent(0), ck.ActionIn(frozenset({0}))), SEV)
     with pytest.raises(ClefproveError):
         check_relational(model, _inv(ck.Monotone(0)), None)
+    ua = {"name": "ua", "type": "categorical", "values": ["a", "b"], "default": "a"}
+    cat_model = _model([ua], {"action": "allow", "confidence": 1.0})
+    for rel in (ck.Monotone(0), ck.Stable(0, Fraction(1))):
+        with pytest.raises(ClefproveError, match="categorical"):
+            check_relational(cat_model, _inv(rel), SEV)
 
 
 def test_vacuous_when():
