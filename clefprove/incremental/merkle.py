@@ -113,25 +113,26 @@ def subtree_hashes(model: Model) -> np.ndarray:
     feat_tok = np.frombuffer(
         b"".join(_h(b"feature\0" + f.name.encode()) for f in model.features), dtype=np.uint8
     ).reshape(-1, HASH_BYTES)
-    split = kind != NodeKind.LEAF
+    # The children-independent part of every split record, built once for all splits; each
+    # level then only gathers its children's hashes.
+    splits = np.flatnonzero(kind != NodeKind.LEAF)
     left = nodes["left"].astype(np.int64)
     right = nodes["right"].astype(np.int64)
-    feat = nodes["feature"].astype(np.int64)
-    for d in range(int(depth.max()) if n else -1, -1, -1):
-        idx = np.flatnonzero(split & (depth == d))
-        if not idx.size:
-            continue
-        rec = np.zeros((idx.size, _SPLIT_WIDTH), dtype=np.uint8)
-        is_cat = kind[idx] == NodeKind.CATEGORICAL
-        rec[:, 0] = np.where(is_cat, ord("C"), ord("N"))
-        rec[:, 1:33] = feat_tok[feat[idx]]
-        rec[~is_cat, 33:41] = _bits(nodes["value"][idx[~is_cat]])
-        if is_cat.any():
-            rec[is_cat, 33:65] = _set_tokens(model, idx[is_cat])
-        rec[:, 65:97] = out[left[idx]]
-        rec[:, 97:129] = out[right[idx]]
+    static = np.zeros((splits.size, 65), dtype=np.uint8)
+    is_cat = kind[splits] == NodeKind.CATEGORICAL
+    static[:, 0] = np.where(is_cat, ord("C"), ord("N"))
+    static[:, 1:33] = feat_tok[nodes["feature"][splits].astype(np.int64)]
+    static[~is_cat, 33:41] = _bits(nodes["value"][splits[~is_cat]])
+    if is_cat.any():
+        static[is_cat, 33:65] = _set_tokens(model, splits[is_cat])
+    sdepth = depth[splits]
+    order = np.argsort(-sdepth, kind="stable")  # deepest level first
+    bounds = np.flatnonzero(np.diff(sdepth[order])) + 1
+    w = _SPLIT_WIDTH
+    for rows in np.split(order, bounds) if splits.size else ():
+        idx = splits[rows]
+        rec = np.concatenate([static[rows], out[left[idx]], out[right[idx]]], axis=1)
         buf = memoryview(rec.tobytes())
-        w = _SPLIT_WIDTH
         hashes = b"".join(_h(buf[k * w : (k + 1) * w]) for k in range(idx.size))
         out[idx] = np.frombuffer(hashes, dtype=np.uint8).reshape(-1, HASH_BYTES)
     out.setflags(write=False)
