@@ -111,3 +111,36 @@ def test_pre_commit_hooks_file() -> None:
     ids = {h["id"]: h for h in hooks}
     assert ids["clefprove-gate"]["entry"] == "clefprove gate"
     assert ids["clefprove-gate"]["pass_filenames"] is False
+
+
+def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
+    from clefprove.incremental import ProofCache
+    from clefprove.incremental.gate import render_text, run_gate
+
+    src = {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": {
+            "feature": "x",
+            "threshold": 5.0,
+            "left": {"action": "block", "confidence": 0.9},
+            "right": {
+                "feature": "x",
+                "threshold": 7.5,
+                "left": {"action": "allow", "confidence": 0.9},  # safe, but only Z3 shows it
+                "right": {"action": "block", "confidence": 0.9},
+            },
+        },
+    }
+    model = tmp_path / "m.clef"
+    model.write_bytes(write_clef(M.compile_(src)))
+    inv = tmp_path / "z3.inv"
+    inv.write_text(M.program_text(["solver_safe"]))
+    with ProofCache(tmp_path / "c") as cache:
+        for _ in range(2):  # a tiny resource limit: Z3 gives up; nothing unknown is stored
+            res = run_gate(model, [inv], cache=cache, rlimit=1)
+            assert res.exit_code == 3 and "FAIL (unknown)" in render_text(res)
+        res = run_gate(model, [inv], cache=cache)
+        assert res.exit_code == 0 and res.report.results[0].status == "holds"
