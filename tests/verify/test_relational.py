@@ -675,3 +675,81 @@ def test_gate_shows_pairs(tmp_path, capsys):
     assert main(["gate", EDGE, str(inv), "--cache", str(tmp_path / "cache")]) == 1
     out = capsys.readouterr().out
     assert "counterexample 2/2" in out and "FAIL rtt_stable" in out
+
+
+def fp_reference_violating_pairs(model: Model, inv, severity) -> int | None:
+    """Violating leaf pairs counted by Z3 with float features as IEEE float64 (FP theory):
+    an independent reference for float domains (None when Z3 gives up)."""
+    import z3
+
+    from tests.verify.gen import WholeTreeZ3
+
+    rel = inv.ensure
+    f = rel.feature
+    ref = WholeTreeZ3(model)
+    ft = model.features[f]
+    x1 = ref.vars[f]
+    if ft.type is FeatureType.FLOAT:
+        x2 = z3.FP(f"x{f}_second", ref.fp)
+        base2 = [
+            z3.Not(z3.fpIsNaN(x2)),
+            z3.Not(z3.fpIsInf(x2)),
+            z3.fpGEQ(x2, z3.FPVal(ft.min, ref.fp)),
+            z3.fpLEQ(x2, z3.FPVal(ft.max, ref.fp)),
+        ]
+    else:
+        x2 = z3.Int(f"x{f}_second", ref.ctx)
+        base2 = [x2 >= int(ft.min), x2 <= int(ft.max)]
+    leaves = [n for n in model.iter_nodes() if n.is_leaf]
+    rank = {a: k for k, a in enumerate(severity)}
+
+    def second(build):
+        ref.vars[f] = x2
+        try:
+            return build()
+        finally:
+            ref.vars[f] = x1
+
+    r1 = ref.real(f)
+    r2 = second(lambda: ref.real(f))
+    if isinstance(rel, ck.Monotone):
+        relation = [r1 < r2]
+    elif isinstance(rel, ck.Stable):
+        d = z3.RealVal(rel.delta, ref.ctx)
+        relation = [r1 - r2 <= d, r2 - r1 <= d]
+    else:
+        relation = []
+    count = 0
+    for la in leaves:
+        for lb in leaves:
+            if isinstance(rel, ck.Monotone):
+                if not rank[lb.action] < rank[la.action]:
+                    continue
+            elif la.action == lb.action or lb.index <= la.index:
+                continue
+            s = z3.Solver(ctx=ref.ctx)
+            s.set("timeout", 20000)
+            s.add(*ref.base, *base2, *relation, *ref.path(la.index))
+            s.add(*second(lambda lb=lb: ref.path(lb.index)))
+            s.add(ref.formula(inv.when, -1, 0.0))
+            s.add(second(lambda: ref.formula(inv.when, -1, 0.0)))
+            r = s.check()
+            if r == z3.unknown:
+                return None
+            count += r == z3.sat
+    return count
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_float_domains_against_an_ieee_reference(data):
+    model = data.draw(pair_models(all_int=False, max_depth=3))
+    inv, severity = data.draw(relational_invariants(model))
+    ref = fp_reference_violating_pairs(model, inv, severity)
+    if ref is None:
+        return
+    res = check_relational(model, inv, severity)
+    assert res.unknown_paths == 0
+    assert res.violating_paths == ref
+    assert res.status == ("violated" if ref else "holds")
+    assert_counterexamples_replay(model, inv, severity, res)
