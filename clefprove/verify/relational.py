@@ -189,14 +189,19 @@ class PairChecker:
     def __init__(self, model: Model, prep: Prepared, boxes: LeafBoxes | None = None) -> None:
         self.model = model
         self.prep = prep
-        self.boxes = boxes if boxes is not None else leaf_boxes(model)
+        b = boxes if boxes is not None else leaf_boxes(model)
+        self.n_leaves = b.size
         self.f = prep.relation.feature
         self.n_feat = len(model.features)
         self.symmetric = not isinstance(prep.relation, ck.Monotone)
-        b = self.boxes
         rows = nm.Rows(b.lo, b.hi, b.cats, b.actions)
         can, _ = nm.tri(prep.when, rows)
-        self.live = b.feasible & can
+        live = b.feasible & can
+        if not live.all():  # only leaves that some input satisfying 'when' reaches take part
+            b = b.take(np.flatnonzero(live))
+            rows = nm.Rows(b.lo, b.hi, b.cats, b.actions)
+        self.boxes = b
+        self.live = np.ones(b.size, dtype=bool)
         conjs = prep.conjuncts if prep.conjuncts is not None else [()]
         self.exact = prep.conjuncts is not None
         self.sides: list[_Side] = []
@@ -600,7 +605,7 @@ def check_relational(
         unknown_paths=n_unknown,
         counterexamples=tuple(cexs),
         seconds=time.perf_counter() - t0,
-        paths_checked=pc.boxes.size,
+        paths_checked=pc.n_leaves,
         paths_reused=0,
         description=inv.description,
         solver_paths=len(undecided),
