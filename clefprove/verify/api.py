@@ -6,6 +6,9 @@ Per invariant: decide every leaf (see :mod:`clefprove.verify.engine`), then
   tree order, each decoded to a complete input and confirmed by the evaluator;
 * ``unknown`` when no leaf is VIOLATED but some leaf is UNKNOWN;
 * ``holds`` otherwise, with ``vacuous`` when no input in the domain satisfies ``when``.
+
+Relational invariants (``monotone``/``stable``/``independent``) are decided the same way on leaf
+*pairs* by :mod:`clefprove.verify.relational`, always afresh (never through the proof cache).
 """
 
 from __future__ import annotations
