@@ -215,8 +215,9 @@ def format_program(program: ast.Program) -> str:
             name = item.name.name.ljust(let_width.get(i, 0))
             lines = _clause(f"let {name} = ", item.expr, "")
         else:
-            lines = _invariant(item, by_item[i])
-        _trailing(lines, head)
+            lines = _invariant(item, by_item[i])  # places the head's comment itself
+        if not isinstance(item, ast.Invariant):
+            _trailing(lines, head)
         out.extend(lines)
         prev_end = max(item.pos.end_line, item.line)
         for s in by_item[i].values():

@@ -129,3 +129,18 @@ def test_fmt_refuses_bad_syntax() -> None:
 def test_fmt_needs_no_model_and_keeps_type_errors() -> None:
     # fmt formats syntax: an unknown name is the checker's business, not fmt's
     assert format_text("invariant t: ensure nosuchthing") == "invariant t:\n  ensure nosuchthing\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "invariant a:#\n  ensure action == allow\n",
+        "invariant a: # head\n  when is_tor # when\n  ensure action == allow # ensure\n",
+        'invariant a: # head\n  "d" # desc\n  ensure action == allow\n',
+    ],
+)
+def test_end_of_line_comment_on_an_invariant_head_is_kept_once(text: str) -> None:
+    out = format_text(text)
+    assert out.splitlines()[0].startswith("invariant a:  #")
+    assert out.count("#") == text.count("#")
+    assert format_text(out) == out
