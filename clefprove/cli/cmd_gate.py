@@ -7,8 +7,6 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from clefprove.incremental.store import add_cache_arguments
-
     p = sub.add_parser(
         "gate",
         help="pre-deploy hook: integrity, incremental check, behaviour diff; 0 only if all hold",
@@ -23,7 +21,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
     p.add_argument("--counterexamples", type=int, default=3, metavar="K")
-    add_cache_arguments(p)
+    # The same options as clefprove.incremental.store.add_cache_arguments, without importing
+    # sqlite3 on every start of the CLI.
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        metavar="DIR",
+        default=None,
+        help="proof cache directory (default .clefprove-cache)",
+    )
+    cache.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the proof cache"
+    )
     p.set_defaults(func=run)
 
 
