@@ -5,6 +5,9 @@ the labels follow a security policy with noise, and the tree is converted with
 ``clefprove.from_sklearn``.  Run from the repository root:
 
     python examples/make_edge_example.py                    # the committed depth-12 example
+    python examples/make_edge_example.py --block-floor 0 --version 1.0.0 \
+        --out examples/edge-allow-block-1.0.0               # its predecessor, without the
+                                                            # release policy (one violation)
     python examples/make_edge_example.py --depth 20 --out /tmp/edge-d20   # bench models
 """
 
@@ -128,6 +131,23 @@ def model_source(model) -> dict:
     return out
 
 
+def apply_block_floor(source: dict, floor: float) -> int:
+    """The release policy: a leaf that would block with confidence below *floor* rate-limits
+    instead (an unconfident block hurts real users; rate limiting is the cautious fallback).
+    Rewrites *source* in place and returns the number of leaves changed."""
+    changed = 0
+    stack = [source["tree"]]
+    while stack:
+        node = stack.pop()
+        if "action" in node:
+            if node["action"] == "block" and node["confidence"] < floor:
+                node["action"] = "rate_limit"
+                changed += 1
+        else:
+            stack += [node["left"], node["right"]]
+    return changed
+
+
 def main() -> None:
     from clefprove.model.clef import write_clef
     from clefprove.model.source import compile_source
@@ -141,16 +161,29 @@ def main() -> None:
         default=str(here / "edge-allow-block"),
         help="output path without suffix: writes OUT.json and OUT.clef",
     )
+    ap.add_argument(
+        "--block-floor",
+        type=float,
+        default=0.8,
+        help="release policy: blocks below this confidence become rate_limit (0: off)",
+    )
+    ap.add_argument("--version", default="1.1.0", help="model version to record")
     args = ap.parse_args()
     _, model = build(args.depth, args.rows)
     source = model_source(model)
-    again = compile_source(source)
-    data = write_clef(again)
-    if data != write_clef(model):
-        raise SystemExit("internal error: the JSON source does not compile to the same model")
-    out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(source, indent=1) + "\n")
-    out.with_suffix(".clef").write_bytes(data)
+    source["version"] = args.version
+    changed = apply_block_floor(source, args.block_floor)
+    if changed:
+        source["description"] += (
+            f"; release policy: {changed} block leaves below confidence {args.block_floor} "
+            "rate-limit instead"
+        )
+    text = json.dumps(source, indent=1) + "\n"
+    model = compile_source(json.loads(text))  # exactly what the written JSON compiles to
+    data = write_clef(model)
+    out = args.out
+    Path(out + ".json").write_text(text)
+    Path(out + ".clef").write_bytes(data)
     print(
         f"{out}.json / .clef: {model.n_nodes} nodes, {model.n_leaves} leaves, "
         f"depth {model.max_depth}, {len(data)} bytes"

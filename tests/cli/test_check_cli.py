@@ -11,7 +11,8 @@ from clefprove.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = str(ROOT / "examples" / "spec-toy.clef")
-EDGE = str(ROOT / "examples" / "edge-allow-block.clef")
+# The example release before its confidence floor: it has one real violation.
+EDGE = str(ROOT / "examples" / "edge-allow-block-1.0.0.clef")
 INV = str(ROOT / "invariants")
 
 HOLDS = """

@@ -218,7 +218,7 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, capsys) -> None:
     assert "Traceback" not in err
 
 
-EXAMPLE = ROOT / "examples" / "edge-allow-block.clef"
+EXAMPLE = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
 
 
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="the depth-12 example is not generated")

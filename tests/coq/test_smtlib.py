@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import load_invariants
+from clefprove.model.clef import load_model
+from clefprove.model.types import NodeKind
 from clefprove.smt.smtlib import (
     expected_status,
     query_name,
@@ -16,10 +20,6 @@ from clefprove.smt.smtlib import (
     replay,
     write_query,
 )
-from clefprove.dsl import checked as ck
-from clefprove.dsl.loader import load_invariants
-from clefprove.model.clef import load_model
-from clefprove.model.types import NodeKind
 
 from .coqgen import SMALL_FEATURES, invariant, random_formula, random_model
 

@@ -20,7 +20,7 @@ SCHEMA = json.loads((Path(__file__).parent / "sarif-schema-2.1.0.json").read_tex
 
 @pytest.fixture(scope="module")
 def report():
-    return check(ROOT / "examples" / "edge-allow-block.clef", [ROOT / "invariants"])
+    return check(ROOT / "examples" / "edge-allow-block-1.0.0.clef", [ROOT / "invariants"])
 
 
 def test_sarif_validates_against_schema(report):

@@ -9,4 +9,4 @@ from tests.conftest import EXAMPLES
 def edge_model():
     from clefprove.model.clef import load_model
 
-    return load_model(EXAMPLES / "edge-allow-block.clef")
+    return load_model(EXAMPLES / "edge-allow-block-1.0.0.clef")

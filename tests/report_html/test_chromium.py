@@ -63,7 +63,7 @@ def rendered(tmp_path_factory):
     code = main(
         [
             "report",
-            str(EXAMPLES / "edge-allow-block.clef"),
+            str(EXAMPLES / "edge-allow-block-1.0.0.clef"),
             str(ROOT / "invariants"),
             "-o",
             str(report),

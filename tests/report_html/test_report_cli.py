@@ -19,7 +19,7 @@ from clefprove.verify.verdicts import InvariantResult, ModelInfo, Report
 from tests.conftest import EXAMPLES, ROOT
 from tests.report_html.dom import parse
 
-EDGE = str(EXAMPLES / "edge-allow-block.clef")
+EDGE = str(EXAMPLES / "edge-allow-block-1.0.0.clef")
 TOY = str(EXAMPLES / "spec-toy.clef")
 INVS = str(ROOT / "invariants")
 SVG_NS = "{http://www.w3.org/2000/svg}"
