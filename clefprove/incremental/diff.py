@@ -152,9 +152,9 @@ def shares(model: Model, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndar
 
 
 def _lower(lo: float) -> tuple[str, str]:
-    """Readable lower bound: ``(">", t)`` when *lo* is the float64 right after a shorter t."""
+    """Readable lower bound: ``(">", t)`` when *lo* is the float64 right after a t no longer."""
     prev = float(np.nextafter(lo, -np.inf))
-    if len(format_number(prev)) < len(format_number(lo)):
+    if len(format_number(prev)) <= len(format_number(lo)):  # prefer the split threshold
         return ">", format_number(prev)
     return ">=", format_number(lo)
 
