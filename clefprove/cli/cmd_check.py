@@ -24,8 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--counterexamples", type=int, default=3, metavar="K")
     cache = p.add_mutually_exclusive_group()
-    cache.add_argument("--cache", metavar="DIR", help="proof cache directory")
-    cache.add_argument("--no-cache", action="store_true", help="do not use the proof cache")
+    cache.add_argument(
+        "--cache", metavar="DIR", help="proof cache directory (default .clefprove-cache)"
+    )
+    cache.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the proof cache"
+    )
     p.add_argument("--smtlib", metavar="DIR", help="write every solver query as SMT-LIB here")
     p.set_defaults(func=run)
 
@@ -49,6 +53,18 @@ def render(report, fmt: str, color: bool = False) -> str:
     return render_text(report, color=color)
 
 
+def _smtlib_directory(path: str) -> None:
+    """Create the ``--smtlib`` directory (an existing file there is an error)."""
+    from pathlib import Path
+
+    if Path(path).exists() and not Path(path).is_dir():
+        raise ClefproveError(f"--smtlib {path}: exists and is not a directory")
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ClefproveError(f"--smtlib {path}: cannot create: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
@@ -61,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
         raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
     if args.counterexamples < 0:
         raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
+    from clefprove.cli.output import refuse_inputs
+    from clefprove.dsl.files import expand_paths
+
+    refuse_inputs(args.output, args.model, *expand_paths(args.invariants))
+    if args.smtlib is not None:
+        _smtlib_directory(args.smtlib)
     model = load_model(args.model)
     program = load_invariants(args.invariants, model)
     if not program.invariants:
@@ -80,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done)
 
+    # --smtlib asks for every solver query, so nothing may be answered from the cache.
+    cache = None
+    if args.smtlib is None:
+        from clefprove.incremental.store import cache_from_args
+
+        cache = cache_from_args(args)
     try:
         report = check(
             model,
@@ -90,10 +118,13 @@ def run(args: argparse.Namespace) -> int:
             smtlib=args.smtlib,
             model_path=args.model,
             progress=progress,
+            cache=cache,
         )
     finally:
         if bar is not None:
             bar.stop()
+        if cache is not None:
+            cache.close()
     to_terminal = args.output in (None, "-") and sys.stdout.isatty()
     text = render(report, args.format, color=to_terminal)
     from clefprove.cli.output import emit

@@ -314,11 +314,11 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 def open_cache(
     directory: str | os.PathLike[str] | None, disabled: bool = False
 ) -> ProofCache | None:
-    """The CLI's ``--cache DIR`` / ``--no-cache``: a cache in *directory* (default
-    :data:`DEFAULT_DIR`), or None when disabled."""
+    """The CLI's ``--cache DIR`` / ``--no-cache``: a cache in *directory* (default: the
+    ``CLEFPROVE_CACHE`` environment variable, else :data:`DEFAULT_DIR`), or None when disabled."""
     if disabled:
         return None
-    return ProofCache(directory or DEFAULT_DIR)
+    return ProofCache(directory or os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR)
 
 
 def add_cache_arguments(parser: object) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run clefprove in *cwd* with the default cache location (``cwd/.clefprove-cache``)."""
+    env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
     return subprocess.run(
-        [sys.executable, "-m", "clefprove", *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-m", "clefprove", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 
@@ -144,3 +151,16 @@ def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
             assert res.exit_code == 3 and "FAIL (unknown)" in render_text(res)
         res = run_gate(model, [inv], cache=cache)
         assert res.exit_code == 0 and res.report.results[0].status == "holds"
+
+
+def test_check_uses_the_cache_by_default(tmp_path) -> None:
+    old, _, inv = _models(tmp_path)
+    first = json.loads(run("check", str(old), str(inv), "--format", "json", cwd=tmp_path).stdout)
+    again = json.loads(run("check", str(old), str(inv), "--format", "json", cwd=tmp_path).stdout)
+    assert (tmp_path / ".clefprove-cache").is_dir()
+    assert first["summary"]["paths_reused"] == 0 and first["summary"]["paths_checked"] == 6
+    assert again["summary"]["paths_reused"] == 6 and again["summary"]["paths_checked"] == 0
+    for a, b in zip(first["results"], again["results"], strict=True):
+        assert a["status"] == b["status"] and a["counterexamples"] == b["counterexamples"]
+    fresh = run("check", str(old), str(inv), "--no-cache", "--format", "json", cwd=tmp_path)
+    assert json.loads(fresh.stdout)["summary"]["paths_reused"] == 0

@@ -34,7 +34,8 @@ def run_report(tmp_path: Path, *args: str, name: str = "report.html") -> tuple[i
 
 def check_json(tmp_path: Path, *args: str) -> tuple[int, dict]:
     out = tmp_path / "check.json"
-    code = main(["check", *args, "--format", "json", "-o", str(out)])
+    # The report checks afresh; so must the check it is compared with.
+    code = main(["check", *args, "--format", "json", "--no-cache", "-o", str(out)])
     return code, json.loads(out.read_text())
 
 
