@@ -171,22 +171,24 @@ class Normalizer:
                 b = (math.ceil(q) - 1) if strict else math.floor(q)
             else:
                 b = (math.floor(q) + 1) if strict else math.ceil(q)
-            bound = float(b)
+            # Compared with the domain as exact integers: float(b) rounds at +-(2**53 + 1).
+            exact: Fraction | float = Fraction(b)
         elif upper:
-            bound = float_le(q)
-            if strict and Fraction(bound) == q:
-                bound = math.nextafter(bound, -math.inf)
+            exact = float_le(q)
+            if strict and math.isfinite(exact) and Fraction(exact) == q:
+                exact = math.nextafter(exact, -math.inf)
         else:
-            bound = float_ge(q)
-            if strict and Fraction(bound) == q:
-                bound = math.nextafter(bound, math.inf)
-        if upper and bound >= hi_d:
+            exact = float_ge(q)
+            if strict and math.isfinite(exact) and Fraction(exact) == q:
+                exact = math.nextafter(exact, math.inf)
+        # (+-inf only arises beyond a domain end at the float64 limit: the checks below settle it)
+        if upper and exact >= hi_d:
             return TRUE
-        if not upper and bound <= lo_d:
+        if not upper and exact <= lo_d:
             return TRUE
-        if (upper and bound < lo_d) or (not upper and bound > hi_d):
+        if (upper and exact < lo_d) or (not upper and exact > hi_d):
             return FALSE
-        return Bound(col, upper, bound)
+        return Bound(col, upper, float(exact))
 
 
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:
@@ -287,9 +289,14 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
     raise TypeError(f"not a normalized formula: {f!r}")
 
 
+_TINY = Fraction(2) ** -1022  # the smallest normal float64
+
+
 def _f(q: Fraction) -> float:
     """float(q), or inf when it would overflow (the exact fallback then handles the rows)."""
-    return float(q) if abs(q) < 2**1000 else math.copysign(math.inf, q)
+    if abs(q) < 2**1000:
+        return float(q)
+    return math.inf if q > 0 else -math.inf  # (math.copysign would convert q: overflow)
 
 
 def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
@@ -300,7 +307,12 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
     """
     cols = [c for c, _ in lit.terms]
     coeffs = np.array([_f(c) for _, c in lit.terms])
-    pos = coeffs > 0
+    # Signs from the exact coefficients: a coefficient below the float64 range rounds to 0.
+    pos = np.array([c > 0 for _, c in lit.terms], dtype=bool)
+    # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute* error
+    # of up to 2**-1075, which the relative bound below does not cover once multiplied by a
+    # large coordinate: account for it per such coefficient.
+    tiny = np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool)
     a, b = lo[:, cols], hi[:, cols]
     pick_lo = pos if minimum else ~pos
     corner = np.where(pick_lo, a, b)
@@ -309,6 +321,8 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
         total = (coeffs * corner).sum(axis=1) + kf
         mag = (np.abs(coeffs) * np.abs(corner)).sum(axis=1) + abs(kf)
         err = mag * ((len(cols) + 4) * 2.0**-50) + 1e-300 * (len(cols) + 2)
+        if tiny.any():
+            err = err + np.abs(corner[:, tiny]).sum(axis=1) * 2.0**-1074
         sign = np.where(total > err, 1, np.where(total < -err, -1, 0)).astype(np.int8)
         unsure = ~((total > err) | (total < -err)) | ~np.isfinite(total)
     for r in np.flatnonzero(unsure):
