@@ -109,10 +109,14 @@ def tables(model: Model) -> TreeTables:
     numeric = nodes["kind"] == NodeKind.NUMERIC
     is_int = np.zeros(n, dtype=bool)
     is_int[numeric] = integral[feat[numeric]]
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         fl = np.floor(value)
         left_hi = np.where(is_int, fl, value)
-        right_lo = np.where(is_int, fl + 1.0, np.nextafter(value, np.inf))
+        # The next whole float64 above floor(t): floor(t) + 1 rounds back to floor(t) from
+        # 2**53 on, where the next whole value is the next float64.
+        up = fl + 1.0
+        up = np.where(up > fl, up, np.nextafter(fl, np.inf))
+        right_lo = np.where(is_int, up, np.nextafter(value, np.inf))
     parent = np.full(n, -1, dtype=np.int64)
     internal = np.flatnonzero(nodes["kind"] != NodeKind.LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
