@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -66,11 +67,22 @@ def describe(model: Model, rel: ck.Relational) -> str:
         case ck.Monotone():
             return f"monotone({name})"
         case ck.Stable(_, delta):
-            d = str(delta.numerator) if delta.denominator == 1 else str(float(delta))
-            return f"stable({name}, {d})"
+            return f"stable({name}, {_show_delta(delta)})"
         case ck.Independent():
             return f"independent({name})"
     raise TypeError(f"not a relational form: {rel!r}")
+
+
+def _show_delta(delta: Fraction) -> str:
+    """The delta as written: a whole number, the float64 it equals, or 17 significant digits
+    (a product of constants can lie outside the float64 range, or between two float64s)."""
+    if delta.denominator == 1:
+        return str(delta.numerator)
+    if delta < 2**1023 and Fraction(float(delta)) == delta:
+        return repr(float(delta))
+    with localcontext() as ctx:
+        ctx.prec = 17
+        return str(Decimal(delta.numerator) / Decimal(delta.denominator))
 
 
 def related(rel: ck.Relational, a: float, b: float) -> bool:
