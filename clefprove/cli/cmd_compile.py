@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clefprove.cli.output import write_atomic
+from clefprove.cli.output import refuse_inputs, write_atomic
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.model.clef import write_clef
     from clefprove.model.source import load_source
 
+    refuse_inputs(args.output, args.source)
     model = load_source(args.source)
     write_atomic(args.output, write_clef(model))
     sys.stderr.write(

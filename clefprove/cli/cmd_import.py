@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clefprove.cli.output import write_atomic
+from clefprove.cli.output import refuse_inputs, write_atomic
 
 FORMATS = ("onnx", "xgboost", "lightgbm")
 
@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.model.clef import write_clef
     from clefprove.model.importers import import_model
 
+    refuse_inputs(args.output, args.file, *([args.features] if args.features else []))
     model = import_model(args.format, args.file, args.features)
     write_atomic(args.output, write_clef(model))
     sys.stderr.write(

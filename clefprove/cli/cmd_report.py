@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
     if args.output == "-":
         raise ClefproveError("report needs an output file (-o REPORT.html), not stdout")
+    from clefprove.cli.output import refuse_inputs
+    from clefprove.dsl.files import expand_paths
+
+    inputs = [args.model, *([args.previous] if args.previous else [])]
+    refuse_inputs(args.output, *inputs, *expand_paths(args.invariants))
     fmt = output_format(args)
     model = load_model(args.model)
     previous = load_model(args.previous) if args.previous is not None else None

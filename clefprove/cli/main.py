@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from clefprove.cli.output import discard_stdout
 from clefprove.errors import ClefproveError
 
 EXIT_OK = 0
@@ -69,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a failing stdout is reported here, not at interpreter exit
+        return code
     except ClefproveError as exc:
         sys.stderr.write(exc.render())
         return EXIT_USAGE
@@ -77,10 +81,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("clefprove: interrupted\n")
         return 130
     except BrokenPipeError:
+        discard_stdout()
         return EXIT_OK
+    except OSError as exc:  # stdin or stdout failing: a full disk, a closed stream
+        discard_stdout()
+        reason = exc.strerror or str(exc)
+        where = f"{exc.filename}: " if exc.filename else "standard input/output: "
+        sys.stderr.write(f"clefprove: error: {where}{reason}\n")
+        return EXIT_USAGE
+
+
+def _occupy_closed_streams() -> None:
+    """Give a closed stdin/stdout/stderr a placeholder descriptor.
+
+    Otherwise the next file opened would get descriptor 0, 1 or 2, and ``sys.stdin`` would be
+    None.  stdin and stdout get a descriptor opened the wrong way round, so that reading or
+    writing them fails with a clear error instead of succeeding silently.
+    """
+    for fd, name, flags, mode in (
+        (0, "stdin", os.O_WRONLY, "r"),
+        (1, "stdout", os.O_RDONLY, "w"),
+        (2, "stderr", os.O_WRONLY, "w"),
+    ):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, flags)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - lives as long as sys
 
 
 def entry() -> None:
+    _occupy_closed_streams()
     sys.exit(main())
 
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -142,20 +143,44 @@ def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") ->
 
 
 def load_model(path: str | os.PathLike[str]) -> Model:
-    """Load a model from a `.clef` file or a JSON source file (chosen by content)."""
+    """Load a model from a `.clef` file or a JSON source file (chosen by content).
+
+    A pipe (``/dev/stdin``, a shell's ``<(...)``) cannot be mapped: it is read into memory.
+    """
     p = Path(path)
     try:
         with open(p, "rb") as fh:
             head = fh.read(len(MAGIC))
+            regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
+            rest = fh.read() if not regular and _looks_like_model(head, p) else None
     except IsADirectoryError:
         raise ClefproveError(f"{path}: is a directory, not a model") from None
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if head != MAGIC and (p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"{", b"")):
+    json_like = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"{", b"")
+    json_source = head != MAGIC and json_like
+    if not regular:
+        if rest is None:
+            raise ClefFormatError(f"{path}: {_short_reason(head, len(head))}")
+        data = head + rest
+        if json_source:
+            from clefprove.model.source import compile_source, parse_json_text
+
+            return compile_source(parse_json_text(data, str(path)), origin=str(path))
+        return load_bytes(data, origin=str(path))
+    if json_source:
         from clefprove.model.source import load_source
 
         return load_source(p)
     return load(p)
+
+
+def _looks_like_model(head: bytes, path: Path) -> bool:
+    """Whether a stream's first bytes start a .clef file or JSON (never read /dev/zero whole)."""
+    if head == MAGIC:
+        return True
+    stripped = head.lstrip()
+    return stripped[:1] == b"{" or (path.suffix.lower() == ".json" and stripped[:1] in (b"", b"{"))
 
 
 def _short_reason(head: bytes, size: int) -> str:

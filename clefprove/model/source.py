@@ -134,7 +134,8 @@ def parse_feature(obj: Any, path: str) -> Feature:
         for key, v in (("min", lo), ("max", hi), ("default", d)):
             if not v.is_integer():
                 raise _fail(f"{path}.{key}", f"an int feature needs a whole number, not {obj[key]}")
-            if abs(v) > 2**53:
+            # Compare the JSON integer itself: float() would round 2**53 + 1 into range.
+            if abs(v) > 2**53 or abs(obj[key]) > 2**53:
                 raise _fail(f"{path}.{key}", "int bounds must lie within +-2**53")
     if not lo <= d <= hi:
         raise _fail(
@@ -297,21 +298,49 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model:
     return load_bytes(data, origin=origin)
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (parsers disagree on which one wins)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads` that refuses duplicate keys."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"duplicate key {json.dumps(key)}")
+            seen.add(key)
+    return out
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; every failure is a one-line :class:`ModelSourceError`."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ModelSourceError(f"{path}: cannot read: {reason}") from None
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ModelSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_json_text(data, str(path))
+
+
+def parse_json_text(data: bytes, origin: str) -> Any:
+    """Parse JSON bytes (UTF-8, a leading BOM dropped, duplicate keys refused)."""
     try:
-        return json.loads(text)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ModelSourceError(
+            f"{origin}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise ModelSourceError(
-            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+            f"{origin}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
         ) from None
+    except DuplicateKeyError as exc:
+        raise ModelSourceError(f"{origin}: invalid JSON: {exc}") from None
     except RecursionError:
-        raise ModelSourceError(f"{path}: JSON nesting is too deep") from None
+        raise ModelSourceError(f"{origin}: JSON nesting is too deep") from None
 
 
 def load_source(path: str | os.PathLike[str]) -> Model:
