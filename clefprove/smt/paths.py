@@ -26,6 +26,9 @@ import z3
 from clefprove.dsl import checked as ck
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify.boxes import LeafBoxes, path_to, tables
+from clefprove.verify.normal import float_ge, float_le
+
+_MAX_FLOAT = Fraction(1.7976931348623157e308)
 
 #: Z3's random seed: fixed, so that runs are reproducible.
 SEED = 0
@@ -123,6 +126,27 @@ class _Encoder:
         row = np.asarray(self.model.membership[off : off + size]).astype(bool)
         return self._member(f, np.flatnonzero(row if went_left else ~row).tolist())
 
+    def _float_bound(self, var: int, c: Fraction, k: Fraction, strict: bool) -> z3.BoolRef:
+        """``c*x + k (<|<=) 0`` on a float feature as ``x <= b`` / ``x >= b`` with b the float64
+        bound: the same float64 solutions, and no real solution between two float64 values
+        (which a rational model could not be rounded back from)."""
+        x = self.vars[var]
+        q = -Fraction(k) / Fraction(c)
+        upper = c > 0
+        if abs(q) > _MAX_FLOAT:  # beyond every float64: all or nothing
+            return z3.BoolVal((q > 0) == upper, self.ctx)
+        if upper:
+            b = float_le(q)
+            if strict and Fraction(b) == q:
+                b = math.nextafter(b, -math.inf)
+        else:
+            b = float_ge(q)
+            if strict and Fraction(b) == q:
+                b = math.nextafter(b, math.inf)
+        if math.isinf(b):  # x <= -inf or x >= +inf: no finite input
+            return z3.BoolVal(False, self.ctx)
+        return x <= _q(self.ctx, b) if upper else x >= _q(self.ctx, b)
+
     def box(self, q: Query) -> list[z3.BoolRef]:
         out = []
         for i, f in enumerate(self.model.features):
@@ -152,6 +176,13 @@ class _Encoder:
                         parts.append(_q(ctx, c) * self.vars[var])
                 if not parts:
                     return z3.BoolVal(k < 0 if strict else k <= 0, ctx)
+                single = [
+                    (var, c)
+                    for var, c in expr.terms
+                    if var != ck.CONFIDENCE and self.model.features[var].type is FeatureType.FLOAT
+                ]
+                if len(parts) == 1 and single:
+                    return self._float_bound(single[0][0], single[0][1], k, strict)
                 e = z3.Sum(parts) + _q(ctx, k)
                 zero = z3.RealVal(0, ctx)
                 return e < zero if strict else e <= zero

@@ -73,6 +73,9 @@ def formula(model: Model, f: ck.Formula, action: int, confidence: float) -> str:
                     const += Fraction(coeff) * Fraction(confidence)
                 else:
                     terms.append(f"(* {_real(coeff)} {_var(model, var)})")
+            features = [(v, c) for v, c in expr.terms if v != ck.CONFIDENCE]
+            if len(features) == 1 and model.features[features[0][0]].type is FeatureType.FLOAT:
+                return _float_compare(features[0][0], Fraction(features[0][1]), const, strict)
             lhs = " ".join([*terms, _real(const)])
             return f"({'<' if strict else '<='} (+ {lhs} 0.0) 0.0)"
         case ck.InSet(feature, codes):
@@ -86,6 +89,27 @@ def formula(model: Model, f: ck.Formula, action: int, confidence: float) -> str:
         case ck.Or(args):
             return _or([formula(model, a, action, confidence) for a in args])
     raise TypeError(f"not a checked formula: {f!r}")
+
+
+_MAX = Fraction(1.7976931348623157e308)
+
+
+def _float_compare(var: int, coeff: Fraction, const: Fraction, strict: bool) -> str:
+    """``coeff*x + const (<|<=) 0`` on a float feature, stated on the float64 values: as
+    ``x <= b`` or ``x >= b`` with b the last float64 that satisfies it (the same float64
+    solutions, none of the reals in between), as the verifier asks it."""
+    q = -const / coeff
+    upper = coeff > 0
+    if abs(q) > _MAX:
+        return "true" if (q > 0) == upper else "false"
+    b = float(q)
+    step = -math.inf if upper else math.inf
+    # Move to the float64 side of q that satisfies the comparison (strictly when asked).
+    while (Fraction(b) > q if upper else Fraction(b) < q) or (strict and Fraction(b) == q):
+        b = math.nextafter(b, step)
+        if math.isinf(b):
+            return "false"
+    return f"({'<=' if upper else '>='} x{var} {_real(Fraction(b))})"
 
 
 def path_conditions(model: Model, leaf: int) -> list[str]:
