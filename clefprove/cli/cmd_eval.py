@@ -128,6 +128,8 @@ def _parse_line(raw: bytes) -> Any:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except DuplicateKeyError as exc:
         raise InputError(f"invalid JSON: {exc}") from None
+    except ValueError as exc:  # an integer of more than 4300 digits (Python's conversion limit)
+        raise InputError(f"invalid JSON: {str(exc).split(':')[0]}") from None
     except RecursionError:
         raise InputError("invalid JSON: nesting is too deep") from None
     if not isinstance(obj, dict):

@@ -107,19 +107,16 @@ class Export:
         """Write every file into *directory*.
 
         A new directory appears whole (written next to it, then renamed into place); in an
-        existing one each file is replaced atomically.
+        existing one every file is written first and then all are renamed into place.
         """
         import shutil
         import tempfile
-
-        from clefprove.cli.output import write_atomic
 
         out = Path(directory)
         if out.exists() and not out.is_dir():
             raise ClefproveError(f"{out}: exists and is not a directory")
         if out.is_dir():
-            for name, text in self.files.items():
-                write_atomic(out / name, text)
+            self._replace_files(out)
             return
         parent = out.parent if str(out.parent) else Path(".")
         if not parent.is_dir():
@@ -136,6 +133,33 @@ class Export:
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ClefproveError(f"{out}: cannot write: {exc.strerror or exc}") from exc
+        except BaseException:  # Ctrl-C: leave no half-written directory behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _replace_files(self, out: Path) -> None:
+        """Write every file next to its target first, then rename them all into place, so
+        that a failure while writing (a full disk, Ctrl-C) changes none of the old files."""
+        import tempfile
+
+        staged: list[tuple[str, Path]] = []
+        try:
+            for name, text in self.files.items():
+                target = out / name
+                if target.is_dir():
+                    raise ClefproveError(f"{target}: is a directory, not a file")
+                fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
+                staged.append((tmp, target))
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(text)
+                os.chmod(tmp, 0o644)
+            for tmp, target in staged:
+                os.replace(tmp, target)
+        except OSError as exc:
+            raise ClefproveError(f"{out}: cannot write: {exc.strerror or exc}") from exc
+        finally:
+            for tmp, _ in staged:
+                Path(tmp).unlink(missing_ok=True)
 
 
 def library_text(name: str) -> str:

@@ -24,13 +24,42 @@ class Diagnostic:
 
     def render(self) -> str:
         """``file:line:col: message``, then the source line and a caret under the column."""
-        head = f"{self.location}: {self.message}\n"
+        head = f"{self.location}: {_escaped(self.message)}\n"
         if not self.source_line:
             return head
-        line = self.source_line.rstrip("\r\n")
+        line = _printable(self.source_line.rstrip("\r\n"))
+        col = max(self.column - 1, 0)
+        if len(line) > SHOWN_WIDTH:  # a huge line (a minified or binary file): show a window
+            start = max(0, min(col - SHOWN_WIDTH // 2, len(line) - SHOWN_WIDTH))
+            shown = line[start : start + SHOWN_WIDTH]
+            line = (
+                ("..." if start else "")
+                + shown
+                + ("..." if start + SHOWN_WIDTH < len(line) else "")
+            )
+            col = col - start + (3 if start else 0)
         # Keep tabs in the caret's indentation so that it lines up under the column.
-        indent = "".join(c if c == "\t" else " " for c in line[: max(self.column - 1, 0)])
+        indent = "".join(c if c == "\t" else " " for c in line[:col])
         return f"{head}    {line}\n    {indent}^\n"
+
+
+def _is_control(c: str) -> bool:
+    return (c < " " and c != "\t") or "\x7f" <= c < "\xa0"
+
+
+def _escaped(message: str) -> str:
+    """The message with control characters written as escapes (``\\x1b``)."""
+    return "".join(c.encode("unicode_escape").decode() if _is_control(c) else c for c in message)
+
+
+#: The most characters of a source line shown under a diagnostic.
+SHOWN_WIDTH = 160
+
+
+def _printable(line: str) -> str:
+    """The line with control characters (terminal escapes, NULs) shown as U+FFFD, one for one,
+    so that a binary file cannot drive the terminal and the caret still lines up."""
+    return "".join("\ufffd" if _is_control(c) else c for c in line)
 
 
 class DslError(ClefproveError):

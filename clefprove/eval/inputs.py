@@ -22,19 +22,25 @@ from clefprove.errors import InputError
 from clefprove.model.types import Feature, FeatureType, Model
 
 
+def _short(v: Any, limit: int = 60) -> str:
+    """``repr(v)``, cut short: an error line must not echo a multi-megabyte input."""
+    text = repr(v[: limit + 1] if isinstance(v, str) else v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _describe(v: Any) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool | np.bool_):
         return "a boolean"
     if isinstance(v, str):
-        return f"the string {v!r}"
+        return f"the string {_short(v)}"
     if isinstance(v, list | tuple):
         return "a list"
     if isinstance(v, Mapping):
         return "an object"
     if isinstance(v, numbers.Number):
-        return f"the number {v!r}"
+        return f"the number {_short(v)}"
     return f"a {type(v).__name__}"
 
 
@@ -71,7 +77,7 @@ def encode_value(f: Feature, v: Any) -> float:
             return float(f.values.index(v))
         except ValueError:
             raise InputError(
-                f"{f.name}: unknown value {v!r} (expected one of {_vocab(f)})"
+                f"{f.name}: unknown value {_short(v)} (expected one of {_vocab(f)})"
             ) from None
     return _number(f, v)
 
@@ -138,7 +144,7 @@ class RecordEncoder:
         return np.array(self.values(record), dtype=np.float64)
 
     def _unknown(self, name: Any) -> str:
-        msg = f"unknown feature {name!r}"
+        msg = f"unknown feature {_short(name)}"
         if isinstance(name, str):
             close = difflib.get_close_matches(name, list(self.index), n=1)
             if close:

@@ -7,6 +7,7 @@ is a :class:`~clefprove.errors.ClefFormatError` with a one-line reason.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
@@ -128,8 +129,12 @@ def load(path: str | os.PathLike[str]) -> Model:
     try:
         return _parse(buf, str(path))
     except ClefFormatError as exc:
+        reason = str(exc)
+    # Out of the except block the failed parse's frames, and their numpy views of the
+    # mapping, are gone, so the mapping can be closed (closing it inside raised BufferError).
+    with contextlib.suppress(BufferError):  # a view still alive: the mapping goes with it
         buf.close()
-        raise ClefFormatError(f"{path}: {exc}") from None
+    raise ClefFormatError(f"{path}: {reason}")
 
 
 def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model:
@@ -272,7 +277,7 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
 
     try:
         meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: an int > 4300 digits
         raise ClefFormatError("metadata block is not valid JSON") from None
     if not isinstance(meta, dict):
         raise ClefFormatError("metadata block is not a JSON object")

@@ -339,6 +339,8 @@ def parse_json_text(data: bytes, origin: str) -> Any:
         ) from None
     except DuplicateKeyError as exc:
         raise ModelSourceError(f"{origin}: invalid JSON: {exc}") from None
+    except ValueError as exc:  # an integer of more than 4300 digits (Python's conversion limit)
+        raise ModelSourceError(f"{origin}: invalid JSON: {str(exc).split(':')[0]}") from None
     except RecursionError:
         raise ModelSourceError(f"{origin}: JSON nesting is too deep") from None
 
