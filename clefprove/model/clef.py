@@ -286,9 +286,13 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
         meta["_actions"] = parse_actions(meta.get("actions"), "metadata.actions")
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
+    from clefprove.model.source import has_control_characters
+
     for key in ("name", "version"):
         if not isinstance(meta.get(key), str):
             raise ClefFormatError(f"metadata.{key} is missing or not a string")
+        if has_control_characters(meta[key]):
+            raise ClefFormatError(f"metadata.{key} holds a control character")
     return meta
 
 

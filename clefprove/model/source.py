@@ -71,6 +71,11 @@ def _finite(v: Any, path: str, what: str) -> float:
     return x
 
 
+def has_control_characters(text: str) -> bool:
+    """Whether *text* holds a control character (a terminal escape, a NUL, a line break)."""
+    return any(c < " " or "\x7f" <= c < "\xa0" for c in text)
+
+
 def _json_type(v: Any) -> str:
     if v is None:
         return "null"
@@ -117,6 +122,9 @@ def parse_feature(obj: Any, path: str) -> Feature:
         for i, v in enumerate(values):
             if not isinstance(v, str):
                 raise _fail(f"{path}.values[{i}]", f"must be a string, not {_json_type(v)}")
+            if has_control_characters(v):
+                # It would be printed raw by info, check and report: a terminal escape.
+                raise _fail(f"{path}.values[{i}]", f"{v!r} holds a control character")
             if v in seen:
                 raise _fail(f"{path}.values[{i}]", f"duplicate value '{v}'")
             seen.add(v)
@@ -287,6 +295,8 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model:
     for key, v in (("name", name), ("version", version)):
         if not isinstance(v, str):
             raise _fail(key, "must be a string")
+        if has_control_characters(v):
+            raise _fail(key, f"{v!r} holds a control character")
     features = parse_features(_require(obj, "features", ""))
     actions = parse_actions(_require(obj, "actions", ""))
     builder = _TreeBuilder(features, actions)

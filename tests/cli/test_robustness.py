@@ -223,6 +223,8 @@ def _source_defects() -> dict[str, str]:
         "top-level-array": "[" + text + "]",
         "truncated": text[: len(text) // 2],
         "trailing-garbage": text + " }",
+        "name-with-terminal-escape": edit(lambda s: s.update(name="x\u001b[2J")),
+        "value-with-newline": edit(lambda s: s["features"][4]["values"].append("a\nb")),
         "int-of-5000-digits": text.replace('"threshold": 300.0', '"threshold": ' + "9" * 5000),
     }
 
