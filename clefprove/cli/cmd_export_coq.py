@@ -36,7 +36,15 @@ def run(args: argparse.Namespace) -> int:
 
     model = load_model(args.model)
     program = load_invariants(args.invariants, model)
-    export = export_coq(model, program)
+    try:
+        export = export_coq(model, program)
+    except RecursionError:
+        from clefprove.errors import ClefproveError
+
+        raise ClefproveError(
+            "an invariant is nested too deeply for the Coq export (a chain of hundreds of "
+            "'implies', 'and' or 'or'); split it into several invariants"
+        ) from None
     export.write(args.output)
     width = max((len(r.name) for r in export.results), default=0)
     lines = [f"{args.output}: Coq development of {model.name} {model.version}"]

@@ -817,3 +817,40 @@ def test_interrupt_leaves_no_partial_output(work: Path, big_model: Path, command
         else:
             assert proc.returncode in (0, 1, 3), (proc.returncode, err)
             assert out.exists()
+
+
+# --- deeply nested invariants ------------------------------------------------------------------
+
+CHAIN = "invariant chain:\n  ensure " + " implies ".join(["is_tor"] * 3000) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "codes"),
+    [
+        (["check", "model.clef", "chain.inv", "--no-cache", "--format", "json", "-o", "OUT"], {0}),
+        (["report", "model.clef", "chain.inv", "-o", "OUT"], {0}),
+        (["fmt", "--check", "chain.inv"], {0, 1}),
+        # The Coq export recurses over the formula: too deep is exit 2 with nothing written.
+        (["export-coq", "model.clef", "chain.inv", "-o", "OUT"], {0, 2}),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else "",
+)
+def test_long_implies_chain(work: Path, argv: list[str], codes: set[int]) -> None:
+    (work / "chain.inv").write_text(CHAIN)
+    out = work / "out"
+    res = clefprove(*_fill(argv, OUT=str(out)), cwd=work)
+    assert res.returncode in codes, res.stderr
+    if res.returncode == 2:
+        assert_usage_error(res)
+        assert not out.exists()
+    elif "OUT" in argv:
+        assert out.exists()
+
+
+def test_fmt_keeps_a_symlinked_invariant_file_a_symlink(work: Path) -> None:
+    (work / "real.inv").write_text("invariant   a :  ensure   true\n")
+    (work / "link.inv").symlink_to("real.inv")
+    res = clefprove("fmt", "link.inv", cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert (work / "link.inv").is_symlink()
+    assert (work / "real.inv").read_text() == "invariant a:\n  ensure true\n"
