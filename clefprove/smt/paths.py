@@ -161,12 +161,18 @@ class _Encoder:
                 out.append(self._le(i, float(q.hi[i])))
         return out
 
-    def formula(self, f: object, action: int, conf: float) -> z3.BoolRef:
+    def formula(self, f: object, action: int, conf: float, neg: bool = False) -> z3.BoolRef:
+        """*f* (negated when *neg*) at the decision, in negation normal form: a negated
+        comparison on a float feature is the float64 bound of its complement, not a strict
+        real inequality that real values between two float64 values could satisfy."""
         ctx = self.ctx
         match f:
             case ck.Const(value):
-                return z3.BoolVal(value, ctx)
+                return z3.BoolVal(value != neg, ctx)
             case ck.Compare(expr, strict):
+                if neg:
+                    expr = ck.Linear(tuple((v, -c) for v, c in expr.terms), -expr.const)
+                    strict = not strict
                 k = Fraction(expr.const)
                 parts = []
                 for var, c in expr.terms:
@@ -189,22 +195,31 @@ class _Encoder:
             case ck.InSet(feature, codes):
                 x = self.vars[feature]
                 if self.model.features[feature].type is FeatureType.FLOAT:
+                    if neg:  # x != c on float64 values: x <= prev(c) or x >= next(c)
+                        return z3.And(
+                            [
+                                z3.Or(
+                                    x <= _q(ctx, math.nextafter(float(c), -math.inf)),
+                                    x >= _q(ctx, math.nextafter(float(c), math.inf)),
+                                )
+                                for c in sorted(codes)
+                            ]
+                            or [z3.BoolVal(True, ctx)]
+                        )
                     return z3.Or(
                         [x == _q(ctx, c) for c in sorted(codes)] or [z3.BoolVal(False, ctx)]
                     )
-                return self._member(feature, sorted(codes))
+                member = self._member(feature, sorted(codes))
+                return z3.Not(member) if neg else member
             case ck.ActionIn(actions):
-                return z3.BoolVal(action in actions, ctx)
+                return z3.BoolVal((action in actions) != neg, ctx)
             case ck.Not(arg):
-                return z3.Not(self.formula(arg, action, conf))
-            case ck.And(args):
-                return z3.And(
-                    [self.formula(a, action, conf) for a in args] or [z3.BoolVal(True, ctx)]
-                )
-            case ck.Or(args):
-                return z3.Or(
-                    [self.formula(a, action, conf) for a in args] or [z3.BoolVal(False, ctx)]
-                )
+                return self.formula(arg, action, conf, not neg)
+            case ck.And(args) | ck.Or(args):
+                parts = [self.formula(a, action, conf, neg) for a in args]
+                if isinstance(f, ck.And) != neg:
+                    return z3.And(parts or [z3.BoolVal(True, ctx)])
+                return z3.Or(parts or [z3.BoolVal(False, ctx)])
         raise TypeError(f"not a checked formula: {f!r}")
 
 

@@ -60,12 +60,17 @@ def _or(parts: list[str]) -> str:
     return "false" if not parts else parts[0] if len(parts) == 1 else f"(or {' '.join(parts)})"
 
 
-def formula(model: Model, f: ck.Formula, action: int, confidence: float) -> str:
-    """*f* at the decision (action, confidence) as an SMT-LIB term over x0, x1, ..."""
+def formula(model: Model, f: ck.Formula, action: int, confidence: float, neg: bool = False) -> str:
+    """*f* (negated when *neg*) at the decision (action, confidence) as an SMT-LIB term over
+    x0, x1, ...; negations are pushed down to the comparisons, so that a negated comparison on
+    a float feature is stated on float64 values too (see :func:`_float_compare`)."""
     match f:
         case ck.Const(value):
-            return "true" if value else "false"
+            return "true" if value != neg else "false"
         case ck.Compare(expr, strict):
+            if neg:
+                expr = ck.Linear(tuple((v, -c) for v, c in expr.terms), -expr.const)
+                strict = not strict
             terms = []
             const = Fraction(expr.const)
             for var, coeff in expr.terms:
@@ -79,15 +84,24 @@ def formula(model: Model, f: ck.Formula, action: int, confidence: float) -> str:
             lhs = " ".join([*terms, _real(const)])
             return f"({'<' if strict else '<='} (+ {lhs} 0.0) 0.0)"
         case ck.InSet(feature, codes):
-            return _or([f"(= {_var(model, feature)} {_real(Fraction(c))})" for c in sorted(codes)])
+            v = _var(model, feature)
+            if neg and model.features[feature].type is FeatureType.FLOAT:
+                return _and(
+                    [
+                        f"(or (<= {v} {_real(Fraction(math.nextafter(float(c), -math.inf)))}) "
+                        f"(>= {v} {_real(Fraction(math.nextafter(float(c), math.inf)))}))"
+                        for c in sorted(codes)
+                    ]
+                )
+            member = _or([f"(= {v} {_real(Fraction(c))})" for c in sorted(codes)])
+            return f"(not {member})" if neg else member
         case ck.ActionIn(actions):
-            return "true" if action in actions else "false"
+            return "true" if (action in actions) != neg else "false"
         case ck.Not(arg):
-            return f"(not {formula(model, arg, action, confidence)})"
-        case ck.And(args):
-            return _and([formula(model, a, action, confidence) for a in args])
-        case ck.Or(args):
-            return _or([formula(model, a, action, confidence) for a in args])
+            return formula(model, arg, action, confidence, not neg)
+        case ck.And(args) | ck.Or(args):
+            parts = [formula(model, a, action, confidence, neg) for a in args]
+            return _and(parts) if isinstance(f, ck.And) != neg else _or(parts)
     raise TypeError(f"not a checked formula: {f!r}")
 
 
@@ -193,8 +207,8 @@ def path_query(
     lines += [f"(assert {c})" for c in path_conditions(model, leaf)]
     lines.append("; when and not ensure, at the leaf's decision")
     w = formula(model, when, node.action, node.confidence)
-    e = formula(model, ensure, node.action, node.confidence)
-    lines.append(f"(assert (and {w} (not {e})))")
+    e = formula(model, ensure, node.action, node.confidence, neg=True)
+    lines.append(f"(assert (and {w} {e}))")
     lines += ["(check-sat)", "(exit)"]
     return "\n".join(lines) + "\n"
 
