@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import sys
 from fractions import Fraction
 
@@ -818,7 +819,11 @@ def _draw_case(data, linear: bool):
     return model, inv
 
 
-ADV = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+ADV = settings(
+    max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @ADV
@@ -879,6 +884,10 @@ def test_adversarial_linear_against_ieee_reference(data):
         "when 10 * x == 1 ensure action == block",
         "when x != 0.1 and x > 0.1 and x < 0.10000000000000002 ensure false",
         "when 3 * x == 100 and x + n > 1 and x - n < 50 ensure false",
+        # negated: not (x < 100) is x >= 100 on float64 values, not the real x > prev(100)
+        "ensure (x < 100) or (x >= 100)",
+        "ensure not (x > 0.1 and x < 0.10000000000000002)",
+        "when not (x <= 50) ensure x >= 50.00000000000001",
     ],
 )
 def test_solver_states_single_feature_bounds_on_float64(body, tmp_path):  # regression
@@ -900,3 +909,114 @@ def test_solver_states_single_feature_bounds_on_float64(body, tmp_path):  # regr
         text = path.read_text()
         assert expected_status(text) == "unsat"
         assert replay(text) == "unsat", path.name
+
+
+# ---------------------------------------------------------------- relational invariants
+
+
+def relational_truth(model: Model, inv: ck.CheckedInvariant, severity) -> bool | None:
+    """Brute force over the grid: some pair (x, x') differing only in f, both satisfying
+    ``when``, related on f, whose decisions break the property.  Complete for single-feature
+    ``when`` atoms: every cell end point of every feature is in the grid, and the distance
+    between two cells is attained at end points."""
+    rel = inv.ensure
+    per = interesting_values(model, inv)
+    if per is None:
+        return None
+    f = rel.feature
+    ft = model.features[f]
+    if isinstance(rel, ck.Stable) and ft.type is FeatureType.FLOAT:
+        # the points at distance delta from every grid value, on both sides
+        extra = set()
+        for v in per[f]:
+            for s in (1, -1):
+                q = Fraction(v) + s * rel.delta
+                if abs(q) <= Fraction(MAXF):
+                    b = _float_floor(q)
+                    extra |= {b, math.nextafter(b, UP)}
+        per[f] = sorted({v for v in set(per[f]) | extra if ft.min <= v <= ft.max})
+    if math.prod(len(v) for v in per) > 20000:
+        return None
+    X = np.array(list(itertools.product(*per)), dtype=np.float64).reshape(-1, len(per))
+    res = Evaluator(model).evaluate(X)
+    rank = {a: k for k, a in enumerate(severity)} if severity else None
+    groups: dict[tuple, list[int]] = {}
+    for k in range(X.shape[0]):
+        xs = X[k].tolist()
+        if ck.evaluate(inv.when, xs, -1, 0.0):
+            key = tuple(v for j, v in enumerate(xs) if j != f)
+            groups.setdefault(key, []).append(k)
+    for rows in groups.values():
+        for i in rows:
+            for j in rows:
+                a, b = X[i, f], X[j, f]
+                ai, aj = int(res.actions[i]), int(res.actions[j])
+                match rel:
+                    case ck.Monotone():
+                        if a < b and rank[aj] < rank[ai]:
+                            return True
+                    case ck.Stable(_, delta):
+                        if abs(Fraction(a) - Fraction(b)) <= delta and ai != aj:
+                            return True
+                    case ck.Independent():
+                        if a != b and ai != aj:
+                            return True
+    return False
+
+
+@st.composite
+def relational_case(draw):
+    from clefprove.errors import ClefproveError
+
+    feats = draw(adv_features())
+    model = build(feats, draw(adv_trees(feats, 3)))
+    spec = draw(st.sampled_from(feats))
+    name = spec["name"]
+    forms = [f"independent({name})"]
+    if spec["type"] != "categorical":
+        forms.append(f"monotone({name})")
+    if spec["type"] in ("int", "float"):
+        delta = draw(
+            st.sampled_from(
+                ["0", "0.5", "1", "5e-324", "1e-320", "1e308", "2", "1e-300 * 1e-300", "0.1"]
+            )
+        )
+        forms.append(f"stable({name}, {delta})")
+    form = draw(st.sampled_from(forms))
+    plain = [f for f in feats]
+    when = draw(st.one_of(st.just(""), adv_formula(plain, False, 1)))
+    if "action" in when or "confidence" in when:
+        when = ""
+    body = (f"when {when}\n  " if when else "") + f"ensure {form}"
+    try:
+        prog = parse_text(SEV + "invariant t:\n  " + body + "\n", model, "t.inv")
+    except ClefproveError:
+        return model, None, None
+    return model, prog.invariants[0], prog.severity
+
+
+@settings(
+    max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(relational_case())
+def test_relational_against_grid_brute_force(case):
+    from clefprove.verify.relational import check_relational, confirm_pair, prepare
+
+    model, inv, severity = case
+    if inv is None:
+        return
+    truth = relational_truth(model, inv, severity)
+    if truth is None:
+        return
+    r = check_relational(model, inv, severity)
+    no_internal(r)
+    assert r.status == ("violated" if truth else "holds"), (r.status, truth)
+    prep = prepare(model, inv, severity)
+    ev = Evaluator(model)
+    for c in r.counterexamples:
+        xs = [encode_record(model, json.loads(json.dumps(rec))) for rec in c.inputs]
+        leaves = tuple(naive_leaf(model, x.tolist()) for x in xs)
+        assert leaves == c.leaves
+        assert confirm_pair(model, ev, prep, leaves, xs[0], xs[1]) is not None
