@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"clefprove: error: {message}\n")
+        _say(f"clefprove: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -75,10 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a failing stdout is reported here, not at interpreter exit
         return code
     except ClefproveError as exc:
-        sys.stderr.write(exc.render())
+        _say(exc.render())
         return EXIT_USAGE
     except KeyboardInterrupt:
-        sys.stderr.write("clefprove: interrupted\n")
+        _say("clefprove: interrupted\n")
         return 130
     except BrokenPipeError:
         discard_stdout()
@@ -87,8 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         discard_stdout()
         reason = exc.strerror or str(exc)
         where = f"{exc.filename}: " if exc.filename else "standard input/output: "
-        sys.stderr.write(f"clefprove: error: {where}{reason}\n")
+        _say(f"clefprove: error: {where}{reason}\n")
         return EXIT_USAGE
+
+
+def _say(text: str) -> None:
+    """Write to stderr; a closed or failing stderr must not change the exit status."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _occupy_closed_streams() -> None:

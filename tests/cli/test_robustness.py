@@ -854,3 +854,23 @@ def test_fmt_keeps_a_symlinked_invariant_file_a_symlink(work: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert (work / "link.inv").is_symlink()
     assert (work / "real.inv").read_text() == "invariant a:\n  ensure true\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["info", "nope.clef"], 2),
+        (["info"], 2),
+        (["check", "model.clef", "edge.inv", "--no-cache", "--jobs", "0"], 2),
+        (["check", "model.clef", "holds.inv", "--no-cache"], 0),
+    ],
+    ids=" ".join,
+)
+def test_stderr_closed_keeps_the_exit_status(work: Path, argv: list[str], code: int) -> None:
+    res = subprocess.run(
+        ["sh", "-c", '"$@" 2>&-', "sh", sys.executable, "-m", "clefprove", *argv],
+        cwd=work,
+        capture_output=True,
+        timeout=120,
+    )
+    assert res.returncode == code
