@@ -864,7 +864,7 @@ def test_fmt_keeps_a_symlinked_invariant_file_a_symlink(work: Path) -> None:
         (["check", "model.clef", "edge.inv", "--no-cache", "--jobs", "0"], 2),
         (["check", "model.clef", "holds.inv", "--no-cache"], 0),
     ],
-    ids=" ".join,
+    ids=lambda v: " ".join(v) if isinstance(v, list) else f"exit{v}",
 )
 def test_stderr_closed_keeps_the_exit_status(work: Path, argv: list[str], code: int) -> None:
     res = subprocess.run(
