@@ -326,6 +326,11 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
         sign = np.where(total > err, 1, np.where(total < -err, -1, 0)).astype(np.int8)
         unsure = ~((total > err) | (total < -err)) | ~np.isfinite(total)
     for r in np.flatnonzero(unsure):
+        if not np.isfinite(corner[r]).all():
+            # Only an empty box has an infinite end (x > max float64 gives lo = +inf): its
+            # answer is never used, but it must not reach Fraction.
+            sign[r] = 0
+            continue
         v = lit.const
         for j, (_, c) in enumerate(lit.terms):
             v += c * Fraction(float(corner[r, j]))
