@@ -29,8 +29,11 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.incremental.diff import diff, render_text
     from clefprove.model.clef import load_model
 
+    from clefprove.cli.output import refuse_inputs
+
     if args.limit < 0:
         raise ClefproveError("--limit must be >= 0")
+    refuse_inputs(args.output, args.old, args.new)
     old = load_model(args.old)
     new = load_model(args.new)
     rep = diff(old, new, args.old, args.new, limit=args.limit or None)

@@ -45,8 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise ClefproveError("--jobs must be >= 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise ClefproveError("--timeout must be > 0")
+    if args.timeout is not None and not args.timeout > 0:  # also refuses NaN
+        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
+    from clefprove.cli.output import refuse_inputs
+    from clefprove.dsl.files import expand_paths
+
+    previous = [args.previous] if args.previous else []
+    refuse_inputs(args.output, args.model, *previous, *expand_paths(args.invariants))
     cache = cache_from_args(args)
     try:
         res = run_gate(
