@@ -25,11 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.output import refuse_inputs
     from clefprove.errors import ClefproveError
     from clefprove.incremental.diff import diff, render_text
     from clefprove.model.clef import load_model
-
-    from clefprove.cli.output import refuse_inputs
 
     if args.limit < 0:
         raise ClefproveError("--limit must be >= 0")
