@@ -62,8 +62,9 @@ MIN_PROOF_LEAVES = 8
 
 def _version() -> str:
     from clefprove import __version__
+    from clefprove.verify.engine import ENGINE_REVISION
 
-    return __version__
+    return f"{__version__}+engine{ENGINE_REVISION}"
 
 
 _DIGESTS: dict[int, tuple[ck.CheckedInvariant, str]] = {}

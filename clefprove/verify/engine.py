@@ -47,6 +47,10 @@ HOW_NONE = -3
 #: process start-up and model transfer cost more than they save (docs/verification.md).
 PARALLEL_MIN_SOLVER_PATHS = 200
 
+#: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
+#: key, so that proofs stored by an older verifier are never reused.
+ENGINE_REVISION = 2
+
 
 @dataclass(frozen=True)
 class Settings:
