@@ -29,13 +29,11 @@ from clefprove.verify import normal as nm
 from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
 from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
-    HOLDS,
-    UNKNOWN,
-    VIOLATED,
     Counterexample,
     InvariantResult,
     ModelInfo,
     Report,
+    settle,
 )
 
 InvariantsArg = (
@@ -193,21 +191,14 @@ def finish(
                 status[r] = eg.UNKNOWN
     n_violating = int(np.count_nonzero(status == eg.VIOLATED))
     n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
-    vacuous = False
-    if n_violating:
-        verdict = VIOLATED
-    elif n_unknown:
-        verdict = UNKNOWN
-    else:
-        verdict = HOLDS
-        vacuous = (
-            vacuity() if vacuity is not None else when_is_vacuous(model, prep, pv.boxes, settings)
-        )
-        if vacuous:
-            warnings.append(
-                f"{inv.file}:{inv.line}: invariant '{inv.name}' holds vacuously: "
-                "no input in the domain satisfies its 'when'"
-            )
+    verdict, vacuous = settle(
+        f"{inv.file}:{inv.line}",
+        inv.name,
+        n_violating,
+        n_unknown,
+        vacuity or (lambda: when_is_vacuous(model, prep, pv.boxes, settings)),
+        warnings,
+    )
     return InvariantResult(
         invariant=inv.name,
         file=inv.file,

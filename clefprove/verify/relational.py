@@ -40,11 +40,9 @@ from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.verify.verdicts import (
-    HOLDS,
-    UNKNOWN,
-    VIOLATED,
     InvariantResult,
     RelationalCounterexample,
+    settle,
 )
 
 #: Most DNF conjunctions of ``when`` decided on boxes (their pairs: at most this squared).
@@ -593,19 +591,14 @@ def check_relational(
         if not confirmed_any:  # 'violated' must rest on a confirmed pair
             n_unknown += n_violating
             n_violating = 0
-    vacuous = False
-    if n_violating:
-        verdict = VIOLATED
-    elif n_unknown:
-        verdict = UNKNOWN
-    else:
-        verdict = HOLDS
-        vacuous = _when_vacuous(model, inv, settings, pc.boxes)
-        if vacuous:
-            warnings.append(
-                f"{inv.file}:{inv.line}: invariant '{inv.name}' holds vacuously: "
-                "no input in the domain satisfies its 'when'"
-            )
+    verdict, vacuous = settle(
+        f"{inv.file}:{inv.line}",
+        inv.name,
+        n_violating,
+        n_unknown,
+        lambda: _when_vacuous(model, inv, settings, pc.boxes),
+        warnings,
+    )
     return InvariantResult(
         invariant=inv.name,
         file=inv.file,

@@ -6,10 +6,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+
+
+def settle(
+    where: str,
+    name: str,
+    n_violating: int,
+    n_unknown: int,
+    is_vacuous: Callable[[], bool],
+    warnings: list[str],
+) -> tuple[str, bool]:
+    """An invariant's status from its path counts, and whether it holds vacuously (asked only
+    of a holding invariant); a vacuous one gets a warning appended to *warnings*."""
+    if n_violating:
+        return VIOLATED, False
+    if n_unknown:
+        return UNKNOWN, False
+    vacuous = is_vacuous()
+    if vacuous:
+        warnings.append(
+            f"{where}: invariant '{name}' holds vacuously: "
+            "no input in the domain satisfies its 'when'"
+        )
+    return HOLDS, vacuous
+
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
