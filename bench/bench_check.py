@@ -26,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from common import example_module
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "examples"))
 
 EXTRA = """
 invariant slow_legacy_not_allowed_strict:
@@ -229,7 +230,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=400_000)
     args = ap.parse_args()
 
-    import make_edge_example as mk
+    mk = example_module()
 
     from clefprove.dsl.loader import load_invariants, parse_text
     from clefprove.verify.api import check_invariant

@@ -27,25 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import example_module  # noqa: E402
+
 from clefprove.coq_export.export import LIBRARY, export_coq  # noqa: E402
 from clefprove.dsl.loader import load_invariants  # noqa: E402
 from clefprove.model.clef import load_model  # noqa: E402
 from clefprove.model.source import compile_source  # noqa: E402
 
-FEATURES = [
-    {"name": "client_rtt_ms", "type": "float", "min": 0, "max": 10000, "default": 50},
-    {"name": "tls_version", "type": "int", "min": 768, "max": 772, "default": 772},
-    {"name": "path_depth", "type": "int", "min": 0, "max": 64, "default": 1},
-    {"name": "referer_entropy", "type": "float", "min": 0, "max": 8, "default": 0},
-    {
-        "name": "ua_family",
-        "type": "categorical",
-        "values": ["Chrome", "Firefox", "Safari", "curl", "python-requests", "other"],
-        "default": "other",
-    },
-    {"name": "is_tor", "type": "bool", "default": False},
-]
-ACTIONS = ["allow", "challenge", "rate_limit", "block"]
+FEATURES = example_module().FEATURES
+ACTIONS = example_module().ACTIONS
 VALUES = FEATURES[4]["values"]
 
 

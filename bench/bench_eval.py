@@ -12,7 +12,6 @@ in the same run; loading the depth-12 example < 5 ms; one input < 20 µs in-proc
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -23,7 +22,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import EXAMPLES, ROOT, fmt_seconds, machine, median, progress, table, time_call
+from common import (
+    EXAMPLES,
+    ROOT,
+    example_module,
+    fmt_seconds,
+    machine,
+    median,
+    progress,
+    table,
+    time_call,
+)
 
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import encode_record
@@ -31,15 +40,7 @@ from clefprove.model.clef import encode_clef, load, write_clef
 from clefprove.model.source import parse_features
 from clefprove.model.types import NODE_DTYPE, NodeKind
 
-
-def _example_module():
-    spec = importlib.util.spec_from_file_location("mk", EXAMPLES / "make_edge_example.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EX = _example_module()
+EX = example_module()
 
 
 # ----------------------------------------------------------------------------- loading

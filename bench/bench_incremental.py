@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import shutil
 import statistics
@@ -34,6 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from common import example_module  # noqa: E402
 
 from clefprove.dsl.loader import load_invariants  # noqa: E402
 from clefprove.incremental import ProofCache  # noqa: E402
@@ -48,14 +49,6 @@ invariant slow_but_shallow_blocked:
   when client_rtt_ms - 100 * path_depth >= 2000 and client_rtt_ms + 500 * referer_entropy <= 1500
   ensure action == block
 """
-
-
-def _example_module():
-    spec = importlib.util.spec_from_file_location("mk", ROOT / "examples" / "make_edge_example.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _paths(t: dict, p: tuple = ()) -> list[tuple]:
@@ -218,7 +211,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--rows", type=int, default=400_000, help="training rows for the d20 model")
     args = ap.parse_args()
-    mk = _example_module()
+    mk = example_module()
     d12 = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
     print("training the depth-20 model and the retrained variants ...", file=sys.stderr)
     d12_other = mk.model_source(mk.build(12, args.rows, seed=7)[1])

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT))
 
-from bench.common import machine, table  # noqa: E402
+from bench.common import example_module, machine, table  # noqa: E402
 
 INVARIANTS = """
 severity allow < challenge < rate_limit < block
@@ -63,7 +62,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=400_000)
     args = ap.parse_args()
 
-    import make_edge_example as mk
+    mk = example_module()
 
     from clefprove.dsl.loader import parse_text
     from clefprove.model.clef import load_model, write_clef

@@ -1,7 +1,9 @@
-"""Small helpers shared by the bench/ scripts: timing and plain-text tables."""
+"""Small helpers shared by the bench/ scripts: timing, plain-text tables, the example trainer."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import statistics
 import sys
 import time
@@ -11,6 +13,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+
+@functools.cache
+def example_module() -> Any:
+    """``examples/make_edge_example.py`` (features, actions, data generator, trainer)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_edge_example", EXAMPLES / "make_edge_example.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def time_call(fn: Callable[[], Any], repeat: int = 5, number: int = 1) -> list[float]:
