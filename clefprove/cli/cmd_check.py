@@ -66,17 +66,13 @@ def _smtlib_directory(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.options import check_limits
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
-    if args.jobs is not None and args.jobs < 1:
-        raise ClefproveError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
-    if args.counterexamples < 0:
-        raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
+    check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
 

@@ -37,16 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.options import check_limits
     from clefprove.cli.output import emit
-    from clefprove.errors import ClefproveError
     from clefprove.incremental.gate import render_text, run_gate
     from clefprove.incremental.store import cache_from_args
     from clefprove.verify.engine import default_jobs
 
-    if args.jobs is not None and args.jobs < 1:
-        raise ClefproveError("--jobs must be >= 1")
-    if args.timeout is not None and not args.timeout > 0:  # also refuses NaN
-        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
+    check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
 

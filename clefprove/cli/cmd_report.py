@@ -55,6 +55,7 @@ def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.options import check_limits
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
@@ -62,12 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
-    if args.jobs is not None and args.jobs < 1:
-        raise ClefproveError(f"--jobs must be at least 1, not {args.jobs}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
-    if args.counterexamples < 0:
-        raise ClefproveError(f"--counterexamples must be at least 0, not {args.counterexamples}")
+    check_limits(args)
     if args.output == "-":
         raise ClefproveError("report needs an output file (-o REPORT.html), not stdout")
     from clefprove.cli.output import refuse_inputs
