@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -428,6 +428,24 @@ def resolve_actions(spec: FeatureSpec | None, labels: Sequence[Any]) -> list[str
 
 def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def refuse_pickle(path: str | os.PathLike[str], data: bytes, how_to_save: str) -> None:
+    """Refuse a pickle (clefprove never unpickles files), saying how to save the model instead."""
+    if data[:1] == b"\x80":
+        raise ImportModelError(
+            f"{path}: looks like a pickle; clefprove never unpickles files: {how_to_save}"
+        )
+
+
+def require_categorical(features: Sequence[Feature], columns: Iterable[int], library: str) -> None:
+    """Every column that the tree splits on categorically must be declared categorical."""
+    for j in columns:
+        if features[j].type is not FeatureType.CATEGORICAL:
+            raise ImportModelError(
+                f"feature '{features[j].name}' has categorical splits: declare it categorical "
+                f"(vocabulary position = {library} category code)"
+            )
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:

@@ -38,12 +38,14 @@ from clefprove.model.importers.common import (
     interval_split,
     model_name,
     read_file,
+    refuse_pickle,
+    require_categorical,
     resolve_actions,
     resolve_features,
     walk,
     wide_float,
 )
-from clefprove.model.types import MAX_VOCABULARY, FeatureType, Model
+from clefprove.model.types import MAX_VOCABULARY, Model
 
 #: LightGBM's kZeroThreshold (1e-35f), as the float64 it is widened to.
 ZERO_THRESHOLD = float(np.float32(1e-35))
@@ -54,11 +56,7 @@ _MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
 def import_lightgbm(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
     """Convert the single-tree LightGBM model saved in text format in *path*."""
     data = read_file(path)
-    if data[:1] == b"\x80":
-        raise ImportModelError(
-            f"{path}: looks like a pickle; clefprove never unpickles files: save the booster "
-            "with booster.save_model('model.txt')"
-        )
+    refuse_pickle(path, data, "save the booster with booster.save_model('model.txt')")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -220,12 +218,7 @@ def _convert(
     # LightGBM names unnamed columns Column_0, Column_1, ...: nothing to check a spec against.
     auto = names == [f"Column_{j}" for j in range(n_columns)]
     feats_json, feats = resolve_features(spec, n_columns, derived, None if auto else names)
-    for j in cat_features:
-        if feats[j].type is not FeatureType.CATEGORICAL:
-            raise ImportModelError(
-                f"feature '{feats[j].name}' has categorical splits: declare it categorical "
-                "(vocabulary position = LightGBM category code)"
-            )
+    require_categorical(feats, cat_features, "LightGBM")
     actions = resolve_actions(spec, [0, 1])
 
     def leaf(j: int) -> Leaf:

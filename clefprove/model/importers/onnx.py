@@ -34,6 +34,7 @@ from clefprove.model.importers.common import (
     interval_split,
     model_name,
     read_file,
+    refuse_pickle,
     resolve_actions,
     resolve_features,
     walk,
@@ -50,11 +51,11 @@ _INPUT_TYPES = {_FLOAT: "float", _DOUBLE: "double", _INT32: "int32", _INT64: "in
 def import_onnx(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
     """Convert the single-tree ``TreeEnsembleClassifier`` in the ONNX file *path*."""
     data = read_file(path)
-    if data[:1] == b"\x80":
-        raise ImportModelError(
-            f"{path}: looks like a pickle; clefprove never unpickles files: export the model "
-            "to ONNX (for example with skl2onnx) and import the .onnx file"
-        )
+    refuse_pickle(
+        path,
+        data,
+        "export the model to ONNX (for example with skl2onnx) and import the .onnx file",
+    )
     try:
         import onnx
     except ImportError:  # pragma: no cover - onnx is in the 'import' extra

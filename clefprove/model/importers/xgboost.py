@@ -35,12 +35,14 @@ from clefprove.model.importers.common import (
     interval_split,
     model_name,
     read_file,
+    refuse_pickle,
+    require_categorical,
     resolve_actions,
     resolve_features,
     walk,
     wide_float,
 )
-from clefprove.model.types import MAX_VOCABULARY, FeatureType, Model
+from clefprove.model.types import MAX_VOCABULARY, Model
 
 _SUPPORTED = ("binary:logistic",)
 
@@ -76,11 +78,7 @@ def _decode(data: bytes, path: Any) -> Any:
         except (IndexError, struct.error, ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ImportModelError(f"{path}: not an XGBoost UBJSON model ({_why(exc)})") from None
         return value
-    if data[:1] == b"\x80":
-        raise ImportModelError(
-            f"{path}: looks like a pickle; clefprove never unpickles files: save the booster "
-            "with booster.save_model('model.json')"
-        )
+    refuse_pickle(path, data, "save the booster with booster.save_model('model.json')")
     raise ImportModelError(
         f"{path}: not an XGBoost JSON or UBJSON model (save it with booster.save_model)"
     )
@@ -283,12 +281,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
         return out
 
     feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
-    for j in cat_features:
-        if feats[j].type is not FeatureType.CATEGORICAL:
-            raise ImportModelError(
-                f"feature '{feats[j].name}' has categorical splits: declare it categorical "
-                "(vocabulary position = XGBoost category code)"
-            )
+    require_categorical(feats, cat_features, "XGBoost")
     actions = resolve_actions(spec, [0, 1])
 
     def leaf(i: int) -> Leaf:
