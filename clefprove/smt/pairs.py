@@ -21,7 +21,17 @@ import z3
 
 from clefprove.dsl import checked as ck
 from clefprove.model.types import FeatureType, Model
-from clefprove.smt.paths import Limits, Query, _Encoder, _nearest, _neighbours, _q, query_from_boxes
+from clefprove.smt.paths import (
+    Limits,
+    Query,
+    _Encoder,
+    _nearest,
+    _neighbours,
+    _q,
+    fix_to_floats,
+    model_values,
+    query_from_boxes,
+)
 from clefprove.verify.boxes import LeafBoxes
 
 
@@ -112,11 +122,7 @@ class _PairSession:
         return _PairSession._Swap(self.enc, vars_)
 
     def _values(self, m: z3.ModelRef) -> list[Fraction]:
-        out = []
-        for x in [*self.vars1, self.x2f]:
-            v = m.eval(x, model_completion=True)
-            out.append(Fraction(v.as_long()) if z3.is_int_value(v) else Fraction(v.as_fraction()))
-        return out
+        return model_values(m, [*self.vars1, self.x2f])
 
     def solve(self, pq: PairQuery) -> tuple[str, tuple[np.ndarray, np.ndarray] | None]:
         s = self.enc.solver
@@ -192,29 +198,12 @@ class _PairSession:
         ranges: list[tuple[float, float]],
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Fix the float values one at a time to a float64 neighbour and re-solve."""
-        s = self.enc.solver
         slots = [*self.vars1, self.x2f]
-        pushed = 0
-        try:
-            for i in floats:
-                done = False
-                for cand in _neighbours(vals[i], *ranges[i]):
-                    s.push()
-                    pushed += 1
-                    s.add(slots[i] == _q(self.enc.ctx, cand))
-                    if s.check() == z3.sat:
-                        vals = self._values(s.model())
-                        done = True
-                        break
-                    s.pop()
-                    pushed -= 1
-                if not done:
-                    return None
-            v = np.array([float(q) for q in vals], dtype=np.float64)
-            return self._split(v) if self._ok(pq, v) else None
-        finally:
-            for _ in range(pushed):
-                s.pop()
+        fixed = fix_to_floats(self.enc.solver, self.enc.ctx, slots, vals, floats, ranges)
+        if fixed is None:
+            return None
+        v = np.array([float(q) for q in fixed], dtype=np.float64)
+        return self._split(v) if self._ok(pq, v) else None
 
 
 def solve_pairs(

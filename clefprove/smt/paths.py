@@ -289,11 +289,7 @@ class _Session:
             fh.write(script)
 
     def _values(self, m: z3.ModelRef) -> list[Fraction]:
-        out = []
-        for x in self.enc.vars:
-            v = m.eval(x, model_completion=True)
-            out.append(Fraction(v.as_long()) if z3.is_int_value(v) else Fraction(v.as_fraction()))
-        return out
+        return model_values(m, self.enc.vars)
 
     def solve(self, q: Query) -> tuple[str, np.ndarray | None]:
         s = self.enc.solver
@@ -335,29 +331,51 @@ class _Session:
 
     def _resolve(self, q: Query, vals: list[Fraction], floats: list[int]) -> np.ndarray | None:
         """Fix the float features one at a time to a float64 neighbour and re-solve."""
-        s = self.enc.solver
-        pushed = 0
-        try:
-            for i in floats:
-                v = vals[i]
-                done = False
-                for cand in _neighbours(v, float(q.lo[i]), float(q.hi[i])):
-                    s.push()
-                    pushed += 1
-                    s.add(self.enc.vars[i] == _q(self.enc.ctx, cand))
-                    if s.check() == z3.sat:
-                        vals = self._values(s.model())
-                        done = True
-                        break
-                    s.pop()
-                    pushed -= 1
-                if not done:
-                    return None
-            x = np.array([float(v) for v in vals], dtype=np.float64)
-            return x if _violates(self.model, self.when, self.ensure, q, x) else None
-        finally:
-            for _ in range(pushed):
-                s.pop()
+        ranges = [(float(q.lo[i]), float(q.hi[i])) for i in range(len(self.enc.vars))]
+        fixed = fix_to_floats(self.enc.solver, self.enc.ctx, self.enc.vars, vals, floats, ranges)
+        if fixed is None:
+            return None
+        x = np.array([float(v) for v in fixed], dtype=np.float64)
+        return x if _violates(self.model, self.when, self.ensure, q, x) else None
+
+
+def model_values(m: z3.ModelRef, slots: Sequence[z3.ArithRef]) -> list[Fraction]:
+    """The exact values of *slots* in the solver model *m*."""
+    out = []
+    for x in slots:
+        v = m.eval(x, model_completion=True)
+        out.append(Fraction(v.as_long()) if z3.is_int_value(v) else Fraction(v.as_fraction()))
+    return out
+
+
+def fix_to_floats(
+    solver: z3.Solver,
+    ctx: z3.Context,
+    slots: Sequence[z3.ArithRef],
+    vals: list[Fraction],
+    floats: list[int],
+    ranges: Sequence[tuple[float, float]],
+) -> list[Fraction] | None:
+    """Fix each float slot in turn to a float64 neighbour of its rational value (within its
+    range), re-solving after each; the final values, or None.  The solver is left as found."""
+    pushed = 0
+    try:
+        for i in floats:
+            for cand in _neighbours(vals[i], *ranges[i]):
+                solver.push()
+                pushed += 1
+                solver.add(slots[i] == _q(ctx, cand))
+                if solver.check() == z3.sat:
+                    vals = model_values(solver.model(), slots)
+                    break
+                solver.pop()
+                pushed -= 1
+            else:
+                return None
+        return vals
+    finally:
+        for _ in range(pushed):
+            solver.pop()
 
 
 def solve(
