@@ -366,7 +366,12 @@ def test_options_change_the_numbers_as_in_check(tmp_path):
         == sum(len(r["counterexamples"]) for r in data["results"])
         == 1
     )
-    check = next(p.text for p in root.find_all("pre", class_="command") if "check" in p.text)
+    # Match the command word, not a substring: the checkout path may contain "check".
+    check = next(
+        p.text
+        for p in root.find_all("pre", class_="command")
+        if p.text.startswith("clefprove check")
+    )
     assert "--counterexamples 1" in check and "--timeout 30" in check and "--jobs 1" in check
 
 
