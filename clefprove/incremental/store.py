@@ -1,6 +1,6 @@
 """The persistent proof cache: one SQLite file in WAL mode, safe for concurrent processes.
 
-Two tables, every row carrying a checksum of its own key and value:
+Three tables, every row carrying a checksum of its own key and value:
 
 * ``subtree (node, scope) -> leaves``: "every path below this subtree is safe".  ``node`` is
   sha256(subtree Merkle hash + canonical context box), ``scope`` is sha256(invariant digest +
@@ -10,6 +10,10 @@ Two tables, every row carrying a checksum of its own key and value:
 * ``result key -> JSON``: a whole invariant's result on a whole model (keyed by the model's
   content digest, the invariant's digest *and* its name/file/line, and ``--counterexamples``),
   stored only when no path is unknown.  It is what makes an unchanged model cost a lookup.
+* ``snapshot key -> (kind, bytes)``: what the next version is re-checked against
+  (:mod:`clefprove.incremental.delta`): ``tree`` rows hold a model version's node records and
+  leaf boxes (the newest :data:`KEEP_TREES` are kept), ``outcomes`` rows one invariant's
+  per-leaf outcomes on the version it last checked.
 
 Integrity: ``PRAGMA quick_check`` when the file is opened, a checksum on every row read, and
 ``sqlite3.DatabaseError`` on any statement all mean "corrupt": the file (with its -wal/-shm
@@ -49,7 +53,14 @@ CREATE TABLE IF NOT EXISTS subtree (
     PRIMARY KEY (node, scope)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS result (
     key BLOB PRIMARY KEY, value TEXT NOT NULL, chk BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshot (
+    key BLOB PRIMARY KEY, kind TEXT NOT NULL, stamp INTEGER NOT NULL, chk BLOB NOT NULL,
+    value BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS snapshot_kind_stamp ON snapshot (kind, stamp);
 """
+
+#: Tree snapshots kept (the most recently stored); older ones are deleted when one is stored.
+KEEP_TREES = 16
 
 
 class CacheCorrupt(Exception):
@@ -66,6 +77,10 @@ def _subtree_chk(node: bytes, scope: bytes, leaves: int) -> bytes:
 
 def _result_chk(key: bytes, value: str) -> bytes:
     return hashlib.sha256(b"result\0" + key + value.encode()).digest()[:8]
+
+
+def _snapshot_chk(key: bytes, kind: str, value: bytes) -> bytes:
+    return hashlib.sha256(b"snapshot\0" + key + kind.encode() + b"\0" + value).digest()[:8]
 
 
 def warn(message: str) -> None:
@@ -251,20 +266,47 @@ class ProofCache:
             raise CacheCorrupt(f"{type(exc).__name__}: {exc}") from exc
         return out
 
+    def lookup_snapshots(self, keys: Sequence[bytes]) -> dict[bytes, tuple[str, bytes]]:
+        """``key -> (kind, bytes)`` of every stored snapshot among *keys* (see
+        :mod:`clefprove.incremental.delta`)."""
+        out: dict[bytes, tuple[str, bytes]] = {}
+        try:
+            uniq = list(dict.fromkeys(keys))
+            for a in range(0, len(uniq), _CHUNK):
+                part = uniq[a : a + _CHUNK]
+                q = ",".join("?" * len(part))
+                for key, kind, value, chk in self.conn.execute(
+                    f"SELECT key, kind, value, chk FROM snapshot WHERE key IN ({q})", part
+                ):
+                    value = bytes(value)
+                    if chk != _snapshot_chk(key, kind, value):
+                        raise CacheCorrupt("a snapshot row fails its checksum")
+                    out[bytes(key)] = (str(kind), value)
+        except _Disabled:
+            return {}
+        except (sqlite3.DatabaseError, UnicodeDecodeError, ValueError, TypeError) as exc:
+            raise CacheCorrupt(f"{type(exc).__name__}: {exc}") from exc
+        return out
+
     # ------------------------------------------------------------ writes
 
     def store(
         self,
         subtrees: Iterable[tuple[bytes, bytes, int]],
         results: Iterable[tuple[bytes, str]] = (),
+        snapshots: Iterable[tuple[bytes, str, bytes]] = (),
     ) -> None:
-        """Store proofs ``(node, scope, leaves)`` and results ``(key, json)`` in one transaction.
+        """Store proofs ``(node, scope, leaves)``, results ``(key, json)`` and snapshots
+        ``(key, kind, bytes)`` in one transaction; keeps the newest :data:`KEEP_TREES` tree
+        snapshots.
 
         A locked or read-only cache is a warning, never an error; damage raises CacheCorrupt.
         """
         rows = [(n, s, int(c), _subtree_chk(n, s, int(c))) for n, s, c in subtrees]
         res = [(k, v, _result_chk(k, v)) for k, v in results]
-        if not (rows or res) or not self.writable or self.disabled:
+        stamp = time.time_ns()
+        snaps = [(k, kind, v, _snapshot_chk(k, kind, v), stamp) for k, kind, v in snapshots]
+        if not (rows or res or snaps) or not self.writable or self.disabled:
             return
         try:
             conn = self.conn
@@ -280,12 +322,24 @@ class ProofCache:
                 conn.executemany(
                     "INSERT OR REPLACE INTO result (key, value, chk) VALUES (?,?,?)", res
                 )
+                if snaps:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO snapshot (key, kind, value, chk, stamp) "
+                        "VALUES (?,?,?,?,?)",
+                        snaps,
+                    )
+                if any(row[1] == "tree" for row in snaps):
+                    conn.execute(
+                        "DELETE FROM snapshot WHERE kind = 'tree' AND key NOT IN (SELECT key "
+                        "FROM snapshot WHERE kind = 'tree' ORDER BY stamp DESC LIMIT ?)",
+                        (KEEP_TREES,),
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self.stats["stored"] += len(rows) + len(res)
+            self.stats["stored"] += len(rows) + len(res) + len(snaps)
         except sqlite3.OperationalError as exc:
             if _is_locked(exc) or "readonly" in str(exc).lower():
                 self.writable = False

@@ -7,7 +7,11 @@ For the invariants of one run (docs/incremental.md has the whole story):
 2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
    run: the vectorised box stages decide a path faster than a subtree can be hashed and looked
    up.  If Z3 turns out to be needed, its proofs are stored with a *hint*, and from then on:
-3. **One shared walk** over the tree, level by level from the root, for the hinted invariants:
+3. **Against the last version.**  A hinted invariant whose per-leaf outcomes on an earlier
+   version are stored is re-checked against it (:mod:`clefprove.incremental.delta`): the two
+   trees are aligned record by record, and only the leaves whose path or record changed (and
+   those whose old outcome is not a fact about the box) are decided again.  Otherwise:
+4. **One shared walk** over the tree, level by level from the root, for the hinted invariants:
    every frontier node gets a key, sha256(Merkle hash of its subtree + canonical context box),
    looked up once for all of them (one query per level).  Where an invariant's proof is found,
    the whole subtree is skipped without descending (its leaves count as ``paths_reused``);
@@ -15,13 +19,15 @@ For the invariants of one run (docs/incremental.md has the whole story):
    :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context box has no
    input: its leaves are infeasible, safe, and counted as checked.  Single leaves proved by Z3
    are looked up among the leaves that missed.
-4. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
+5. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
    decide`) and turned into a result by :func:`~clefprove.verify.api.finish`, with the same
    boxes in the same tree order as a fresh run, so verdicts, counts and counterexamples are the
    same as without the cache (where a printed witness came from Z3 or vacuity depends on reused
    leaves, the invariant is decided afresh: see :func:`_needs_fresh`).
-5. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
-   proof, with every Z3-proved leaf; whole results are stored when no path is unknown.
+6. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
+   proof, with every Z3-proved leaf; whole results are stored when no path is unknown; the
+   outcomes of every hinted invariant and this version's tree snapshot are stored for the next
+   version.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
@@ -42,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import merkle
+from clefprove.incremental import delta, merkle
 from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.incremental.store import CacheCorrupt
 from clefprove.model.types import Model, NodeKind
@@ -289,11 +295,29 @@ class _LeafKeys:
 # ---------------------------------------------------------------- results as JSON
 
 
+_STORED_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(InvariantResult)
+    if f.name not in ("seconds", "solver_paths", "paths_checked", "paths_reused")
+)
+
+
 def _to_json(res: InvariantResult) -> str:
-    d = dataclasses.asdict(res)
-    d.pop("seconds")
-    d.pop("solver_paths")
-    d["paths_total"] = d.pop("paths_checked") + d.pop("paths_reused")
+    # Field by field (dataclasses.asdict deep-copies, and costs more than the rest of a
+    # re-check's bookkeeping); counterexamples are the only nested dataclasses.
+    d: dict[str, Any] = {name: getattr(res, name) for name in _STORED_FIELDS}
+    d["counterexamples"] = [
+        {
+            "input": c.input,
+            "action": c.action,
+            "confidence": c.confidence,
+            "leaf": c.leaf,
+            "path": list(c.path),
+        }
+        for c in res.counterexamples  # type: ignore[union-attr]
+    ]
+    d["warnings"] = list(res.warnings)
+    d["paths_total"] = res.paths_checked + res.paths_reused
     return json.dumps(d, sort_keys=True)
 
 
@@ -419,17 +443,20 @@ def _fresh(
     results: list[InvariantResult | None],
     out: _Out,
     leaf_keys: _LeafKeys,
+    snap: _Snapshots,
 ) -> None:
     """Invariants that never needed Z3: the vectorised box stages decide every leaf faster
     than subtree hashes and lookups could skip them, so they are decided as in a fresh run.
     When one turns out to need Z3, its proofs are stored (and a hint, so that next time it
     takes the subtree walk)."""
-    full = leaf_boxes(model)
+    full = snap.full_boxes()
     learn: list[tuple[int, eg.PathVerdicts]] = []
     for i in todo:
         t0 = time.perf_counter()
         prep = eg.prepare(model, invs[i], settings.dnf_cap)
         pv = eg.decide(model, prep, full, settings)
+        if pv.solver_paths:  # from now on it is re-checked against this version's outcomes
+            snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how)
         vac = _vacuity(cache, model, prep, settings, domain, out)
         res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
         results[i] = res
@@ -463,6 +490,7 @@ def _walked(
     results: list[InvariantResult | None],
     out: _Out,
     leaf_keys: _LeafKeys,
+    snap: _Snapshots,
 ) -> None:
     """Invariants that needed Z3: one shared walk skips every subtree already proved."""
     sc = [scopes[i] for i in todo]
@@ -487,11 +515,15 @@ def _walked(
             model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
         )
         if reused and _needs_fresh(inv, res, pv, counterexamples):
-            res = api.check_invariant(model, inv, settings, counterexamples)
+            full = snap.full_boxes()
+            fresh_pv = eg.decide(model, prep, full, settings)
+            res = api.finish(model, prep, fresh_pv, settings, counterexamples, t0)
+            snap.outcomes[i] = delta.LeafOutcomes(fresh_pv.status, fresh_pv.how)
         else:
             res = dataclasses.replace(
                 res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
             )
+            snap.outcomes[i] = snap.spread(pv)
         results[i] = res
         out.proofs.extend((k, sc[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status))
         solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
@@ -500,6 +532,140 @@ def _walked(
             out.proofs.extend((k, sc[j], 1) for k in keys)
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
+
+
+# ---------------------------------------------------------------- against the last version
+
+
+def outcomes_key(scope: bytes, settings: eg.Settings) -> bytes:
+    """Key of an invariant's per-leaf outcomes on the last version it checked.  The settings
+    that can change *how* a leaf is decided (the DNF cap, shortcuts) are part of it."""
+    text = f"outcomes\0{settings.dnf_cap}\0{settings.shortcuts}\0".encode()
+    return hashlib.sha256(text + scope).digest()
+
+
+def tree_key(content: str) -> bytes:
+    """Key of a model version's tree snapshot (node records and leaf boxes)."""
+    return hashlib.sha256(f"tree\0{content}\0{_version()}".encode()).digest()
+
+
+class _Snapshots:
+    """This run's side of :mod:`clefprove.incremental.delta`: the previous versions' snapshots
+    found in the cache, this model's leaf boxes (assembled from a previous version's where one
+    exists), and the outcomes to store for the next run."""
+
+    def __init__(self, model: Model, content: str) -> None:
+        self.model = model
+        self.key = tree_key(content)
+        self.old: dict[bytes, delta.TreeSnapshot] = {}
+        self.aligned: dict[bytes, tuple[delta.Alignment, LeafBoxes]] = {}
+        self.boxes: LeafBoxes | None = None
+        self.stored = False  # this version's tree snapshot is already in the cache
+        self.outcomes: dict[int, delta.LeafOutcomes] = {}
+
+    def load(self, rows: dict[bytes, tuple[str, bytes]]) -> None:
+        """Decode the tree rows found (this version's own, if present, is only noted)."""
+        for key, (kind, blob) in rows.items():
+            if kind != "tree":
+                raise CacheCorrupt("a snapshot row has the wrong kind")
+            if key == self.key:
+                self.stored = True
+            try:
+                self.old[key] = delta.decode_tree(blob)
+            except ValueError as exc:
+                raise CacheCorrupt(str(exc)) from exc
+
+    def against(self, key: bytes) -> tuple[delta.Alignment, LeafBoxes] | None:
+        """The alignment with the old version *key* and this model's leaf boxes, or None."""
+        if key not in self.old:
+            return None
+        hit = self.aligned.get(key)
+        if hit is None:
+            old = self.old[key]
+            try:
+                al = delta.align(old, self.model)
+                boxes = delta.assemble_boxes(self.model, old, al)
+            except ValueError as exc:
+                raise CacheCorrupt(str(exc)) from exc
+            hit = self.aligned[key] = (al, boxes)
+            if self.boxes is None:
+                self.boxes = boxes
+        return hit
+
+    def full_boxes(self) -> LeafBoxes:
+        if self.boxes is None:
+            self.boxes = leaf_boxes(self.model)
+        return self.boxes
+
+    def spread(self, pv: eg.PathVerdicts) -> delta.LeafOutcomes:
+        """Outcomes over every leaf from those of the rows *pv* decided (the rest were
+        reused proofs or infeasible: safe)."""
+        full = self.full_boxes()
+        status = np.full(full.size, eg.SAFE, dtype=np.int8)
+        how = np.full(full.size, eg.HOW_NONE, dtype=np.int16)
+        at = np.searchsorted(full.leaves, pv.boxes.leaves)
+        status[at] = pv.status
+        how[at] = pv.how
+        return delta.LeafOutcomes(status, how)
+
+    def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
+        """The snapshot rows to store: this version's tree (unless present) and outcomes."""
+        if not self.outcomes:
+            return []
+        out = [(okeys[i], "outcomes", self.key + o.encode()) for i, o in self.outcomes.items()]
+        if not self.stored:
+            out.append((self.key, "tree", delta.encode_tree(self.model, self.full_boxes())))
+        return out
+
+
+def _against_last(
+    cache: ProofCache,
+    domain: str,
+    model: Model,
+    invs: tuple[ck.CheckedInvariant, ...],
+    todo: list[int],
+    found: dict[int, bytes],
+    rkeys: list[bytes],
+    settings: eg.Settings,
+    counterexamples: int,
+    results: list[InvariantResult | None],
+    out: _Out,
+    snap: _Snapshots,
+) -> list[int]:
+    """Invariants whose outcomes on an earlier version are in the cache: only the leaves that
+    changed since (and those whose old outcome is not a fact about the box) are decided;
+    returns the invariants that could not be done this way."""
+    rest: list[int] = []
+    for i in todo:
+        blob = found.get(i)
+        hit = snap.against(blob[:32]) if blob is not None else None
+        if hit is None:
+            rest.append(i)
+            continue
+        assert blob is not None
+        al, boxes = hit
+        try:
+            old = delta.LeafOutcomes.decode(blob[32:], snap.old[blob[:32]].boxes.size)
+        except ValueError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+        t0 = time.perf_counter()
+        inv = invs[i]
+        prep = eg.prepare(model, inv, settings.dnf_cap)
+        pv, reused = delta.reuse(model, prep, boxes, al, old, settings)
+        vac = _vacuity(cache, model, prep, settings, domain, out)
+        res = api.finish(
+            model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
+        )
+        if reused and _needs_fresh(inv, res, pv, counterexamples):
+            pv = eg.decide(model, prep, boxes, settings)
+            res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
+        else:
+            res = dataclasses.replace(res, paths_checked=boxes.size - reused, paths_reused=reused)
+        results[i] = res
+        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how)
+        if _storable(res):
+            out.whole.append((rkeys[i], _to_json(res)))
+    return rest
 
 
 # ---------------------------------------------------------------- entry
@@ -547,9 +713,38 @@ def _check_program(
         scopes = {i: scope_key(invs[i], domain) for i in todo}
         hkeys = {i: hint_key(scopes[i]) for i in todo}
         hints = cache.lookup_results(list(hkeys.values()))
-        walkers = [i for i in todo if hkeys[i] in hints]
+        # Invariants that needed Z3 are re-checked against the last version's outcomes (or
+        # take the subtree walk); the others are decided on every leaf, as in a fresh run.
+        hinted = [i for i in todo if hkeys[i] in hints]
         fresh = [i for i in todo if hkeys[i] not in hints]
+        okeys = {i: outcomes_key(scopes[i], settings) for i in todo}
         out = _Out()
+        snap = _Snapshots(model, content)
+        walkers: list[int] = []
+        if hinted:
+            rows = cache.lookup_snapshots([okeys[i] for i in hinted])
+            found: dict[int, bytes] = {}
+            for i in hinted:
+                if okeys[i] in rows:
+                    kind, blob = rows[okeys[i]]
+                    if kind != "outcomes" or len(blob) < 32:
+                        raise CacheCorrupt("a snapshot row has the wrong kind")
+                    found[i] = blob
+            snap.load(cache.lookup_snapshots([snap.key, *(b[:32] for b in found.values())]))
+            walkers = _against_last(
+                cache,
+                domain,
+                model,
+                invs,
+                hinted,
+                found,
+                rkeys,
+                settings,
+                counterexamples,
+                results,
+                out,
+                snap,
+            )
         leaf_keys = _LeafKeys()
         if walkers:
             _walked(
@@ -565,6 +760,7 @@ def _check_program(
                 results,
                 out,
                 leaf_keys,
+                snap,
             )
         if fresh:
             _fresh(
@@ -581,6 +777,7 @@ def _check_program(
                 results,
                 out,
                 leaf_keys,
+                snap,
             )
-        cache.store(out.proofs, out.whole)
+        cache.store(out.proofs, out.whole, snap.rows(okeys))
     return [r for r in results if r is not None]

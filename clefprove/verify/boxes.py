@@ -208,6 +208,33 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     return LeafBoxes(leaves, lo, hi, cat_arrays, actions, feasible)
 
 
+def context_box(model: Model, node: int) -> Box:
+    """The box of the inputs that reach *node* from the root (the domain for the root), with
+    the tightening of :func:`leaf_boxes`, so that ``leaf_boxes(model, node, context_box(model,
+    node))`` gives the same rows as the whole tree's ``leaf_boxes`` for those leaves."""
+    tab = tables(model)
+    nodes = model.nodes
+    box = Box.domain(model)
+    steps = path_to(model, node)
+    if not steps:
+        return box
+    parents = np.array([p for p, _ in steps], dtype=np.int64)
+    went_left = np.array([w for _, w in steps], dtype=bool)
+    feat = nodes["feature"][parents].astype(np.int64)
+    numeric = nodes["kind"][parents] == NodeKind.NUMERIC
+    # ufunc.at applies the steps in path order, as leaf_boxes does level by level.
+    sel = numeric & went_left
+    np.minimum.at(box.hi, feat[sel], tab.left_hi[parents[sel]])
+    sel = numeric & ~went_left
+    np.maximum.at(box.lo, feat[sel], tab.right_lo[parents[sel]])
+    for k in np.flatnonzero(~numeric).tolist():
+        f = int(feat[k])
+        offset = int(nodes["aux"][parents[k]])
+        member = model.membership[offset : offset + box.cats[f].size].astype(bool)
+        box.cats[f] &= member if went_left[k] else ~member
+    return box
+
+
 def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) -> np.ndarray:
     """The (rows, size) code mask of *feature*: stored, or all-true (read-only) when absent."""
     m = cats.get(feature)

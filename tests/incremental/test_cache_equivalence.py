@@ -78,8 +78,9 @@ def test_cached_equals_fresh_over_edit_sequences(data) -> None:
 
 
 def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
-    """A changed leaf deep in a big tree: an invariant that needs Z3 decides only the paths
-    around it again; box-decided invariants are decided afresh (cheaper than the walk)."""
+    """A changed leaf deep in a big tree: an invariant that needs Z3 decides only the changed
+    leaf again (against the last version's outcomes); box-decided invariants are decided on
+    every leaf (as cheap, per invariant, as deciding one)."""
     src = {
         "name": "t",
         "version": "1",
@@ -115,8 +116,7 @@ def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
     slow, confident, solver = second.results
     assert (slow.paths_checked, slow.paths_reused) == (128, 0)
     assert (confident.paths_checked, confident.paths_reused) == (128, 0)
-    assert solver.paths_reused >= 128 - 8
-    assert 1 <= solver.paths_checked <= 8
+    assert (solver.paths_checked, solver.paths_reused) == (1, 127)
 
 
 def test_a_domain_change_never_reuses_proofs(tmp_path) -> None:
