@@ -1,126 +1,115 @@
-"""Re-checking against the previous version: align node arrays, reuse per-leaf verdicts.
+"""Re-checking against the previous version: align node arrays, reuse per-leaf outcomes.
 
-After a check, the cache keeps a *snapshot* of the model version it decided: its node records,
-membership table and leaf boxes (:class:`TreeSnapshot`), and per invariant the outcome of every
-leaf (status and how it was decided).  The next check of another version of the model:
+After a check, the cache keeps a *snapshot* of the model version it decided (its node records
+and membership table, :class:`TreeSnapshot`) and, per invariant, the outcome of every leaf:
+its status and how it was decided (:class:`LeafOutcomes`).  The next check of another version
+of the model:
 
-1. **aligns** the two trees from the root, level by level with numpy (:func:`align`): a pair
-   of nodes at the same position whose records are equal (same kind; same feature and
-   threshold bits, or the same categorical set; same action and confidence bits) descends into
-   both children; the first unequal pair on a path makes the new node a *changed root*.  A new
-   leaf reached through equal pairs only has exactly the old leaf's path conditions, hence the
-   same box;
-2. **assembles** the new model's leaf boxes from the old rows of the unchanged leaves and
-   :func:`~clefprove.verify.boxes.leaf_boxes` below each changed root, started from that
-   root's context box (:func:`assemble_boxes`): the same arrays a fresh ``leaf_boxes`` gives;
+1. **aligns** the two trees from the root (:func:`align`): a pair of nodes at the same position
+   whose records are equal (same kind; same feature and threshold bits, or the same categorical
+   set; same action and confidence bits) descends into both children; the first unequal pair on
+   a path makes the new node a *changed root*.  A new leaf reached through equal pairs only has
+   exactly the old leaf's path conditions, hence the same box.  When both trees have the same
+   shape, node *i* pairs with node *i* and one vectorised comparison finds the changed roots;
+2. computes the boxes of the leaves below the changed roots only (:func:`changed_boxes`), with
+   the verifier's own tightening started from each root's context box;
 3. **reuses** the outcome of every unchanged leaf that is a fact about its box: proved safe
    (by the box stages or by the solver), or violated as decided by the box stages, whose
-   witness is a function of the box and is recomputed.  Everything else -- changed leaves,
-   leaves the solver found violated (a solver's witness depends on the queries it answered
-   before), unknown ones -- is decided by :func:`clefprove.verify.engine.decide` as in a fresh
-   run (:func:`reuse`).
+   witness is a function of the box and is recomputed when it is printed.  Everything else --
+   changed leaves, leaves the solver found violated (a solver's witness depends on the queries
+   it answered before), unknown ones -- is decided by :func:`clefprove.verify.engine.decide`
+   as in a fresh run (:func:`reuse`).
 
-Why that is sound: the verdict on a leaf is a function of its box, its action and confidence,
+The verdicts come with a :class:`~clefprove.verify.boxes.LazyLeafBoxes`: every leaf is listed,
+and the box of a leaf is only computed when a counterexample is built from it.
+
+Why that is sound: the outcome on a leaf is a function of its box, its action and confidence,
 the invariant and the domain.  The box is a function of the path's split records and the
-domain; the alignment compares the records exactly; the snapshot's key holds the invariant's
-digest, the domain digest and the clefprove version (see :mod:`clefprove.incremental.walk`).
+domain; the alignment compares the records exactly; the outcomes' key holds the invariant's
+digest, the domain digest, the settings that choose how a leaf is decided and the clefprove
+version (see :mod:`clefprove.incremental.walk`).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from clefprove.model.types import NODE_DTYPE, Model, NodeKind
 from clefprove.verify import engine as eg
-from clefprove.verify.boxes import LeafBoxes, context_box, leaf_boxes, tables
+from clefprove.verify.boxes import (
+    LazyLeafBoxes,
+    LeafBoxes,
+    boxes_of,
+    context_box,
+    leaf_boxes,
+    tables,
+)
 
-_MAGIC = b"CLFSNAP1"
-_HEAD = struct.Struct("<8sIIIII")  # magic, nodes, membership bytes, leaves, columns, cats
+_MAGIC = b"CLFTREE3"
+#: magic, nodes, membership bytes; padded to 24 bytes so that the node records are aligned.
+_HEAD = struct.Struct("<8sII4x")
 
 
 @dataclass(frozen=True, eq=False)
 class TreeSnapshot:
-    """What the cache keeps of a model version: node records, membership, leaf boxes."""
+    """What the cache keeps of a model version: its node records and membership table."""
 
     nodes: np.ndarray  # NODE_DTYPE
     membership: np.ndarray  # uint8
-    boxes: LeafBoxes
+    leaves: np.ndarray  # its leaf nodes, in tree order (the rows of its outcomes)
 
 
-def encode_tree(model: Model, boxes: LeafBoxes) -> bytes:
+def encode_tree(model: Model) -> bytes:
     """*model*'s snapshot as bytes (see :func:`decode_tree`)."""
-    cats = sorted(boxes.cats)
-    parts = [
-        _HEAD.pack(
-            _MAGIC,
-            model.n_nodes,
-            model.membership.size,
-            boxes.size,
-            boxes.lo.shape[1],
-            len(cats),
-        ),
-        np.array([(f, boxes.cats[f].shape[1]) for f in cats], dtype="<u4").tobytes(),
-        np.ascontiguousarray(model.nodes).tobytes(),
-        np.ascontiguousarray(model.membership, dtype=np.uint8).tobytes(),
-        np.ascontiguousarray(boxes.leaves, dtype="<i8").tobytes(),
-        np.ascontiguousarray(boxes.lo, dtype="<f8").tobytes(),
-        np.ascontiguousarray(boxes.hi, dtype="<f8").tobytes(),
-    ]
-    parts += [np.ascontiguousarray(boxes.cats[f], dtype=np.uint8).tobytes() for f in cats]
-    return b"".join(parts)
+    return b"".join(
+        (
+            _HEAD.pack(_MAGIC, model.n_nodes, model.membership.size),
+            np.ascontiguousarray(model.nodes).tobytes(),
+            np.ascontiguousarray(model.membership, dtype=np.uint8).tobytes(),
+        )
+    )
 
 
 def decode_tree(blob: bytes) -> TreeSnapshot:
-    """The snapshot in *blob*; ValueError when it is not one (sizes are all checked)."""
+    """The snapshot in *blob*; ValueError when it is not one."""
     if len(blob) < _HEAD.size:
         raise ValueError("short tree snapshot")
-    magic, n_nodes, n_member, n_leaves, n_cols, n_cats = _HEAD.unpack_from(blob)
+    magic, n_nodes, n_member = _HEAD.unpack_from(blob)
     if magic != _MAGIC:
         raise ValueError("not a tree snapshot")
-    pos = _HEAD.size
-
-    def take(dtype: str | np.dtype, count: int) -> np.ndarray:
-        nonlocal pos
-        dt = np.dtype(dtype)
-        end = pos + dt.itemsize * count
-        if end > len(blob):
-            raise ValueError("truncated tree snapshot")
-        arr = np.frombuffer(blob, dtype=dt, count=count, offset=pos)
-        pos = end
-        return arr
-
-    widths = take("<u4", 2 * n_cats).reshape(n_cats, 2)
-    nodes = take(NODE_DTYPE, n_nodes)
-    membership = take(np.uint8, n_member)
-    leaves = take("<i8", n_leaves)
-    lo = take("<f8", n_leaves * n_cols).reshape(n_leaves, n_cols)
-    hi = take("<f8", n_leaves * n_cols).reshape(n_leaves, n_cols)
-    cats = {
-        int(f): take(np.uint8, n_leaves * int(w)).reshape(n_leaves, int(w)).astype(bool)
-        for f, w in widths
-    }
-    if pos != len(blob):
-        raise ValueError("trailing bytes in tree snapshot")
-    if n_leaves and (leaves.min() < 0 or leaves.max() >= n_nodes):
-        raise ValueError("leaf index out of range in tree snapshot")
-    if not np.array_equal(leaves, np.flatnonzero(nodes["kind"] == NodeKind.LEAF)):
-        raise ValueError("tree snapshot boxes do not cover its leaves")
-    feasible = np.all(lo <= hi, axis=1)
-    for m in cats.values():
-        feasible &= m.any(axis=1)
-    actions = nodes["aux"][leaves].astype(np.int64)
-    return TreeSnapshot(nodes, membership, LeafBoxes(leaves, lo, hi, cats, actions, feasible))
+    if len(blob) != _HEAD.size + NODE_DTYPE.itemsize * n_nodes + n_member or n_nodes == 0:
+        raise ValueError("tree snapshot has the wrong size")
+    nodes = np.frombuffer(blob, dtype=NODE_DTYPE, count=n_nodes, offset=_HEAD.size)
+    membership = np.frombuffer(
+        blob, dtype=np.uint8, count=n_member, offset=_HEAD.size + NODE_DTYPE.itemsize * n_nodes
+    )
+    kind = nodes["kind"]
+    split = kind != NodeKind.LEAF
+    idx = np.arange(n_nodes)
+    # Only what alignment relies on: children after their parent and in range.
+    if np.any(kind > NodeKind.CATEGORICAL) or np.any(
+        split & ((nodes["left"] <= idx) | (nodes["right"] <= idx) | (nodes["right"] >= n_nodes))
+    ):
+        raise ValueError("tree snapshot has a bad node")
+    if np.any(split & (nodes["left"] >= n_nodes)):
+        raise ValueError("tree snapshot has a bad node")
+    cat = np.flatnonzero(kind == NodeKind.CATEGORICAL)
+    if cat.size and int(nodes["aux"][cat].max()) >= max(n_member, 1):
+        raise ValueError("tree snapshot has a bad membership offset")
+    return TreeSnapshot(nodes, membership, np.flatnonzero(kind == NodeKind.LEAF))
 
 
 @dataclass(frozen=True, eq=False)
 class Alignment:
     """How a new model's leaves relate to a snapshot's."""
 
+    leaves: np.ndarray  # every leaf of the new model, in tree order
     clean_new: np.ndarray  # new leaf nodes whose path and record are unchanged (sorted)
-    clean_old_rows: np.ndarray  # their rows in the snapshot's boxes
+    clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
 
     @property
@@ -161,11 +150,15 @@ def _equal_records(
     if cat.size:
         feats = a.feature[pa[cat]]
         for f in np.unique(feats).tolist():
+            if f >= len(vocab):
+                raise ValueError("categorical split on an unknown feature")
             rows = cat[feats == f]
             span = np.arange(vocab[f])
-            ma = a.membership[a.aux[pa[rows]].astype(np.int64)[:, None] + span]
-            mb = b.membership[b.aux[pb[rows]].astype(np.int64)[:, None] + span]
-            same[rows] = (ma == mb).all(axis=1)
+            oa = a.aux[pa[rows]].astype(np.int64)[:, None] + span
+            ob = b.aux[pb[rows]].astype(np.int64)[:, None] + span
+            if ob.max() >= b.membership.size or oa.max() >= a.membership.size:
+                raise ValueError("membership offset out of range")
+            same[rows] = (a.membership[oa] == b.membership[ob]).all(axis=1)
     return same
 
 
@@ -177,13 +170,14 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     a = _Columns(model.nodes, model.membership)
     b = _Columns(old.nodes, old.membership)
     vocab = [len(f.values) for f in model.features]
+    leaves = np.flatnonzero(a.kind == NodeKind.LEAF)
     if (
         a.kind.size == b.kind.size
         and np.array_equal(a.kind, b.kind)
         and np.array_equal(a.left, b.left)
         and np.array_equal(a.right, b.right)
     ):
-        return _align_same_shape(old, model, a, b, vocab)
+        return _align_same_shape(old, model, a, b, vocab, leaves)
     pn = np.zeros(1, dtype=np.int64)
     po = np.zeros(1, dtype=np.int64)
     clean_new: list[np.ndarray] = []
@@ -206,27 +200,32 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     co = np.concatenate(clean_old) if clean_old else np.empty(0, np.int64)
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
-    return Alignment(cn[order], _rows_of(old, co[order]), roots)
+    return Alignment(leaves, cn[order], _rows_of(old, co[order]), roots)
 
 
 def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
-    rows = np.searchsorted(old.boxes.leaves, leaves)
+    rows = np.searchsorted(old.leaves, leaves)
     if leaves.size and (
-        rows.max() >= old.boxes.size or not np.array_equal(old.boxes.leaves[rows], leaves)
+        rows.max() >= old.leaves.size or not np.array_equal(old.leaves[rows], leaves)
     ):
-        raise ValueError("tree snapshot boxes do not match its nodes")
+        raise ValueError("tree snapshot does not match its leaves")
     return rows
 
 
 def _align_same_shape(
-    old: TreeSnapshot, model: Model, a: _Columns, b: _Columns, vocab: list[int]
+    old: TreeSnapshot,
+    model: Model,
+    a: _Columns,
+    b: _Columns,
+    vocab: list[int],
+    leaves: np.ndarray,
 ) -> Alignment:
     """Both trees have the same shape (kinds and child links), so node i pairs with node i:
     one vectorised comparison of all records, then a walk below the differing ones only."""
     every = np.arange(a.kind.size)
     differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
     if not differ.size:
-        return Alignment(old.boxes.leaves, np.arange(old.boxes.size), differ)
+        return Alignment(leaves, leaves, np.arange(leaves.size), differ)
     # Topmost differing nodes: those without a differing ancestor.
     marked = set(differ.tolist())
     parent = tables(model).parent
@@ -244,73 +243,74 @@ def _align_same_shape(
         below.append(fr[leaf])
         fr = fr[~leaf]
         fr = np.concatenate([a.left[fr], a.right[fr]])
-    dirty = np.concatenate(below)
-    clean = old.boxes.leaves[~np.isin(old.boxes.leaves, dirty)]
-    return Alignment(clean, _rows_of(old, clean), np.array(roots, dtype=np.int64))
+    keep = ~np.isin(leaves, np.concatenate(below))
+    return Alignment(leaves, leaves[keep], np.flatnonzero(keep), np.array(roots, np.int64))
 
 
-def assemble_boxes(model: Model, old: TreeSnapshot, al: Alignment) -> LeafBoxes:
-    """The leaf boxes of *model*: old rows where the leaf is unchanged, fresh ones below every
-    changed root; equal to ``leaf_boxes(model)``."""
+def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
+    """The boxes of every leaf below the changed roots, in tree order: the rows
+    ``leaf_boxes(model)`` has for them."""
+    parts = [leaf_boxes(model, root, context_box(model, root)) for root in al.changed_roots]
     keys = sorted(tables(model).cat_split)
-    leaves = np.flatnonzero(model.nodes["kind"] == NodeKind.LEAF)
-    n, width = leaves.size, old.boxes.lo.shape[1]
-    lo = np.empty((n, width))
-    hi = np.empty((n, width))
-    cats = {f: np.empty((n, len(model.features[f].values)), dtype=bool) for f in keys}
-    filled = np.zeros(n, dtype=bool)
+    if not parts:
+        return boxes_of(model, np.empty(0, dtype=np.int64))
+    if len(parts) == 1 and sorted(parts[0].cats) == keys:
+        return parts[0]
+    return concat_boxes(parts, keys)
 
-    def put(rows_of: np.ndarray, b_lo, b_hi, b_cats) -> None:  # type: ignore[no-untyped-def]
-        at = np.searchsorted(leaves, rows_of)
-        if rows_of.size and (at.max() >= n or not np.array_equal(leaves[at], rows_of)):
-            raise ValueError("changed subtree leaves do not match the model")
-        if np.any(filled[at]):
-            raise ValueError("a leaf is both changed and unchanged")
-        filled[at] = True
-        lo[at], hi[at] = b_lo, b_hi
-        for f in keys:
-            m = b_cats.get(f)
-            # Absent mask: the path never tests f (the old tree did not split on it).
-            cats[f][at] = True if m is None else m
 
-    r = al.clean_old_rows
-    put(
-        al.clean_new, old.boxes.lo[r], old.boxes.hi[r], {f: m[r] for f, m in old.boxes.cats.items()}
+def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:
+    """Rows of several :class:`LeafBoxes` as one, sorted by leaf, with a code mask for exactly
+    the categorical features in *keys* (each part must have them)."""
+    for p in parts:
+        if sorted(p.cats) != keys:
+            raise ValueError("boxes with different categorical masks")
+    leaves = np.concatenate([p.leaves for p in parts])
+    order = np.argsort(leaves, kind="stable")
+    return LeafBoxes(
+        leaves[order],
+        np.concatenate([p.lo for p in parts])[order],
+        np.concatenate([p.hi for p in parts])[order],
+        {f: np.concatenate([p.cats[f] for p in parts])[order] for f in keys},
+        np.concatenate([p.actions for p in parts])[order],
+        np.concatenate([p.feasible for p in parts])[order],
     )
-    for root in al.changed_roots.tolist():
-        sub = leaf_boxes(model, root, context_box(model, root))
-        missing = set(keys) - set(sub.cats)
-        if missing:
-            raise ValueError(f"no code mask for categorical features {sorted(missing)}")
-        put(sub.leaves, sub.lo, sub.hi, sub.cats)
-    if not filled.all():
-        raise ValueError("leaves neither changed nor unchanged")
-    feasible = np.all(lo <= hi, axis=1)
-    for m in cats.values():
-        feasible &= m.any(axis=1)
-    actions = model.nodes["aux"][leaves].astype(np.int64)
-    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
 
 
 @dataclass(frozen=True, eq=False)
 class LeafOutcomes:
-    """An invariant's per-leaf outcomes on one model version (rows = its snapshot's leaves)."""
+    """An invariant's per-leaf outcomes on one model version (rows = its leaves in tree
+    order); *when*, if known, the same for its ``when`` alone (for vacuity)."""
 
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN
     how: np.ndarray  # int16 engine.HOW_* or conjunct index
+    when: LeafOutcomes | None = None
 
     def encode(self) -> bytes:
-        return (
+        own = (
             np.ascontiguousarray(self.status, dtype=np.int8).tobytes()
             + np.ascontiguousarray(self.how, dtype="<i2").tobytes()
         )
+        return (b"\1" + own + self.when.encode()[1:]) if self.when is not None else b"\0" + own
 
     @staticmethod
     def decode(blob: bytes, leaves: int) -> LeafOutcomes:
-        if len(blob) != 3 * leaves:
+        size = 3 * leaves
+        flag = blob[:1]
+        if not (
+            (flag == b"\0" and len(blob) == 1 + size)
+            or (flag == b"\1" and len(blob) == 1 + 2 * size)
+        ):
             raise ValueError("leaf outcomes do not match the tree snapshot")
-        status = np.frombuffer(blob, dtype=np.int8, count=leaves)
-        how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=leaves)
+        own = LeafOutcomes._arrays(blob, 1, leaves)
+        if flag == b"\1":
+            return LeafOutcomes(own.status, own.how, LeafOutcomes._arrays(blob, 1 + size, leaves))
+        return own
+
+    @staticmethod
+    def _arrays(blob: bytes, offset: int, leaves: int) -> LeafOutcomes:
+        status = np.frombuffer(blob, dtype=np.int8, count=leaves, offset=offset)
+        how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=offset + leaves)
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
             raise ValueError("bad leaf status in the cache")
         return LeafOutcomes(status, how)
@@ -319,20 +319,22 @@ class LeafOutcomes:
 def reuse(
     model: Model,
     prep: eg.Prepared,
-    boxes: LeafBoxes,
     al: Alignment,
     old: LeafOutcomes,
+    boxes_for: Callable[[np.ndarray], LeafBoxes],
     settings: eg.Settings,
 ) -> tuple[eg.PathVerdicts, int]:
-    """Outcomes of *prep* on every row of *boxes* (the new model's leaves), reusing the old
-    outcome of each unchanged leaf where it is a fact about the box; returns them and the
-    number of leaves reused."""
-    n = boxes.size
+    """Outcomes of *prep* on every leaf of the new model, reusing the old outcome of each
+    unchanged leaf where it is a fact about its box; *boxes_for(leaves)* gives the boxes of
+    the leaves to decide.  Returns the verdicts (over a :class:`LazyLeafBoxes`) and how many
+    leaves were decided."""
+    leaves = al.leaves
+    n = leaves.size
     status = np.full(n, eg.SAFE, dtype=np.int8)
     how = np.full(n, eg.HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
     if al.clean_new.size:
-        at = np.searchsorted(boxes.leaves, al.clean_new)
+        at = np.searchsorted(leaves, al.clean_new)
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX))
@@ -343,9 +345,13 @@ def reuse(
     witnesses: dict[int, np.ndarray] = {}
     solver = 0
     if rows.size:
-        sub = eg.decide(model, prep, boxes.take(rows), settings)
-        status[rows] = sub.status
-        how[rows] = sub.how
-        witnesses = {int(rows[r]): x for r, x in sub.witnesses.items()}
-        solver = sub.solver_paths
-    return eg.PathVerdicts(boxes, status, how, witnesses, solver), n - int(rows.size)
+        sub = boxes_for(leaves[rows])
+        if not np.array_equal(sub.leaves, leaves[rows]):
+            raise ValueError("boxes for the wrong leaves")
+        pv = eg.decide(model, prep, sub, settings)
+        status[rows] = pv.status
+        how[rows] = pv.how
+        witnesses = {int(rows[r]): x for r, x in pv.witnesses.items()}
+        solver = pv.solver_paths
+    lazy = LazyLeafBoxes(model, leaves)
+    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]

@@ -55,7 +55,7 @@ from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, tables
+from clefprove.verify.boxes import Box, LeafBoxes, boxes_of, leaf_boxes, tables
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
 if TYPE_CHECKING:
@@ -390,15 +390,33 @@ def _vacuity(
     settings: eg.Settings,
     domain: str,
     out: _Out,
+    per_leaf: Callable[[eg.Prepared], eg.PathVerdicts] | None = None,
+    record: Callable[[delta.LeafOutcomes], None] | None = None,
 ) -> Callable[[], bool] | None:
-    """A cached answer to "is ``when`` unsatisfiable on the domain?" for :func:`api.finish`.
+    """An answer to "is ``when`` unsatisfiable on the domain?" for :func:`api.finish`, equal
+    to :func:`api.when_is_vacuous`'s.
 
-    Only for a ``when`` that does not mention the decision: then it is a question about the
-    domain alone (what :func:`api.when_is_vacuous` decides on the single domain box), keyed by
-    the canonical ``when``, the domain digest and the version.  Definite answers are stored."""
+    * A ``when`` that does not mention the decision is a question about the domain alone
+      (decided on the single domain box), cached by the canonical ``when``, the domain digest
+      and the version; definite answers are stored.
+    * One that does is decided on every leaf: *per_leaf(prepared when)* gives the outcomes
+      (decided on all leaf boxes, or reused against the last version), and *record* keeps them
+      for the next version.  Without *per_leaf*, None (finish decides it itself)."""
     inv = prep.invariant
     if _mentions_decision(inv.when):
-        return None
+        if per_leaf is None:
+            return None
+
+        def vacuous_per_leaf() -> bool:
+            wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
+            if not nm.uses_decision(wprep.violation, len(model.features)):
+                return api.when_is_vacuous(model, prep, api.domain_boxes(model), settings)
+            pvw = per_leaf(wprep)
+            if record is not None:
+                record(delta.LeafOutcomes(pvw.status, pvw.how))
+            return bool(np.all(pvw.status == eg.SAFE))
+
+        return vacuous_per_leaf
 
     def vacuous() -> bool:
         key = hashlib.sha256(
@@ -407,10 +425,7 @@ def _vacuity(
         hit = cache.lookup_results([key]).get(key)
         if hit is not None:
             return bool(json.loads(hit)["vacuous"])
-        when_inv = ck.CheckedInvariant(
-            inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False)
-        )
-        wprep = eg.prepare(model, when_inv, settings.dnf_cap)
+        wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
         if nm.uses_decision(wprep.violation, len(model.features)):  # not reached: see above
             return api.when_is_vacuous(model, prep, leaf_boxes(model), settings)
         pv = eg.decide(model, wprep, api.domain_boxes(model), settings)
@@ -455,14 +470,24 @@ def _fresh(
         t0 = time.perf_counter()
         prep = eg.prepare(model, invs[i], settings.dnf_cap)
         pv = eg.decide(model, prep, full, settings)
-        if pv.solver_paths:  # from now on it is re-checked against this version's outcomes
-            snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how)
-        vac = _vacuity(cache, model, prep, settings, domain, out)
+        when: list[delta.LeafOutcomes] = []
+        vac = _vacuity(
+            cache,
+            model,
+            prep,
+            settings,
+            domain,
+            out,
+            per_leaf=lambda wprep: eg.decide(model, wprep, full, settings),
+            record=when.append,
+        )
         res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
+        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how, when[0] if when else None)
         results[i] = res
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
         if pv.solver_paths:
+            snap.wanted = True
             learn.append((i, pv))
             out.whole.append((hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
     if learn:
@@ -550,9 +575,9 @@ def tree_key(content: str) -> bytes:
 
 
 class _Snapshots:
-    """This run's side of :mod:`clefprove.incremental.delta`: the previous versions' snapshots
-    found in the cache, this model's leaf boxes (assembled from a previous version's where one
-    exists), and the outcomes to store for the next run."""
+    """This run's side of :mod:`clefprove.incremental.delta`: the earlier versions' trees
+    found in the cache, the alignments with them, this model's leaf boxes where needed, and
+    the outcomes to store for the next run."""
 
     def __init__(self, model: Model, content: str) -> None:
         self.model = model
@@ -562,6 +587,8 @@ class _Snapshots:
         self.boxes: LeafBoxes | None = None
         self.stored = False  # this version's tree snapshot is already in the cache
         self.outcomes: dict[int, delta.LeafOutcomes] = {}
+        self.wanted = False  # store snapshots (some invariant of the run needs Z3)
+        self._leaves: np.ndarray | None = None
 
     def load(self, rows: dict[bytes, tuple[str, bytes]]) -> None:
         """Decode the tree rows found (this version's own, if present, is only noted)."""
@@ -576,46 +603,75 @@ class _Snapshots:
                 raise CacheCorrupt(str(exc)) from exc
 
     def against(self, key: bytes) -> tuple[delta.Alignment, LeafBoxes] | None:
-        """The alignment with the old version *key* and this model's leaf boxes, or None."""
+        """The alignment with the old version *key* and the boxes of the leaves below its
+        changed roots, or None when that version is not in the cache."""
         if key not in self.old:
             return None
         hit = self.aligned.get(key)
         if hit is None:
-            old = self.old[key]
             try:
-                al = delta.align(old, self.model)
-                boxes = delta.assemble_boxes(self.model, old, al)
+                al = delta.align(self.old[key], self.model)
+                hit = (al, delta.changed_boxes(self.model, al))
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
-            hit = self.aligned[key] = (al, boxes)
-            if self.boxes is None:
-                self.boxes = boxes
+            self.aligned[key] = hit
         return hit
+
+    @property
+    def leaves(self) -> np.ndarray:
+        if self._leaves is None:
+            self._leaves = np.flatnonzero(self.model.nodes["kind"] == NodeKind.LEAF)
+        return self._leaves
 
     def full_boxes(self) -> LeafBoxes:
         if self.boxes is None:
             self.boxes = leaf_boxes(self.model)
         return self.boxes
 
+    def boxes_for(self, changed: LeafBoxes) -> Callable[[np.ndarray], LeafBoxes]:
+        """Boxes of given leaves (sorted): rows of *changed* where it has them, each other
+        leaf from its own context, or the whole tree's boxes when many are needed."""
+
+        def get(leaves: np.ndarray) -> LeafBoxes:
+            at = np.searchsorted(changed.leaves, leaves)
+            have = at < changed.size
+            have[have] = changed.leaves[at[have]] == leaves[have]
+            if have.all():
+                return changed.take(at)
+            missing = leaves[~have]
+            if self.boxes is not None or missing.size > _FEW_LEAVES:
+                full = self.full_boxes()
+                return full.take(np.searchsorted(full.leaves, leaves))
+            keys = sorted(tables(self.model).cat_split)
+            parts = [changed.take(at[have]), boxes_of(self.model, missing)]
+            return delta.concat_boxes(parts, keys)
+
+        return get
+
     def spread(self, pv: eg.PathVerdicts) -> delta.LeafOutcomes:
         """Outcomes over every leaf from those of the rows *pv* decided (the rest were
         reused proofs or infeasible: safe)."""
-        full = self.full_boxes()
-        status = np.full(full.size, eg.SAFE, dtype=np.int8)
-        how = np.full(full.size, eg.HOW_NONE, dtype=np.int16)
-        at = np.searchsorted(full.leaves, pv.boxes.leaves)
+        leaves = self.leaves
+        status = np.full(leaves.size, eg.SAFE, dtype=np.int8)
+        how = np.full(leaves.size, eg.HOW_NONE, dtype=np.int16)
+        at = np.searchsorted(leaves, pv.boxes.leaves)
         status[at] = pv.status
         how[at] = pv.how
         return delta.LeafOutcomes(status, how)
 
     def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
         """The snapshot rows to store: this version's tree (unless present) and outcomes."""
-        if not self.outcomes:
+        if not self.outcomes or not self.wanted:
             return []
         out = [(okeys[i], "outcomes", self.key + o.encode()) for i, o in self.outcomes.items()]
         if not self.stored:
-            out.append((self.key, "tree", delta.encode_tree(self.model, self.full_boxes())))
+            out.append((self.key, "tree", delta.encode_tree(self.model)))
         return out
+
+
+#: Up to this many leaves outside the changed subtrees get their boxes one by one (from their
+#: path); more, and the whole tree's boxes are computed at once.
+_FEW_LEAVES = 24
 
 
 def _against_last(
@@ -643,26 +699,53 @@ def _against_last(
             rest.append(i)
             continue
         assert blob is not None
-        al, boxes = hit
+        al, changed = hit
         try:
-            old = delta.LeafOutcomes.decode(blob[32:], snap.old[blob[:32]].boxes.size)
+            old = delta.LeafOutcomes.decode(blob[32:], snap.old[blob[:32]].leaves.size)
         except ValueError as exc:
             raise CacheCorrupt(str(exc)) from exc
         t0 = time.perf_counter()
         inv = invs[i]
         prep = eg.prepare(model, inv, settings.dnf_cap)
-        pv, reused = delta.reuse(model, prep, boxes, al, old, settings)
-        vac = _vacuity(cache, model, prep, settings, domain, out)
-        res = api.finish(
-            model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
+        boxes_for = snap.boxes_for(changed)
+        pv, decided = delta.reuse(model, prep, al, old, boxes_for, settings)
+        when: list[delta.LeafOutcomes] = []
+
+        def per_leaf(
+            wprep: eg.Prepared,
+            old_when: delta.LeafOutcomes | None = old.when,
+            al: delta.Alignment = al,
+            boxes_for: Callable[[np.ndarray], LeafBoxes] = boxes_for,
+        ) -> eg.PathVerdicts:
+            if old_when is None:  # not kept last time: decided on every leaf
+                return eg.decide(model, wprep, snap.full_boxes(), settings)
+            return delta.reuse(model, wprep, al, old_when, boxes_for, settings)[0]
+
+        vac = _vacuity(
+            cache, model, prep, settings, domain, out, per_leaf=per_leaf, record=when.append
         )
+        res = api.finish(
+            model, prep, pv, settings, counterexamples, t0, paths_reused=0, vacuity=vac
+        )
+        reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res, pv, counterexamples):
-            pv = eg.decide(model, prep, boxes, settings)
+            when.clear()
+            pv = eg.decide(model, prep, snap.full_boxes(), settings)
+            vac = _vacuity(
+                cache,
+                model,
+                prep,
+                settings,
+                domain,
+                out,
+                per_leaf=lambda wprep: eg.decide(model, wprep, snap.full_boxes(), settings),
+                record=when.append,
+            )
             res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
         else:
-            res = dataclasses.replace(res, paths_checked=boxes.size - reused, paths_reused=reused)
+            res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
         results[i] = res
-        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how)
+        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how, when[0] if when else None)
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
     return rest
@@ -711,32 +794,32 @@ def _check_program(
     if todo:
         domain = merkle.domain_digest(model, program.severity)
         scopes = {i: scope_key(invs[i], domain) for i in todo}
+        okeys = {i: outcomes_key(scopes[i], settings) for i in todo}
         hkeys = {i: hint_key(scopes[i]) for i in todo}
         hints = cache.lookup_results(list(hkeys.values()))
-        # Invariants that needed Z3 are re-checked against the last version's outcomes (or
-        # take the subtree walk); the others are decided on every leaf, as in a fresh run.
-        hinted = [i for i in todo if hkeys[i] in hints]
-        fresh = [i for i in todo if hkeys[i] not in hints]
-        okeys = {i: outcomes_key(scopes[i], settings) for i in todo}
         out = _Out()
         snap = _Snapshots(model, content)
-        walkers: list[int] = []
-        if hinted:
-            rows = cache.lookup_snapshots([okeys[i] for i in hinted])
-            found: dict[int, bytes] = {}
-            for i in hinted:
+        # Snapshots pay off once some invariant needs Z3: then every invariant with outcomes
+        # on an earlier version is re-checked against it (the snapshot I/O is shared).  A run
+        # of box-decided invariants only decides every leaf, as a fresh run does.
+        snap.wanted = any(hkeys[i] in hints for i in todo)
+        found: dict[int, bytes] = {}
+        if snap.wanted:
+            rows = cache.lookup_snapshots(list(okeys.values()))
+            for i in todo:
                 if okeys[i] in rows:
                     kind, blob = rows[okeys[i]]
                     if kind != "outcomes" or len(blob) < 32:
                         raise CacheCorrupt("a snapshot row has the wrong kind")
                     found[i] = blob
+        if found:
             snap.load(cache.lookup_snapshots([snap.key, *(b[:32] for b in found.values())]))
-            walkers = _against_last(
+            todo = _against_last(
                 cache,
                 domain,
                 model,
                 invs,
-                hinted,
+                todo,
                 found,
                 rkeys,
                 settings,
@@ -745,6 +828,10 @@ def _check_program(
                 out,
                 snap,
             )
+        # The rest: those that needed Z3 take the subtree walk, the others are decided on
+        # every leaf, as in a fresh run.
+        walkers = [i for i in todo if hkeys[i] in hints]
+        fresh = [i for i in todo if hkeys[i] not in hints]
         leaf_keys = _LeafKeys()
         if walkers:
             _walked(

@@ -218,20 +218,30 @@ def finish(
     )
 
 
+_WHEN: dict[int, tuple[ck.CheckedInvariant, ck.CheckedInvariant]] = {}
+
+
+def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
+    """``when`` of *inv* as an invariant of its own (``ensure false``): a leaf "violates" it
+    when some input of the leaf satisfies ``when``.  One object per *inv* in a process, so
+    that its normal form is memoised with it."""
+    hit = _WHEN.get(id(inv))
+    if hit is not None and hit[0] is inv:
+        return hit[1]
+    out = ck.CheckedInvariant(
+        inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+    )
+    if len(_WHEN) >= 512:
+        _WHEN.clear()
+    _WHEN[id(inv)] = (inv, out)
+    return out
+
+
 def when_is_vacuous(
     model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: eg.Settings
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
-    when_inv = ck.CheckedInvariant(
-        prep.invariant.name + "-when",
-        None,
-        prep.invariant.file,
-        prep.invariant.line,
-        1,
-        prep.invariant.when,
-        ck.Const(False),
-    )
-    wprep = eg.prepare(model, when_inv, settings.dnf_cap)
+    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
     n_feat = len(model.features)
     if nm.uses_decision(wprep.violation, n_feat):
         pv = eg.decide(model, wprep, boxes, settings)

@@ -235,6 +235,53 @@ def context_box(model: Model, node: int) -> Box:
     return box
 
 
+def boxes_of(model: Model, leaves: np.ndarray) -> LeafBoxes:
+    """The rows of ``leaf_boxes(model)`` for the given leaf nodes (sorted), computed from each
+    leaf's context alone: bit for bit what the whole tree's ``leaf_boxes`` gives them."""
+    keys = sorted(tables(model).cat_split)
+    n_feat = len(model.features)
+    leaves = np.asarray(leaves, dtype=np.int64)
+    n = leaves.size
+    lo = np.empty((n, n_feat + 1))
+    hi = np.empty((n, n_feat + 1))
+    cats = {f: np.empty((n, len(model.features[f].values)), dtype=bool) for f in keys}
+    for r, leaf in enumerate(leaves.tolist()):
+        if model.nodes["kind"][leaf] != NodeKind.LEAF:
+            raise ValueError(f"node {leaf} is not a leaf")
+        box = context_box(model, leaf)
+        lo[r, :n_feat] = box.lo
+        hi[r, :n_feat] = box.hi
+        for f in keys:
+            cats[f][r] = box.cats[f]
+    conf = model.nodes["value"][leaves].astype(np.float64)
+    lo[:, n_feat] = conf
+    hi[:, n_feat] = conf
+    feasible = np.all(lo <= hi, axis=1)
+    for m in cats.values():
+        feasible &= m.any(axis=1)
+    actions = model.nodes["aux"][leaves].astype(np.int64)
+    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
+
+
+class LazyLeafBoxes:
+    """Every leaf of a model, with boxes computed only for the rows taken.
+
+    Stands in for the whole tree's :class:`LeafBoxes` where only a few rows are looked at
+    (the incremental checker's counterexamples): ``leaves``, ``size`` and ``take`` behave the
+    same, and ``take`` gives the same arrays (:func:`boxes_of`)."""
+
+    def __init__(self, model: Model, leaves: np.ndarray) -> None:
+        self.model = model
+        self.leaves = leaves
+
+    @property
+    def size(self) -> int:
+        return int(self.leaves.shape[0])
+
+    def take(self, rows: np.ndarray) -> LeafBoxes:
+        return boxes_of(self.model, self.leaves[rows])
+
+
 def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) -> np.ndarray:
     """The (rows, size) code mask of *feature*: stored, or all-true (read-only) when absent."""
     m = cats.get(feature)

@@ -314,6 +314,7 @@ def witness(model: Model, prep: Prepared, pv: PathVerdicts, r: int) -> np.ndarra
     if r in pv.witnesses:
         return pv.witnesses[r]
     rows = _rows(pv.boxes.take(np.array([r])))
+    conf = float(rows.lo[0, -1])
     k = int(pv.how[r])
     if k < 0:
         return nice_point(model, rows, 0)
@@ -321,7 +322,6 @@ def witness(model: Model, prep: Prepared, pv: PathVerdicts, r: int) -> np.ndarra
     nrows, ok, multi = nm.narrow(prep.conjuncts[k], rows)
     assert ok[0]
     x = nice_point(model, nrows, 0)
-    conf = float(pv.boxes.lo[r, -1])
     if len(multi) == 1:
         lit = multi[0]
         v = _lin_value(lit, x, conf)

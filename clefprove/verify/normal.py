@@ -248,6 +248,16 @@ class Rows:
         return int(self.lo.shape[0])
 
 
+def _member(actions: np.ndarray, allowed: frozenset[int]) -> np.ndarray:
+    """``np.isin(actions, allowed)`` by table lookup (isin costs ~20 µs on small arrays).
+    *actions* holds action indices, or -1 for "no action" (the domain box), never a member."""
+    top = max(int(actions.max(initial=-1)), max(allowed, default=-1))
+    table = np.zeros(top + 2, dtype=bool)  # index -1 reads the last slot, never set
+    if allowed:
+        table[list(allowed)] = True
+    return table[actions]
+
+
 def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
     """``(can_be_true, can_be_false)`` of *f* on each box (each an over-approximation)."""
     n = rows.size
@@ -264,7 +274,7 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             sel[list(codes)] = True
             return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
         case Act(actions):
-            t = np.isin(rows.actions, list(actions))
+            t = _member(rows.actions, actions)
             return t, ~t
         case Lin():
             lo_v = lin_extreme(f, rows.lo, rows.hi, minimum=True)
@@ -299,24 +309,36 @@ def _f(q: Fraction) -> float:
     return math.inf if q > 0 else -math.inf  # (math.copysign would convert q: overflow)
 
 
+def _lin_arrays(lit: Lin) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
+    """Columns, float64 coefficients, exact signs, "tiny" flags and float64 constant of *lit*
+    (computed once per literal: they are read for every batch of boxes)."""
+    hit = lit.__dict__.get("_arrays")
+    if hit is None:
+        hit = (
+            [c for c, _ in lit.terms],
+            np.array([_f(c) for _, c in lit.terms]),
+            # Signs from the exact coefficients: one below the float64 range rounds to 0.
+            np.array([c > 0 for _, c in lit.terms], dtype=bool),
+            # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute*
+            # error of up to 2**-1075, which the relative bound in lin_extreme does not cover
+            # once multiplied by a large coordinate: account for it per such coefficient.
+            np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool),
+            _f(lit.const),
+        )
+        object.__setattr__(lit, "_arrays", hit)  # a derived cache on the immutable literal
+    return hit
+
+
 def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
     """The sign of the min (or max) of ``sum(c*x) + const`` over each box, exactly.
 
     Returns an int8 array of -1/0/+1.  float64 arithmetic decides the rows whose value is far
     from zero compared with a rigorous rounding-error bound; the rest are summed in fractions.
     """
-    cols = [c for c, _ in lit.terms]
-    coeffs = np.array([_f(c) for _, c in lit.terms])
-    # Signs from the exact coefficients: a coefficient below the float64 range rounds to 0.
-    pos = np.array([c > 0 for _, c in lit.terms], dtype=bool)
-    # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute* error
-    # of up to 2**-1075, which the relative bound below does not cover once multiplied by a
-    # large coordinate: account for it per such coefficient.
-    tiny = np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool)
+    cols, coeffs, pos, tiny, kf = _lin_arrays(lit)
     a, b = lo[:, cols], hi[:, cols]
     pick_lo = pos if minimum else ~pos
     corner = np.where(pick_lo, a, b)
-    kf = _f(lit.const)
     with np.errstate(over="ignore", invalid="ignore"):
         total = (coeffs * corner).sum(axis=1) + kf
         mag = (np.abs(coeffs) * np.abs(corner)).sum(axis=1) + abs(kf)
@@ -401,7 +423,7 @@ def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list
                 else:
                     cats[feature] = np.broadcast_to(sel, (rows.size, size)).copy()
             case Act(actions):
-                ok &= np.isin(rows.actions, list(actions))
+                ok &= _member(rows.actions, actions)
             case Lin():
                 multi.append(lit)
             case _:

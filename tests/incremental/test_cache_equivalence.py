@@ -78,9 +78,8 @@ def test_cached_equals_fresh_over_edit_sequences(data) -> None:
 
 
 def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
-    """A changed leaf deep in a big tree: an invariant that needs Z3 decides only the changed
-    leaf again (against the last version's outcomes); box-decided invariants are decided on
-    every leaf (as cheap, per invariant, as deciding one)."""
+    """A changed leaf deep in a big tree: every invariant, whether the box stages or Z3 decide
+    it, decides only the changed leaf again (against the last version's outcomes)."""
     src = {
         "name": "t",
         "version": "1",
@@ -113,10 +112,8 @@ def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
     model2 = M.compile_(src)
     second = check(model2, prog, cache=cache)
     assert M.comparable(second) == M.comparable(check(model2, prog))
-    slow, confident, solver = second.results
-    assert (slow.paths_checked, slow.paths_reused) == (128, 0)
-    assert (confident.paths_checked, confident.paths_reused) == (128, 0)
-    assert (solver.paths_checked, solver.paths_reused) == (1, 127)
+    for r in second.results:
+        assert (r.paths_checked, r.paths_reused) == (1, 127), r.invariant
 
 
 def test_a_domain_change_never_reuses_proofs(tmp_path) -> None:

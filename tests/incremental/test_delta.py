@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from clefprove.incremental import delta
 from clefprove.verify import engine as eg
-from clefprove.verify.boxes import LeafBoxes, leaf_boxes
+from clefprove.verify.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
 from tests.incremental import models as M
 
 
@@ -52,28 +52,41 @@ def _edit(draw, src: dict) -> dict:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_assembled_boxes_equal_fresh_ones(data) -> None:
-    """Whatever the edit, the boxes built from the snapshot equal ``leaf_boxes`` bit for bit,
-    and every leaf called unchanged has the old leaf's box and record."""
+def test_alignment_is_exact(data) -> None:
+    """Whatever the edit: every leaf is unchanged or below exactly one changed root; an
+    unchanged leaf has the old leaf's record and *box*; the changed leaves' boxes (and any
+    leaf's, from its path alone) are the rows of a fresh ``leaf_boxes``."""
     draw = data.draw
     src = draw(M.sources())
     old_model = M.compile_(src)
-    snap = delta.decode_tree(delta.encode_tree(old_model, leaf_boxes(old_model)))
-    _same_boxes(snap.boxes, leaf_boxes(old_model))
+    snap = delta.decode_tree(delta.encode_tree(old_model))
+    assert np.array_equal(snap.nodes, old_model.nodes)
     for _ in range(draw(st.integers(1, 3))):
         src = _edit(draw, src)
     model = M.compile_(src)
     al = delta.align(snap, model)
-    boxes = delta.assemble_boxes(model, snap, al)
-    _same_boxes(boxes, leaf_boxes(model))
-    old_leaves = old_model.nodes[snap.boxes.leaves[al.clean_old_rows]]
-    new_leaves = model.nodes[al.clean_new]
-    assert np.array_equal(old_leaves["aux"], new_leaves["aux"])
-    assert np.array_equal(old_leaves["value"], new_leaves["value"])
-    # Every leaf is either unchanged or below exactly one changed root.
-    below = [leaf_boxes(model, int(r)).leaves for r in al.changed_roots]
-    covered = np.concatenate([al.clean_new, *below])
-    assert np.array_equal(np.sort(covered), boxes.leaves)
+    fresh = leaf_boxes(model)
+    assert np.array_equal(al.leaves, fresh.leaves)
+    changed = delta.changed_boxes(model, al)
+    covered = np.concatenate([al.clean_new, changed.leaves])
+    assert np.array_equal(np.sort(covered), fresh.leaves)  # a partition: no leaf twice
+    _same_boxes(changed, fresh.take(np.searchsorted(fresh.leaves, changed.leaves)))
+    old_leaves = snap.leaves[al.clean_old_rows]
+    assert np.array_equal(old_model.nodes[old_leaves]["aux"], model.nodes[al.clean_new]["aux"])
+    assert np.array_equal(
+        old_model.nodes[old_leaves]["value"].view(np.int64),
+        model.nodes[al.clean_new]["value"].view(np.int64),
+    )
+    new_rows = boxes_of(model, al.clean_new)
+    old_rows = boxes_of(old_model, old_leaves)
+    assert np.array_equal(new_rows.lo.view(np.int64), old_rows.lo.view(np.int64))
+    assert np.array_equal(new_rows.hi.view(np.int64), old_rows.hi.view(np.int64))
+    for f in set(new_rows.cats) | set(old_rows.cats):
+        assert np.array_equal(
+            cat_mask(new_rows.cats, f, new_rows.size, 3),
+            cat_mask(old_rows.cats, f, old_rows.size, 3),
+        )
+    _same_boxes(new_rows, fresh.take(np.searchsorted(fresh.leaves, al.clean_new)))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -84,10 +97,14 @@ def test_reused_outcomes_equal_fresh_outcomes(data) -> None:
     src = draw(M.sources())
     old_model = M.compile_(src)
     old_boxes = leaf_boxes(old_model)
-    snap = delta.decode_tree(delta.encode_tree(old_model, old_boxes))
+    snap = delta.decode_tree(delta.encode_tree(old_model))
     model = M.compile_(_edit(draw, src))
     al = delta.align(snap, model)
-    boxes = delta.assemble_boxes(model, snap, al)
+    fresh_boxes = leaf_boxes(model)
+
+    def boxes_for(leaves: np.ndarray) -> LeafBoxes:
+        return boxes_of(model, leaves)
+
     for name in sorted(M.POOL):
         old_inv = M.program([name], old_model).invariants[0]
         inv = M.program([name], model).invariants[0]
@@ -96,12 +113,15 @@ def test_reused_outcomes_equal_fresh_outcomes(data) -> None:
             delta.LeafOutcomes(before.status, before.how).encode(), old_boxes.size
         )
         prep = eg.prepare(model, inv)
-        pv, reused = delta.reuse(model, prep, boxes, al, old, eg.Settings())
-        fresh = eg.decide(model, prep, leaf_boxes(model))
+        pv, decided = delta.reuse(model, prep, al, old, boxes_for, eg.Settings())
+        fresh = eg.decide(model, prep, fresh_boxes)
         assert np.array_equal(pv.status, fresh.status), name
         decided_by_boxes = fresh.how != eg.HOW_SOLVER
         assert np.array_equal(pv.how[decided_by_boxes], fresh.how[decided_by_boxes]), name
-        assert 0 <= reused <= al.clean_new.size
+        assert decided >= al.leaves.size - al.clean_new.size
+        # Witnesses of box-decided violations come from the lazily computed boxes.
+        for r in np.flatnonzero((pv.status == eg.VIOLATED) & decided_by_boxes)[:3].tolist():
+            assert np.array_equal(eg.witness(model, prep, pv, r), eg.witness(model, prep, fresh, r))
 
 
 def test_unchanged_model_aligns_completely() -> None:
@@ -123,7 +143,7 @@ def test_unchanged_model_aligns_completely() -> None:
         },
     }
     model = M.compile_(src)
-    snap = delta.decode_tree(delta.encode_tree(model, leaf_boxes(model)))
+    snap = delta.decode_tree(delta.encode_tree(model))
     al = delta.align(snap, model)
     assert al.unchanged and al.clean_new.tolist() == [1, 3, 4]
     src["tree"]["in"] = ["a", "b"]  # the categorical set changed: everything below it
@@ -147,10 +167,20 @@ def test_damaged_snapshot_is_refused(cut: int) -> None:
             },
         }
     )
-    blob = delta.encode_tree(model, leaf_boxes(model))
+    blob = delta.encode_tree(model)
     with pytest.raises(ValueError):
         delta.decode_tree(blob[:cut] if cut >= 0 else blob + b"\0")
+    bad_child = bytearray(blob)
+    bad_child[24 + 8 : 24 + 12] = (0).to_bytes(4, "little")  # the root's left child: itself
+    with pytest.raises(ValueError):
+        delta.decode_tree(bytes(bad_child))
     with pytest.raises(ValueError):
         delta.LeafOutcomes.decode(b"\0" * 5, 2)
     with pytest.raises(ValueError):
-        delta.LeafOutcomes.decode(b"\x07\0" + b"\0" * 4, 2)
+        delta.LeafOutcomes.decode(b"\0\x07\0" + b"\0" * 4, 2)
+    with pytest.raises(ValueError):
+        delta.LeafOutcomes.decode(b"\2" + b"\0" * 6, 2)
+    ok = delta.LeafOutcomes(np.array([0, 1], np.int8), np.array([-3, -1], np.int16))
+    both = delta.LeafOutcomes(ok.status, ok.how, ok)
+    back = delta.LeafOutcomes.decode(both.encode(), 2)
+    assert back.when is not None and back.how.tolist() == back.when.how.tolist() == [-3, -1]
