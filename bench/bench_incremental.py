@@ -1,9 +1,9 @@
 """Incremental re-verification: cold check against re-checks after small model updates.
 
 For the depth-12 example and a depth-20 model (trained here with
-``examples/make_edge_example.py``), and for two invariant sets -- the five SPEC invariants (the
-box engine decides every path without Z3) and a solver-bound set (the SPEC ones plus one whose
-paths need Z3) -- it measures, in one run and in-process (model loaded, invariants parsed):
+``examples/make_edge_example.py``), and for three invariant sets -- the five SPEC invariants (the
+box engine decides every path without Z3), one invariant whose paths need Z3, and both
+together -- it measures, in one run and in-process (model loaded, invariants parsed):
 
 * ``cold``: ``clefprove.check`` without a cache (the baseline every ratio divides by);
 * ``cold+store``: the same with an empty cache (what filling the cache costs);
@@ -222,7 +222,12 @@ def main() -> None:
         solver.mkdir()
         shutil.copy(ROOT / "invariants" / "edge.inv", solver / "edge.inv")
         (solver / "risk.inv").write_text(SOLVER_INV)
-        sets = {"SPEC (5)": str(ROOT / "invariants" / "edge.inv"), "SPEC + Z3 (6)": str(solver)}
+        (Path(tmp) / "risk.inv").write_text(SOLVER_INV)
+        sets = {
+            "SPEC (5)": str(ROOT / "invariants" / "edge.inv"),
+            "Z3 (1)": str(Path(tmp) / "risk.inv"),
+            "SPEC + Z3 (6)": str(solver),
+        }
         rows = bench_model("depth 12", d12, d12_other, sets, args.repeat)
         rows += bench_model("depth 20", d20, d20_other, sets, args.repeat)
     n12 = compile_source(copy.deepcopy(d12)).n_nodes

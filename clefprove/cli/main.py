@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -80,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("clefprove: interrupted\n")
         return 130
+    except Terminated:
+        _say("clefprove: terminated\n")
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         discard_stdout()
         return EXIT_OK
@@ -124,8 +128,18 @@ def _occupy_closed_streams() -> None:
         setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - lives as long as sys
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C, so that temporary files and open cache
+    transactions are cleaned up on the way out (a BaseException, so nothing swallows it)."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def entry() -> None:
     _occupy_closed_streams()
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(main())
 
 

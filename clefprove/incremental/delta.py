@@ -46,7 +46,7 @@ from clefprove.verify.boxes import (
     boxes_of,
     context_box,
     leaf_boxes,
-    tables,
+    links,
 )
 
 _MAGIC = b"CLFTREE3"
@@ -147,7 +147,9 @@ def _equal_records(
     )
     same &= (kind == NodeKind.CATEGORICAL) | (a.bits[pa] == b.bits[pb])
     cat = np.flatnonzero(same & (kind == NodeKind.CATEGORICAL))
-    if cat.size:
+    if cat.size and a.membership is b.membership:
+        same[cat] = a.aux[pa[cat]] == b.aux[pb[cat]]  # one table: the same offset, the same set
+    elif cat.size:
         feats = a.feature[pa[cat]]
         for f in np.unique(feats).tolist():
             if f >= len(vocab):
@@ -169,6 +171,8 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     the same in both, and each categorical feature has the same vocabulary."""
     a = _Columns(model.nodes, model.membership)
     b = _Columns(old.nodes, old.membership)
+    if np.array_equal(a.membership, b.membership):
+        b.membership = a.membership  # sets compare by offset (see _equal_records)
     vocab = [len(f.values) for f in model.features]
     leaves = np.flatnonzero(a.kind == NodeKind.LEAF)
     if (
@@ -226,32 +230,34 @@ def _align_same_shape(
     differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
     if not differ.size:
         return Alignment(leaves, leaves, np.arange(leaves.size), differ)
-    # Topmost differing nodes: those without a differing ancestor.
-    marked = set(differ.tolist())
-    parent = tables(model).parent
-    roots = []
-    for n in differ.tolist():
-        p = int(parent[n])
-        while p >= 0 and p not in marked:
-            p = int(parent[p])
-        if p < 0:
-            roots.append(n)
-    below: list[np.ndarray] = []
-    fr = np.array(roots, dtype=np.int64)
+    # Walk down from every differing node: the differing nodes met on the way have a
+    # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
+    below = np.zeros(a.kind.size, dtype=bool)
+    fr = differ
     while fr.size:
-        leaf = a.kind[fr] == NodeKind.LEAF
-        below.append(fr[leaf])
-        fr = fr[~leaf]
-        fr = np.concatenate([a.left[fr], a.right[fr]])
-    keep = ~np.isin(leaves, np.concatenate(below))
-    return Alignment(leaves, leaves[keep], np.flatnonzero(keep), np.array(roots, np.int64))
+        split = fr[a.kind[fr] != NodeKind.LEAF]
+        fr = np.concatenate([a.left[split], a.right[split]])
+        fr = fr[~below[fr]]  # each node once, however many differing ancestors it has
+        below[fr] = True
+    roots = differ[~below[differ]]
+    below[roots] = True
+    keep = ~below[leaves]
+    return Alignment(leaves, leaves[keep], np.flatnonzero(keep), roots)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
     """The boxes of every leaf below the changed roots, in tree order: the rows
     ``leaf_boxes(model)`` has for them."""
-    parts = [leaf_boxes(model, root, context_box(model, root)) for root in al.changed_roots]
-    keys = sorted(tables(model).cat_split)
+    kind = model.nodes["kind"]
+    roots = al.changed_roots
+    leaf_roots = roots[kind[roots] == NodeKind.LEAF]
+    # A changed leaf's row comes from its path alone (no whole-tree tables needed).
+    parts = [boxes_of(model, leaf_roots)] if leaf_roots.size else []
+    parts += [
+        leaf_boxes(model, root, context_box(model, root))
+        for root in roots[kind[roots] != NodeKind.LEAF].tolist()
+    ]
+    keys = sorted(links(model).cat_split)
     if not parts:
         return boxes_of(model, np.empty(0, dtype=np.int64))
     if len(parts) == 1 and sorted(parts[0].cats) == keys:

@@ -11,9 +11,9 @@ Three tables, every row carrying a checksum of its own key and value:
   content digest, the invariant's digest *and* its name/file/line, and ``--counterexamples``),
   stored only when no path is unknown.  It is what makes an unchanged model cost a lookup.
 * ``snapshot key -> (kind, bytes)``: what the next version is re-checked against
-  (:mod:`clefprove.incremental.delta`): ``tree`` rows hold a model version's node records and
-  leaf boxes (the newest :data:`KEEP_TREES` are kept), ``outcomes`` rows one invariant's
-  per-leaf outcomes on the version it last checked.
+  (:mod:`clefprove.incremental.delta`): ``tree`` rows hold a model version's node records
+  (the newest :data:`KEEP_TREES` are kept), ``outcomes`` rows one invariant's per-leaf
+  outcomes on the version it last checked.
 
 Integrity: ``PRAGMA quick_check`` when the file is opened, a checksum on every row read, and
 ``sqlite3.DatabaseError`` on any statement all mean "corrupt": the file (with its -wal/-shm

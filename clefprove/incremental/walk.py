@@ -7,10 +7,11 @@ For the invariants of one run (docs/incremental.md has the whole story):
 2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
    run: the vectorised box stages decide a path faster than a subtree can be hashed and looked
    up.  If Z3 turns out to be needed, its proofs are stored with a *hint*, and from then on:
-3. **Against the last version.**  A hinted invariant whose per-leaf outcomes on an earlier
-   version are stored is re-checked against it (:mod:`clefprove.incremental.delta`): the two
-   trees are aligned record by record, and only the leaves whose path or record changed (and
-   those whose old outcome is not a fact about the box) are decided again.  Otherwise:
+3. **Against the last version.**  When some invariant of the run is hinted, every invariant
+   whose per-leaf outcomes on an earlier version are stored is re-checked against it
+   (:mod:`clefprove.incremental.delta`): the two trees are aligned record by record, and only
+   the leaves whose path or record changed (and those whose old outcome is not a fact about
+   the box) are decided again.  Otherwise:
 4. **One shared walk** over the tree, level by level from the root, for the hinted invariants:
    every frontier node gets a key, sha256(Merkle hash of its subtree + canonical context box),
    looked up once for all of them (one query per level).  Where an invariant's proof is found,

@@ -96,19 +96,9 @@ class TreeTables:
 _ATTR = "_clefprove_verify_tables"
 
 
-def tables(model: Model) -> TreeTables:
-    """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
-    cached = model.__dict__.get(_ATTR)
-    if cached is not None:
-        return cached
-    nodes = model.nodes
-    n = nodes.shape[0]
-    integral = np.array([f.is_integral for f in model.features], dtype=bool)
-    value = nodes["value"].astype(np.float64)
-    feat = nodes["feature"].astype(np.int64)
-    numeric = nodes["kind"] == NodeKind.NUMERIC
-    is_int = np.zeros(n, dtype=bool)
-    is_int[numeric] = integral[feat[numeric]]
+def split_bounds(value: np.ndarray, is_int: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For numeric splits at thresholds *value*: the ``hi`` bound of the left child and the
+    ``lo`` bound of the right child, on whole-valued features (*is_int*) or float ones."""
     with np.errstate(invalid="ignore", over="ignore"):
         fl = np.floor(value)
         left_hi = np.where(is_int, fl, value)
@@ -117,13 +107,54 @@ def tables(model: Model) -> TreeTables:
         up = fl + 1.0
         up = np.where(up > fl, up, np.nextafter(fl, np.inf))
         right_lo = np.where(is_int, up, np.nextafter(value, np.inf))
-    parent = np.full(n, -1, dtype=np.int64)
-    internal = np.flatnonzero(nodes["kind"] != NodeKind.LEAF)
+    return left_hi, right_lo
+
+
+@dataclass(frozen=True, eq=False)
+class TreeLinks:
+    """Parent links and the categorical features some split tests (cheaper than tables)."""
+
+    parent: np.ndarray  # parent node index, -1 for the root (and unreachable nodes)
+    integral: np.ndarray  # (F,) bool: feature takes whole values
+    cat_split: frozenset[int]
+
+
+_LINKS = "_clefprove_verify_links"
+
+
+def links(model: Model) -> TreeLinks:
+    """The :class:`TreeLinks` of *model* (computed once, cached per model object)."""
+    cached = model.__dict__.get(_LINKS)
+    if cached is not None:
+        return cached
+    nodes = model.nodes
+    kind = nodes["kind"]
+    parent = np.full(nodes.shape[0], -1, dtype=np.int64)
+    internal = np.flatnonzero(kind != NodeKind.LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
-    cat_nodes = nodes["kind"] == NodeKind.CATEGORICAL
-    cat_split = frozenset(int(f) for f in np.unique(feat[cat_nodes]))
-    out = TreeTables(left_hi, right_lo, parent, integral, cat_split)
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    cat_split = frozenset(np.unique(nodes["feature"][kind == NodeKind.CATEGORICAL]).tolist())
+    out = TreeLinks(parent, integral, cat_split)
+    object.__setattr__(model, _LINKS, out)  # a derived cache on the immutable model
+    return out
+
+
+def tables(model: Model) -> TreeTables:
+    """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
+    cached = model.__dict__.get(_ATTR)
+    if cached is not None:
+        return cached
+    nodes = model.nodes
+    n = nodes.shape[0]
+    lk = links(model)
+    value = nodes["value"].astype(np.float64)
+    feat = nodes["feature"].astype(np.int64)
+    numeric = nodes["kind"] == NodeKind.NUMERIC
+    is_int = np.zeros(n, dtype=bool)
+    is_int[numeric] = lk.integral[feat[numeric]]
+    left_hi, right_lo = split_bounds(value, is_int)
+    out = TreeTables(left_hi, right_lo, lk.parent, lk.integral, lk.cat_split)
     object.__setattr__(model, _ATTR, out)  # a derived cache on the immutable model
     return out
 
@@ -212,7 +243,6 @@ def context_box(model: Model, node: int) -> Box:
     """The box of the inputs that reach *node* from the root (the domain for the root), with
     the tightening of :func:`leaf_boxes`, so that ``leaf_boxes(model, node, context_box(model,
     node))`` gives the same rows as the whole tree's ``leaf_boxes`` for those leaves."""
-    tab = tables(model)
     nodes = model.nodes
     box = Box.domain(model)
     steps = path_to(model, node)
@@ -222,11 +252,15 @@ def context_box(model: Model, node: int) -> Box:
     went_left = np.array([w for _, w in steps], dtype=bool)
     feat = nodes["feature"][parents].astype(np.int64)
     numeric = nodes["kind"][parents] == NodeKind.NUMERIC
+    # The bounds tables() holds, computed for the path's splits only (same ufuncs, same bits).
+    left_hi, right_lo = split_bounds(
+        nodes["value"][parents].astype(np.float64), numeric & links(model).integral[feat]
+    )
     # ufunc.at applies the steps in path order, as leaf_boxes does level by level.
     sel = numeric & went_left
-    np.minimum.at(box.hi, feat[sel], tab.left_hi[parents[sel]])
+    np.minimum.at(box.hi, feat[sel], left_hi[sel])
     sel = numeric & ~went_left
-    np.maximum.at(box.lo, feat[sel], tab.right_lo[parents[sel]])
+    np.maximum.at(box.lo, feat[sel], right_lo[sel])
     for k in np.flatnonzero(~numeric).tolist():
         f = int(feat[k])
         offset = int(nodes["aux"][parents[k]])
@@ -238,7 +272,7 @@ def context_box(model: Model, node: int) -> Box:
 def boxes_of(model: Model, leaves: np.ndarray) -> LeafBoxes:
     """The rows of ``leaf_boxes(model)`` for the given leaf nodes (sorted), computed from each
     leaf's context alone: bit for bit what the whole tree's ``leaf_boxes`` gives them."""
-    keys = sorted(tables(model).cat_split)
+    keys = sorted(links(model).cat_split)
     n_feat = len(model.features)
     leaves = np.asarray(leaves, dtype=np.int64)
     n = leaves.size
@@ -292,12 +326,12 @@ def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) ->
 
 def path_to(model: Model, leaf: int, root: int = 0) -> list[tuple[int, bool]]:
     """The splits from *root* down to *leaf*: ``(node, went_left)`` pairs, top first."""
-    tab = tables(model)
+    parents = links(model).parent
     steps: list[tuple[int, bool]] = []
     node = leaf
     left = model.nodes["left"]
     while node != root:
-        parent = int(tab.parent[node])
+        parent = int(parents[node])
         if parent < 0:
             raise ValueError(f"node {leaf} is not below node {root}")
         steps.append((parent, int(left[parent]) == node))

@@ -790,8 +790,11 @@ LINEAR = """invariant w:
 """
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["check", "report", "export-coq"])
-def test_interrupt_leaves_no_partial_output(work: Path, big_model: Path, command: str) -> None:
+def test_interrupt_leaves_no_partial_output(
+    work: Path, big_model: Path, command: str, sig: int
+) -> None:
     big = big_model
     (work / "lin.inv").write_text(LINEAR)
     outputs = {"check": "out.json", "report": "out.html", "export-coq": "coq"}
@@ -807,11 +810,11 @@ def test_interrupt_leaves_no_partial_output(work: Path, big_model: Path, command
             stderr=subprocess.PIPE,
         )
         time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
         assert b"Traceback" not in err, err
         assert not leftovers(work) and not [p for p in work.iterdir() if p.name.startswith(".")]
-        if proc.returncode in (130, -signal.SIGINT):
+        if proc.returncode in (128 + sig, -sig):
             # interrupted: either nothing, or (signal after the rename) the whole file
             if out.is_file() and command == "check":
                 json.loads(out.read_text())
