@@ -283,35 +283,53 @@ def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:
     )
 
 
+#: Flags of an encoded :class:`LeafOutcomes`.
+_HAS_WHEN, _VACUITY_KNOWN, _VACUOUS = 1, 2, 4
+
+
 @dataclass(frozen=True, eq=False)
 class LeafOutcomes:
     """An invariant's per-leaf outcomes on one model version (rows = its leaves in tree
-    order); *when*, if known, the same for its ``when`` alone (for vacuity)."""
+    order); *when*, if known, the same for its ``when`` alone (the vacuity of a ``when`` that
+    mentions the decision); *vacuous*, if known, whether a ``when`` about the domain alone is
+    unsatisfiable (a fact about the domain, which the outcomes' key fixes)."""
 
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN
     how: np.ndarray  # int16 engine.HOW_* or conjunct index
     when: LeafOutcomes | None = None
+    vacuous: bool | None = None
 
     def encode(self) -> bytes:
-        own = (
+        flags = (_HAS_WHEN if self.when is not None else 0) | (
+            0 if self.vacuous is None else _VACUITY_KNOWN | (_VACUOUS if self.vacuous else 0)
+        )
+        parts = [bytes([flags]), self._arrays_bytes()]
+        if self.when is not None:
+            parts.append(self.when._arrays_bytes())
+        return b"".join(parts)
+
+    def _arrays_bytes(self) -> bytes:
+        return (
             np.ascontiguousarray(self.status, dtype=np.int8).tobytes()
             + np.ascontiguousarray(self.how, dtype="<i2").tobytes()
         )
-        return (b"\1" + own + self.when.encode()[1:]) if self.when is not None else b"\0" + own
 
     @staticmethod
     def decode(blob: bytes, leaves: int) -> LeafOutcomes:
         size = 3 * leaves
-        flag = blob[:1]
-        if not (
-            (flag == b"\0" and len(blob) == 1 + size)
-            or (flag == b"\1" and len(blob) == 1 + 2 * size)
+        if not blob:
+            raise ValueError("empty leaf outcomes")
+        flags = blob[0]
+        if flags & ~(_HAS_WHEN | _VACUITY_KNOWN | _VACUOUS) or (
+            flags & _VACUOUS and not flags & _VACUITY_KNOWN
         ):
+            raise ValueError("bad leaf outcomes flags")
+        if len(blob) != 1 + size * (2 if flags & _HAS_WHEN else 1):
             raise ValueError("leaf outcomes do not match the tree snapshot")
         own = LeafOutcomes._arrays(blob, 1, leaves)
-        if flag == b"\1":
-            return LeafOutcomes(own.status, own.how, LeafOutcomes._arrays(blob, 1 + size, leaves))
-        return own
+        when = LeafOutcomes._arrays(blob, 1 + size, leaves) if flags & _HAS_WHEN else None
+        vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
+        return LeafOutcomes(own.status, own.how, when, vacuous)
 
     @staticmethod
     def _arrays(blob: bytes, offset: int, leaves: int) -> LeafOutcomes:

@@ -266,17 +266,26 @@ class ProofCache:
             raise CacheCorrupt(f"{type(exc).__name__}: {exc}") from exc
         return out
 
-    def lookup_snapshots(self, keys: Sequence[bytes]) -> dict[bytes, tuple[str, bytes]]:
+    def lookup_snapshots(
+        self, keys: Sequence[bytes], referenced: bool = False
+    ) -> dict[bytes, tuple[str, bytes]]:
         """``key -> (kind, bytes)`` of every stored snapshot among *keys* (see
-        :mod:`clefprove.incremental.delta`)."""
+        :mod:`clefprove.incremental.delta`); with *referenced*, also the tree rows that the
+        ``outcomes`` rows among them name (their first 32 bytes), in the same query."""
         out: dict[bytes, tuple[str, bytes]] = {}
         try:
             uniq = list(dict.fromkeys(keys))
             for a in range(0, len(uniq), _CHUNK):
                 part = uniq[a : a + _CHUNK]
                 q = ",".join("?" * len(part))
+                sql = f"SELECT key, kind, value, chk FROM snapshot WHERE key IN ({q})"
+                if referenced:
+                    sql += (
+                        " OR key IN (SELECT substr(value, 1, 32) FROM snapshot WHERE kind = "
+                        f"'outcomes' AND key IN ({q}))"
+                    )
                 for key, kind, value, chk in self.conn.execute(
-                    f"SELECT key, kind, value, chk FROM snapshot WHERE key IN ({q})", part
+                    sql, part * 2 if referenced else part
                 ):
                     value = bytes(value)
                     if chk != _snapshot_chk(key, kind, value):

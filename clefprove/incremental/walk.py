@@ -393,13 +393,16 @@ def _vacuity(
     out: _Out,
     per_leaf: Callable[[eg.Prepared], eg.PathVerdicts] | None = None,
     record: Callable[[delta.LeafOutcomes], None] | None = None,
+    known: bool | None = None,
+    remember: Callable[[bool], None] | None = None,
 ) -> Callable[[], bool] | None:
     """An answer to "is ``when`` unsatisfiable on the domain?" for :func:`api.finish`, equal
     to :func:`api.when_is_vacuous`'s.
 
     * A ``when`` that does not mention the decision is a question about the domain alone
       (decided on the single domain box), cached by the canonical ``when``, the domain digest
-      and the version; definite answers are stored.
+      and the version; definite answers are stored.  *known* is such an answer kept with the
+      invariant's outcomes (same domain), and *remember* receives every definite answer.
     * One that does is decided on every leaf: *per_leaf(prepared when)* gives the outcomes
       (decided on all leaf boxes, or reused against the last version), and *record* keeps them
       for the next version.  Without *per_leaf*, None (finish decides it itself)."""
@@ -420,12 +423,17 @@ def _vacuity(
         return vacuous_per_leaf
 
     def vacuous() -> bool:
+        if known is not None:
+            return known
         key = hashlib.sha256(
             f"vacuity\0{ck.canonical(inv.when)}\0{domain}\0{_version()}".encode()
         ).digest()
         hit = cache.lookup_results([key]).get(key)
         if hit is not None:
-            return bool(json.loads(hit)["vacuous"])
+            answer = bool(json.loads(hit)["vacuous"])
+            if remember is not None:
+                remember(answer)
+            return answer
         wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
         if nm.uses_decision(wprep.violation, len(model.features)):  # not reached: see above
             return api.when_is_vacuous(model, prep, leaf_boxes(model), settings)
@@ -433,6 +441,8 @@ def _vacuity(
         answer = bool(np.all(pv.status == eg.SAFE))
         if not np.any(pv.status == eg.UNKNOWN):
             out.whole.append((key, json.dumps({"vacuous": answer})))
+            if remember is not None:
+                remember(answer)
         return answer
 
     return vacuous
@@ -472,6 +482,7 @@ def _fresh(
         prep = eg.prepare(model, invs[i], settings.dnf_cap)
         pv = eg.decide(model, prep, full, settings)
         when: list[delta.LeafOutcomes] = []
+        answers: list[bool] = []
         vac = _vacuity(
             cache,
             model,
@@ -481,9 +492,12 @@ def _fresh(
             out,
             per_leaf=lambda wprep: eg.decide(model, wprep, full, settings),
             record=when.append,
+            remember=answers.append,
         )
         res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
-        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how, when[0] if when else None)
+        snap.outcomes[i] = delta.LeafOutcomes(
+            pv.status, pv.how, when[0] if when else None, answers[0] if answers else None
+        )
         results[i] = res
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
@@ -722,8 +736,18 @@ def _against_last(
                 return eg.decide(model, wprep, snap.full_boxes(), settings)
             return delta.reuse(model, wprep, al, old_when, boxes_for, settings)[0]
 
+        answers: list[bool] = []
         vac = _vacuity(
-            cache, model, prep, settings, domain, out, per_leaf=per_leaf, record=when.append
+            cache,
+            model,
+            prep,
+            settings,
+            domain,
+            out,
+            per_leaf=per_leaf,
+            record=when.append,
+            known=old.vacuous,
+            remember=answers.append,
         )
         res = api.finish(
             model, prep, pv, settings, counterexamples, t0, paths_reused=0, vacuity=vac
@@ -741,12 +765,19 @@ def _against_last(
                 out,
                 per_leaf=lambda wprep: eg.decide(model, wprep, snap.full_boxes(), settings),
                 record=when.append,
+                known=old.vacuous,
+                remember=answers.append,
             )
             res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
         else:
             res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
         results[i] = res
-        snap.outcomes[i] = delta.LeafOutcomes(pv.status, pv.how, when[0] if when else None)
+        snap.outcomes[i] = delta.LeafOutcomes(
+            pv.status,
+            pv.how,
+            when[0] if when else None,
+            answers[0] if answers else old.vacuous,  # a fact about the domain: kept
+        )
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
     return rest
@@ -806,15 +837,16 @@ def _check_program(
         snap.wanted = any(hkeys[i] in hints for i in todo)
         found: dict[int, bytes] = {}
         if snap.wanted:
-            rows = cache.lookup_snapshots(list(okeys.values()))
+            # One query: the outcomes rows, the trees they name, and this version's tree.
+            rows = cache.lookup_snapshots([*okeys.values(), snap.key], referenced=True)
             for i in todo:
                 if okeys[i] in rows:
                     kind, blob = rows[okeys[i]]
                     if kind != "outcomes" or len(blob) < 32:
                         raise CacheCorrupt("a snapshot row has the wrong kind")
                     found[i] = blob
-        if found:
-            snap.load(cache.lookup_snapshots([snap.key, *(b[:32] for b in found.values())]))
+            outcome_keys = set(okeys.values())
+            snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
             todo = _against_last(
                 cache,
                 domain,

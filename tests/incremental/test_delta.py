@@ -179,8 +179,16 @@ def test_damaged_snapshot_is_refused(cut: int) -> None:
     with pytest.raises(ValueError):
         delta.LeafOutcomes.decode(b"\0\x07\0" + b"\0" * 4, 2)
     with pytest.raises(ValueError):
-        delta.LeafOutcomes.decode(b"\2" + b"\0" * 6, 2)
+        delta.LeafOutcomes.decode(b"\1" + b"\0" * 6, 2)  # says it has 'when' outcomes
+    with pytest.raises(ValueError):
+        delta.LeafOutcomes.decode(b"\4" + b"\0" * 6, 2)  # vacuous, but not known
+    with pytest.raises(ValueError):
+        delta.LeafOutcomes.decode(b"\x08" + b"\0" * 6, 2)
     ok = delta.LeafOutcomes(np.array([0, 1], np.int8), np.array([-3, -1], np.int16))
-    both = delta.LeafOutcomes(ok.status, ok.how, ok)
-    back = delta.LeafOutcomes.decode(both.encode(), 2)
-    assert back.when is not None and back.how.tolist() == back.when.how.tolist() == [-3, -1]
+    for when in (None, ok):
+        for vacuous in (None, False, True):
+            back = delta.LeafOutcomes.decode(
+                delta.LeafOutcomes(ok.status, ok.how, when, vacuous).encode(), 2
+            )
+            assert back.how.tolist() == [-3, -1] and back.vacuous is vacuous
+            assert (back.when is None) == (when is None)
