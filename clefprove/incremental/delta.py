@@ -361,7 +361,10 @@ def reuse(
         at = np.searchsorted(leaves, al.clean_new)
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
-        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX))
+        # A conjunct index must name one of this invariant's conjuncts (a damaged row could
+        # say otherwise; such a leaf is decided again).
+        n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
+        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False

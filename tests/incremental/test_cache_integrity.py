@@ -197,3 +197,43 @@ def test_concurrent_processes_share_a_cache(tmp_path) -> None:
     for out, _ in outs:
         for v, got in json.loads(out):
             assert (got[0], got[1]) == want[v]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_forged_snapshots_never_crash_or_hang(setup, tmp_path, data) -> None:
+    """Snapshot rows changed *and re-signed* (what a person who can write the cache could do:
+    the checksums detect damage, not forgery) may change what is reused, but never crash the
+    check, hang it, or get past the structural checks of the tree."""
+    from clefprove.incremental.store import _snapshot_chk
+
+    pristine = setup[2]
+    db = tmp_path / f"forged-{os.urandom(4).hex()}" / DB_NAME
+    db.parent.mkdir()
+    db.write_bytes(pristine)
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT key, kind, value FROM snapshot ORDER BY kind, key").fetchall()
+    assert rows, "the pristine cache has snapshots"
+    for _ in range(data.draw(st.integers(1, 4))):
+        key, kind, value = data.draw(st.sampled_from(rows))
+        value = bytearray(value)
+        if value and data.draw(st.booleans()):
+            at = data.draw(st.integers(0, len(value) - 1))
+            value[at] = data.draw(st.integers(0, 255))
+        else:
+            value = value[: data.draw(st.integers(0, len(value)))]
+        value = bytes(value)
+        conn.execute(
+            "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
+            (value, _snapshot_chk(key, kind, value), key),
+        )
+    conn.commit()
+    conn.close()
+    model = M.compile_(_source(5))  # another version: the snapshots are read
+    with ProofCache(db.parent) as cache:
+        report = check(model, M.program(NAMES, model), cache=cache)
+    assert len(report.results) == len(NAMES)
