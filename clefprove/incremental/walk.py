@@ -355,13 +355,13 @@ def _needs_fresh(
     run's result, because some of it depends on the leaves that were reused:
 
     * a vacuity verdict for a 'when' that mentions the decision (it is decided on every leaf);
-    * a printed counterexample found by Z3: a SAT model depends on the queries the same solver
-      answered before it, and a fresh run also asks about leaves that were reused here.
+    * an internal warning (a witness the evaluator did not confirm).
+
+    Printed counterexamples found by Z3 need nothing of the kind: their witnesses come from a
+    solver asked about that leaf alone (:func:`clefprove.verify.engine.isolated_witness`),
+    the same in a fresh run and here.
     """
     if res.status == HOLDS and res.vacuous and _mentions_decision(inv.when):
-        return True
-    shown = np.flatnonzero(pv.status == eg.VIOLATED)[: max(counterexamples, 1)]
-    if np.any(pv.how[shown] == eg.HOW_SOLVER):
         return True
     return any(w.startswith("internal:") for w in res.warnings)
 

@@ -169,8 +169,7 @@ def finish(
         for r in violating.tolist():
             if len(cexs) >= counterexamples:
                 break
-            x = eg.witness(model, prep, pv, r)
-            cex = confirm(model, evaluator, inv, int(pv.boxes.leaves[r]), x)
+            cex = _confirmed(model, evaluator, prep, pv, r, settings)
             if cex is None:  # a bug: never print it, never claim the path
                 status[r] = eg.UNKNOWN
                 warnings.append(
@@ -182,12 +181,7 @@ def finish(
         if counterexamples == 0:
             # Still confirm one witness, so that 'violated' always rests on a checked input.
             r = int(violating[0])
-            if (
-                confirm(
-                    model, evaluator, inv, int(pv.boxes.leaves[r]), eg.witness(model, prep, pv, r)
-                )
-                is None
-            ):
+            if _confirmed(model, evaluator, prep, pv, r, settings) is None:
                 status[r] = eg.UNKNOWN
     n_violating = int(np.count_nonzero(status == eg.VIOLATED))
     n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
@@ -235,6 +229,24 @@ def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
         _WHEN.clear()
     _WHEN[id(inv)] = (inv, out)
     return out
+
+
+def _confirmed(
+    model: Model,
+    evaluator: Any,
+    prep: eg.Prepared,
+    pv: eg.PathVerdicts,
+    r: int,
+    settings: eg.Settings,
+) -> Counterexample | None:
+    """The counterexample of violating row *r*, confirmed by the evaluator, or None.  For a
+    solver row: the witness of a solver asked about the row alone (the same in every run),
+    then the run's own witness should that one not be confirmed."""
+    leaf = int(pv.boxes.leaves[r])
+    cex = confirm(model, evaluator, prep.invariant, leaf, eg.witness(model, prep, pv, r, settings))
+    if cex is None and r in pv.witnesses:
+        cex = confirm(model, evaluator, prep.invariant, leaf, pv.witnesses[r])
+    return cex
 
 
 def when_is_vacuous(

@@ -214,6 +214,22 @@ def _limits(settings: Settings, tag: str) -> Any:
     return Limits(timeout_ms=ms, rlimit=settings.rlimit, smtlib_dir=settings.smtlib_dir, tag=safe)
 
 
+def isolated_witness(
+    model: Model, prep: Prepared, boxes: LeafBoxes, r: int, settings: Settings
+) -> np.ndarray | None:
+    """A witness for solver row *r* from a solver of its own (or None if that one does not
+    find one).  A solver's model depends on the queries it answered before; asked alone, the
+    same leaf always gets the same witness, whichever other leaves a run decided (a fresh
+    check, or an incremental one that reused most of them)."""
+    from clefprove.smt import paths as smt_paths
+
+    inv = prep.invariant
+    limits = _limits(Settings(settings.timeout, settings.rlimit), prep.tag)  # never recorded
+    query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
+    verdict, x = smt_paths.solve(model, inv.when, inv.ensure, [query], limits)[0]
+    return x if verdict == "sat" else None
+
+
 def check_subtree(
     model: Model,
     node: int,
@@ -309,9 +325,19 @@ def _lin_value(lit: nm.Lin, x: np.ndarray, conf: float) -> Fraction:
     return total
 
 
-def witness(model: Model, prep: Prepared, pv: PathVerdicts, r: int) -> np.ndarray:
-    """An encoded input that reaches leaf row *r* and breaks the invariant (row VIOLATED)."""
+def witness(
+    model: Model, prep: Prepared, pv: PathVerdicts, r: int, settings: Settings | None = None
+) -> np.ndarray:
+    """An encoded input that reaches leaf row *r* and breaks the invariant (row VIOLATED).
+
+    For a row the solver decided, with *settings*: the witness of a solver asked about this
+    row alone (:func:`isolated_witness`), so that a printed counterexample does not depend on
+    which other rows were decided in the same run; the run's own witness if that fails."""
     if r in pv.witnesses:
+        if settings is not None:
+            alone = isolated_witness(model, prep, pv.boxes, r, settings)  # type: ignore[arg-type]
+            if alone is not None:
+                return alone
         return pv.witnesses[r]
     rows = _rows(pv.boxes.take(np.array([r])))
     conf = float(rows.lo[0, -1])
