@@ -305,14 +305,18 @@ def _validate_nodes(
 ) -> None:
     """Vectorised structural checks; raises on the first kind of defect found."""
     n = len(nodes)
-    idx = np.arange(n, dtype=np.int64)
+    # The fields are read in place (strided views of the mapping) and in their stored widths:
+    # comparisons with wider operands are cast by numpy in small buffers, so validating a
+    # million-node file allocates a few booleans per node rather than int64 copies of every
+    # field.  All stored fields are unsigned, so no comparison can wrap.
+    idx = np.arange(n, dtype=np.uint32 if n <= 2**32 else np.int64)
     kind = nodes["kind"]
-    left = nodes["left"].astype(np.int64)
-    right = nodes["right"].astype(np.int64)
-    aux = nodes["aux"].astype(np.int64)
-    feat = nodes["feature"].astype(np.int64)
+    left = nodes["left"]
+    right = nodes["right"]
+    aux = nodes["aux"]
+    feat = nodes["feature"]
     value = nodes["value"]
-    depth = nodes["depth"].astype(np.int64)
+    depth = nodes["depth"]
 
     def bad(mask: np.ndarray, what: str) -> None:
         if mask.any():
@@ -339,16 +343,18 @@ def _validate_nodes(
     orphan = refs == 0
     orphan[0] = False
     bad(orphan, "node is not reachable from the root")
-    parent_depth = np.concatenate((depth[parents], depth[parents]))
+    # int16: a parent at depth 255 must not wrap its child's expected depth to 0.
+    parent_depth = np.concatenate((depth[parents], depth[parents])).astype(np.int16)
     if np.any(depth[children] != parent_depth + 1):
         child = int(children[np.flatnonzero(depth[children] != parent_depth + 1)[0]])
         raise ClefFormatError(f"node {child}: depth does not match its parent's")
     if int(depth.max()) != max_depth:
         raise ClefFormatError(f"declared depth {max_depth} but the tree is {int(depth.max())} deep")
 
-    ftypes = np.array([list(FeatureType).index(f.type) for f in features], dtype=np.int64)
+    ftypes = np.array([list(FeatureType).index(f.type) for f in features], dtype=np.int8)
     vocab = np.array([len(f.values) for f in features], dtype=np.int64)
-    safe_feat = np.where(split, np.minimum(feat, len(features) - 1), 0)
+    last = np.uint16(max(len(features) - 1, 0))
+    safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
     numeric = kind == NodeKind.NUMERIC
     cat_type = list(FeatureType).index(FeatureType.CATEGORICAL)
     bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
