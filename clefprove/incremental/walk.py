@@ -23,12 +23,13 @@ For the invariants of one run (docs/incremental.md has the whole story):
 5. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
    decide`) and turned into a result by :func:`~clefprove.verify.api.finish`, with the same
    boxes in the same tree order as a fresh run, so verdicts, counts and counterexamples are the
-   same as without the cache (where a printed witness came from Z3 or vacuity depends on reused
-   leaves, the invariant is decided afresh: see :func:`_needs_fresh`).
+   same as without the cache (printed witnesses found by Z3 come from a solver asked about
+   that leaf alone; where vacuity depends on reused leaves, the invariant is decided afresh:
+   see :func:`_needs_fresh`).
 6. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
-   proof, with every Z3-proved leaf; whole results are stored when no path is unknown; the
-   outcomes of every hinted invariant and this version's tree snapshot are stored for the next
-   version.
+   proof, with every Z3-proved leaf; whole results are stored when no path is unknown; when
+   some invariant needs Z3, every invariant's outcomes and this version's tree are stored for
+   the next version.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
@@ -348,9 +349,7 @@ def _mentions_decision(f: ck.Formula) -> bool:
     return False
 
 
-def _needs_fresh(
-    inv: ck.CheckedInvariant, res: InvariantResult, pv: eg.PathVerdicts, counterexamples: int
-) -> bool:
+def _needs_fresh(inv: ck.CheckedInvariant, res: InvariantResult) -> bool:
     """Whether this invariant must be decided afresh on the whole tree to give exactly a fresh
     run's result, because some of it depends on the leaves that were reused:
 
@@ -554,7 +553,7 @@ def _walked(
         res = api.finish(
             model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
         )
-        if reused and _needs_fresh(inv, res, pv, counterexamples):
+        if reused and _needs_fresh(inv, res):
             full = snap.full_boxes()
             fresh_pv = eg.decide(model, prep, full, settings)
             res = api.finish(model, prep, fresh_pv, settings, counterexamples, t0)
@@ -753,7 +752,7 @@ def _against_last(
             model, prep, pv, settings, counterexamples, t0, paths_reused=0, vacuity=vac
         )
         reused = al.leaves.size - decided
-        if reused and _needs_fresh(inv, res, pv, counterexamples):
+        if reused and _needs_fresh(inv, res):
             when.clear()
             pv = eg.decide(model, prep, snap.full_boxes(), settings)
             vac = _vacuity(
