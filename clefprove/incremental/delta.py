@@ -181,7 +181,7 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
         and np.array_equal(a.left, b.left)
         and np.array_equal(a.right, b.right)
     ):
-        return _align_same_shape(old, model, a, b, vocab, leaves)
+        return _align_same_shape(a, b, vocab, leaves)
     pn = np.zeros(1, dtype=np.int64)
     po = np.zeros(1, dtype=np.int64)
     clean_new: list[np.ndarray] = []
@@ -216,14 +216,7 @@ def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
     return rows
 
 
-def _align_same_shape(
-    old: TreeSnapshot,
-    model: Model,
-    a: _Columns,
-    b: _Columns,
-    vocab: list[int],
-    leaves: np.ndarray,
-) -> Alignment:
+def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.ndarray) -> Alignment:
     """Both trees have the same shape (kinds and child links), so node i pairs with node i:
     one vectorised comparison of all records, then a walk below the differing ones only."""
     every = np.arange(a.kind.size)
