@@ -164,3 +164,52 @@ def test_check_uses_the_cache_by_default(tmp_path) -> None:
         assert a["status"] == b["status"] and a["counterexamples"] == b["counterexamples"]
     fresh = run("check", str(old), str(inv), "--no-cache", "--format", "json", cwd=tmp_path)
     assert json.loads(fresh.stdout)["summary"]["paths_reused"] == 0
+
+
+SOLVER_INV = """severity allow < challenge < rate_limit < block
+
+invariant slow_but_shallow_blocked:
+  "Two linear terms: the box stages cannot decide its paths, Z3 proves each one."
+  when client_rtt_ms - 100 * path_depth >= 2000 and client_rtt_ms + 500 * referer_entropy <= 1500
+  ensure action == block
+"""
+
+
+def _without_times(doc: dict) -> dict:
+    doc = copy.deepcopy(doc)
+    for part in [doc["summary"], *doc["results"]]:
+        for key in ("seconds", "paths_checked", "paths_reused"):
+            part.pop(key, None)
+    return doc
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("edge-allow-block-1.0.0", "edge-allow-block"),
+        ("edge-allow-block", "edge-allow-block-1.0.0"),
+    ],
+    ids=["upgrade", "rollback"],
+)
+def test_release_recheck_decides_only_changed_leaves(tmp_path, order) -> None:
+    """The bundled releases differ in some leaf actions (1.1.0's release policy): checking one
+    after the other with the cache decides only those leaves again, and prints exactly what
+    a check without the cache prints."""
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "edge.inv").write_text((ROOT / "invariants" / "edge.inv").read_text())
+    (inv / "risk.inv").write_text(SOLVER_INV)
+    first, second = (str(ROOT / "examples" / f"{name}.clef") for name in order)
+    res = run("check", first, str(inv), "--format", "json", cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stderr
+    res = run("check", second, str(inv), "--format", "json", cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stderr
+    cached = json.loads(res.stdout)
+    fresh = run("check", second, str(inv), "--format", "json", "--no-cache", cwd=tmp_path)
+    assert fresh.returncode == res.returncode
+    assert _without_times(cached) == _without_times(json.loads(fresh.stdout))
+    summary = cached["summary"]
+    total = summary["paths_checked"] + summary["paths_reused"]
+    assert total == json.loads(fresh.stdout)["summary"]["paths_checked"]
+    # A few leaves changed action: far fewer than all (invariant, path) pairs are decided.
+    assert 0 < summary["paths_checked"] < total // 10, summary
