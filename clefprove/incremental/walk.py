@@ -57,7 +57,14 @@ from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, boxes_of, leaf_boxes, tables
+from clefprove.verify.boxes import (
+    Box,
+    LeafBoxes,
+    boxes_of,
+    complete_boxes,
+    leaf_boxes,
+    tables,
+)
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
 if TYPE_CHECKING:
@@ -228,18 +235,11 @@ def _boxes_for(model: Model, w: _Walk, j: int) -> LeafBoxes:
     if leaves.size:
         lo[:, :n_feat] = np.concatenate([a[s] for a, s in zip(w.leaf_lo, sel, strict=True)])[order]
         hi[:, :n_feat] = np.concatenate([a[s] for a, s in zip(w.leaf_hi, sel, strict=True)])[order]
-    conf = model.nodes["value"][leaves].astype(np.float64)
-    lo[:, n_feat] = conf
-    hi[:, n_feat] = conf
     cats: dict[int, np.ndarray] = {}
     for f, m in Box.domain(model).cats.items():
         parts = [c[f][s] for c, s in zip(w.leaf_cats, sel, strict=True)]
         cats[f] = np.concatenate(parts)[order] if parts else np.empty((0, m.size), dtype=bool)
-    feasible = np.all(lo <= hi, axis=1)
-    for m in cats.values():
-        feasible &= m.any(axis=1)
-    actions = model.nodes["aux"][leaves].astype(np.int64)
-    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
+    return complete_boxes(model, leaves, lo, hi, cats)
 
 
 def _safe_proofs(
@@ -454,6 +454,43 @@ class _NoLookup:
         return {}
 
 
+def _decide_every_leaf(
+    cache: ProofCache,
+    domain: str,
+    model: Model,
+    prep: eg.Prepared,
+    boxes: LeafBoxes,
+    settings: eg.Settings,
+    counterexamples: int,
+    t0: float,
+    out: _Out,
+    known: bool | None = None,
+) -> tuple[InvariantResult, eg.PathVerdicts, delta.LeafOutcomes]:
+    """*prep* decided on *boxes* (every leaf of *model*) as in a fresh run: the result, the
+    verdicts, and the outcomes to keep for the next version (with the vacuity of ``when``
+    where it was decided; *known* is an answer kept from before)."""
+    pv = eg.decide(model, prep, boxes, settings)
+    when: list[delta.LeafOutcomes] = []
+    answers: list[bool] = []
+    vac = _vacuity(
+        cache,
+        model,
+        prep,
+        settings,
+        domain,
+        out,
+        per_leaf=lambda wprep: eg.decide(model, wprep, boxes, settings),
+        record=when.append,
+        known=known,
+        remember=answers.append,
+    )
+    res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
+    kept = delta.LeafOutcomes(
+        pv.status, pv.how, when[0] if when else None, answers[0] if answers else known
+    )
+    return res, pv, kept
+
+
 def _fresh(
     cache: ProofCache,
     domain: str,
@@ -479,23 +516,8 @@ def _fresh(
     for i in todo:
         t0 = time.perf_counter()
         prep = eg.prepare(model, invs[i], settings.dnf_cap)
-        pv = eg.decide(model, prep, full, settings)
-        when: list[delta.LeafOutcomes] = []
-        answers: list[bool] = []
-        vac = _vacuity(
-            cache,
-            model,
-            prep,
-            settings,
-            domain,
-            out,
-            per_leaf=lambda wprep: eg.decide(model, wprep, full, settings),
-            record=when.append,
-            remember=answers.append,
-        )
-        res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
-        snap.outcomes[i] = delta.LeafOutcomes(
-            pv.status, pv.how, when[0] if when else None, answers[0] if answers else None
+        res, pv, snap.outcomes[i] = _decide_every_leaf(
+            cache, domain, model, prep, full, settings, counterexamples, t0, out
         )
         results[i] = res
         if _storable(res):
@@ -554,10 +576,9 @@ def _walked(
             model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
         )
         if reused and _needs_fresh(inv, res):
-            full = snap.full_boxes()
-            fresh_pv = eg.decide(model, prep, full, settings)
-            res = api.finish(model, prep, fresh_pv, settings, counterexamples, t0)
-            snap.outcomes[i] = delta.LeafOutcomes(fresh_pv.status, fresh_pv.how)
+            res, _, snap.outcomes[i] = _decide_every_leaf(
+                cache, domain, model, prep, snap.full_boxes(), settings, counterexamples, t0, out
+            )
         else:
             res = dataclasses.replace(
                 res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
@@ -753,30 +774,27 @@ def _against_last(
         )
         reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res):
-            when.clear()
-            pv = eg.decide(model, prep, snap.full_boxes(), settings)
-            vac = _vacuity(
+            res, _, snap.outcomes[i] = _decide_every_leaf(
                 cache,
+                domain,
                 model,
                 prep,
+                snap.full_boxes(),
                 settings,
-                domain,
+                counterexamples,
+                t0,
                 out,
-                per_leaf=lambda wprep: eg.decide(model, wprep, snap.full_boxes(), settings),
-                record=when.append,
                 known=old.vacuous,
-                remember=answers.append,
             )
-            res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
         else:
             res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
+            snap.outcomes[i] = delta.LeafOutcomes(
+                pv.status,
+                pv.how,
+                when[0] if when else None,
+                answers[0] if answers else old.vacuous,  # a fact about the domain: kept
+            )
         results[i] = res
-        snap.outcomes[i] = delta.LeafOutcomes(
-            pv.status,
-            pv.how,
-            when[0] if when else None,
-            answers[0] if answers else old.vacuous,  # a fact about the domain: kept
-        )
         if _storable(res):
             out.whole.append((rkeys[i], _to_json(res)))
     return rest

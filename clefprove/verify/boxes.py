@@ -82,6 +82,22 @@ class LeafBoxes:
         )
 
 
+def complete_boxes(
+    model: Model, leaves: np.ndarray, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> LeafBoxes:
+    """:class:`LeafBoxes` of *leaves* from their feature bounds (*lo*, *hi* of shape
+    (L, F + 1), whose confidence column is filled here) and code masks."""
+    n_feat = len(model.features)
+    conf = model.nodes["value"][leaves].astype(np.float64)
+    lo[:, n_feat] = conf
+    hi[:, n_feat] = conf
+    feasible = np.all(lo <= hi, axis=1)
+    for m in cats.values():
+        feasible &= m.any(axis=1)
+    actions = model.nodes["aux"][leaves].astype(np.int64)
+    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
+
+
 @dataclass(frozen=True, eq=False)
 class TreeTables:
     """Per-model arrays derived once: tightened split bounds and parent links."""
@@ -228,15 +244,8 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     leaves = leaves[order]
     lo = np.concatenate(out_lo)[order] if out_lo else np.empty((0, n_feat + 1))
     hi = np.concatenate(out_hi)[order] if out_hi else np.empty((0, n_feat + 1))
-    conf = nodes["value"][leaves].astype(np.float64)
-    lo[:, n_feat] = conf
-    hi[:, n_feat] = conf
     cat_arrays = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
-    feasible = np.all(lo <= hi, axis=1)
-    for m in cat_arrays.values():
-        feasible &= m.any(axis=1)
-    actions = aux[leaves].astype(np.int64)
-    return LeafBoxes(leaves, lo, hi, cat_arrays, actions, feasible)
+    return complete_boxes(model, leaves, lo, hi, cat_arrays)
 
 
 def context_box(model: Model, node: int) -> Box:
@@ -287,14 +296,7 @@ def boxes_of(model: Model, leaves: np.ndarray) -> LeafBoxes:
         hi[r, :n_feat] = box.hi
         for f in keys:
             cats[f][r] = box.cats[f]
-    conf = model.nodes["value"][leaves].astype(np.float64)
-    lo[:, n_feat] = conf
-    hi[:, n_feat] = conf
-    feasible = np.all(lo <= hi, axis=1)
-    for m in cats.values():
-        feasible &= m.any(axis=1)
-    actions = model.nodes["aux"][leaves].astype(np.int64)
-    return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
+    return complete_boxes(model, leaves, lo, hi, cats)
 
 
 class LazyLeafBoxes:
