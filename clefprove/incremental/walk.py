@@ -45,7 +45,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -60,15 +60,12 @@ from clefprove.geometry.boxes import (
 )
 from clefprove.incremental import delta, merkle
 from clefprove.incremental.frontier import empty_rows, expand
-from clefprove.incremental.store import CacheCorrupt
+from clefprove.incremental.store import CacheCorrupt, CacheStore
 from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
-
-if TYPE_CHECKING:
-    from clefprove.incremental.store import ProofCache
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -151,7 +148,7 @@ class _Walk:
     inner_keys: list[list[bytes]]
 
 
-def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
+def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
     kind = model.nodes["kind"]
@@ -384,7 +381,7 @@ def _storable(res: InvariantResult) -> bool:
 
 
 def _vacuity(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     prep: eg.Prepared,
     settings: eg.Settings,
@@ -455,7 +452,7 @@ class _NoLookup:
 
 
 def _decide_every_leaf(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     prep: eg.Prepared,
@@ -492,7 +489,7 @@ def _decide_every_leaf(
 
 
 def _fresh(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
@@ -539,7 +536,7 @@ def _fresh(
 
 
 def _walked(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
@@ -710,7 +707,7 @@ _FEW_LEAVES = 24
 
 
 def _against_last(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
@@ -804,7 +801,7 @@ def _against_last(
 
 
 def check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
     settings: eg.Settings,
@@ -823,7 +820,7 @@ def check_program(
 
 
 def _check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
     settings: eg.Settings,

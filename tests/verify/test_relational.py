@@ -608,7 +608,7 @@ def test_linear_when_couples_the_sides_through_shared_features():
 
 
 def test_cache_is_bypassed_and_results_match_a_fresh_run(tmp_path):
-    from clefprove.incremental.store import ProofCache
+    from clefprove.incremental.cache import ProofCache
 
     inv = tmp_path / "mix.inv"
     inv.write_text(
