@@ -50,6 +50,7 @@ def _edit(draw, src: dict) -> dict:
     return src
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_alignment_is_exact(data) -> None:
@@ -89,6 +90,7 @@ def test_alignment_is_exact(data) -> None:
     _same_boxes(new_rows, fresh.take(np.searchsorted(fresh.leaves, al.clean_new)))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_reused_outcomes_equal_fresh_outcomes(data) -> None:

@@ -612,6 +612,7 @@ def test_float_only_unsatisfiable_linear_when_is_never_violated():
     no_internal(r)
 
 
+@pytest.mark.slow
 def test_violation_needs_a_float_that_is_not_nearest_to_the_real_solution():
     """x + y == 0.30000000000000004 (the float64 nearest 0.1 + 0.2 as a *float* sum) with
     x, y each pinned near 0.1 / 0.2: the exact rational solution set contains float pairs,
@@ -640,6 +641,7 @@ def test_violation_needs_a_float_that_is_not_nearest_to_the_real_solution():
             assert r.status in ("holds", "unknown")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     [
@@ -826,6 +828,7 @@ ADV = settings(
 )
 
 
+@pytest.mark.slow
 @ADV
 @given(st.data())
 def test_adversarial_single_feature_grid(data):
@@ -855,6 +858,7 @@ def test_adversarial_single_feature_grid(data):
     assert_counterexamples_real(model, inv, r)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_adversarial_linear_against_ieee_reference(data):
@@ -995,6 +999,7 @@ def relational_case(draw):
     return model, prog.invariants[0], prog.severity
 
 
+@pytest.mark.slow
 @settings(
     max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)),
     deadline=None,
@@ -1056,6 +1061,7 @@ def int_relational_case(draw):
     return model, prog.invariants[0], prog.severity
 
 
+@pytest.mark.slow
 @settings(
     max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)) // 3,
     deadline=None,

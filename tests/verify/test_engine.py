@@ -43,6 +43,7 @@ def test_resource_limit_gives_unknown_not_holds(edge):
     assert rep.results[0].status == "holds"
 
 
+@pytest.mark.slow
 def test_jobs_give_identical_verdicts(edge):
     inv = _inv(edge, "ensure action == block implies confidence >= 0.8")
     prep = eg.prepare(edge, inv)
@@ -66,6 +67,7 @@ def test_smtlib_dump(tmp_path, edge):
         assert "(check-sat)" in f.read_text()
 
 
+@pytest.mark.slow
 def test_two_linear_literals_reach_solver_and_agree(edge):
     inv = _inv(edge, TWO_LINEAR)
     r = check_invariant(edge, inv)
@@ -115,6 +117,7 @@ def test_checked_invariants_directly(edge):
     assert r.status in ("holds", "violated")
 
 
+@pytest.mark.slow
 def test_unknown_gives_exit_3(edge):
     body = (
         "when client_rtt_ms + 100 * path_depth >= 250 and client_rtt_ms + 100 * path_depth < 250 "

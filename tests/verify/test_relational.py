@@ -204,6 +204,7 @@ def assert_counterexamples_replay(model: Model, inv, severity, result) -> None:
         assert _broken(rel, rank, d0.action, d1.action)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_exhaustive_all_integer(data):

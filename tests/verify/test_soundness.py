@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ def _check_counterexamples(model, inv, result):
         assert not ck.evaluate(inv.ensure, x, d.action, d.confidence)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_exhaustive_all_integer(data):
@@ -59,6 +61,7 @@ def test_exhaustive_all_integer(data):
     _check_counterexamples(model, inv, result)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_whole_tree_z3_mixed(data):
@@ -80,6 +83,7 @@ def test_whole_tree_z3_mixed(data):
     assert not any(w.startswith("internal") for w in result.warnings)
 
 
+@pytest.mark.slow
 def test_leaf_boxes_cover_every_input_exactly():
     """Every enumerated input lies in the box of exactly the leaf the evaluator picks."""
     from hypothesis import find
