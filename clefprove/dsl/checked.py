@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 #: Variable id of the decision's confidence inside a :class:`Linear` term.
@@ -132,6 +132,8 @@ class CheckedInvariant:
     column: int
     when: Formula
     ensure: Formula | Relational
+    #: The invariant's text exactly as it was parsed (reports quote it; not part of its meaning).
+    source: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_relational(self) -> bool:
@@ -154,6 +156,17 @@ class CheckedProgram:
 
     invariants: tuple[CheckedInvariant, ...]
     severity: tuple[int, ...] | None = None  # action indices, lowest severity first
+    #: Every file of the run, with the text that was parsed (the source map of the invariants).
+    sources: tuple[SourceFile, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One invariant file as it was read: its path, its text and the SHA-256 of its bytes."""
+
+    path: str
+    text: str
+    sha256: str
 
 
 def _frac(q: Fraction) -> str:
