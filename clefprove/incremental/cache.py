@@ -13,7 +13,7 @@ from clefprove.dsl import checked as ck
 from clefprove.incremental import walk
 from clefprove.incremental.store import DEFAULT_DIR, CacheStore
 from clefprove.model.types import Model
-from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
 
 
@@ -24,7 +24,7 @@ class ProofCache(CacheStore):
         self,
         model: Model,
         program: ck.CheckedProgram,
-        settings: eg.Settings,
+        settings: CheckOptions,
         counterexamples: int,
     ) -> list[InvariantResult]:
         """The results of every invariant of *program*, reusing proofs (equal to a fresh run)."""

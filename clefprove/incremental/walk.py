@@ -65,6 +65,7 @@ from clefprove.model.types import Model, NodeKind
 from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
@@ -104,11 +105,11 @@ def result_key(
     invariant: ck.CheckedInvariant,
     counterexamples: int,
     content: str,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
 ) -> bytes:
-    """Key of a whole result: also names, positions, K and the solver settings, which can all
-    show in a result (a witness found by Z3 depends on how the queries were grouped)."""
-    st = settings or eg.Settings()
+    """Key of a whole result: also names, positions and every option that can show in a
+    result (:attr:`CheckOptions.result_identity`: K, the limits, how queries were grouped)."""
+    st = dataclasses.replace(settings or CheckOptions(), counterexamples=counterexamples)
     ident = json.dumps(
         [
             invariant.name,
@@ -116,12 +117,7 @@ def result_key(
             invariant.file,
             invariant.line,
             invariant.column,
-            counterexamples,
-            st.timeout,
-            st.rlimit,
-            st.jobs,
-            st.dnf_cap,
-            st.shortcuts,
+            st.result_identity,
         ]
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
@@ -384,7 +380,7 @@ def _vacuity(
     cache: CacheStore,
     model: Model,
     prep: eg.Prepared,
-    settings: eg.Settings,
+    settings: CheckOptions,
     domain: str,
     out: _Out,
     per_leaf: Callable[[eg.Prepared], eg.PathVerdicts] | None = None,
@@ -457,7 +453,7 @@ def _decide_every_leaf(
     model: Model,
     prep: eg.Prepared,
     boxes: LeafBoxes,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     t0: float,
     out: _Out,
@@ -497,7 +493,7 @@ def _fresh(
     scopes: dict[int, bytes],
     hkeys: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -543,7 +539,7 @@ def _walked(
     todo: list[int],
     scopes: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -594,10 +590,10 @@ def _walked(
 # ---------------------------------------------------------------- against the last version
 
 
-def outcomes_key(scope: bytes, settings: eg.Settings) -> bytes:
-    """Key of an invariant's per-leaf outcomes on the last version it checked.  The settings
-    that can change *how* a leaf is decided (the DNF cap, shortcuts) are part of it."""
-    text = f"outcomes\0{settings.dnf_cap}\0{settings.shortcuts}\0".encode()
+def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of an invariant's per-leaf outcomes on the last version it checked.  The options
+    that can change *how* a leaf is decided (:attr:`CheckOptions.outcome_identity`) are in it."""
+    text = f"outcomes\0{settings.outcome_identity}\0".encode()
     return hashlib.sha256(text + scope).digest()
 
 
@@ -714,7 +710,7 @@ def _against_last(
     todo: list[int],
     found: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -804,7 +800,7 @@ def check_program(
     cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     """Results of every invariant of *program* on *model*, equal to a fresh run's."""
@@ -823,7 +819,7 @@ def _check_program(
     cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     invs = program.invariants

@@ -40,6 +40,7 @@ from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -506,7 +507,7 @@ def check_relational(
     model: Model,
     inv: ck.CheckedInvariant,
     severity: tuple[int, ...] | None,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
@@ -514,7 +515,7 @@ def check_relational(
     from clefprove.verify.api import _evaluator
 
     t0 = time.perf_counter()
-    settings = settings or eg.Settings()
+    settings = settings or CheckOptions()
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
     n = pc.actions.size
@@ -609,7 +610,7 @@ def check_relational(
 
 
 def _when_vacuous(
-    model: Model, inv: ck.CheckedInvariant, settings: eg.Settings, boxes: LeafBoxes
+    model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     from clefprove.verify.api import when_is_vacuous
