@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "clefprove"
 #: Stages from the bottom up; a module may import its own stage and the stages below it.
 #: Stages that share a rank are siblings and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version"),
+    ("errors", "version", "status"),
     ("fileio",),
     ("model",),
     ("eval",),

@@ -62,6 +62,7 @@ from clefprove.incremental import delta, merkle
 from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.incremental.store import CacheCorrupt, CacheStore
 from clefprove.model.types import Model, NodeKind
+from clefprove.status import Verdict
 from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
@@ -324,6 +325,7 @@ def _from_json(text: str, seconds: float) -> InvariantResult:
         for c in d["counterexamples"]
     )
     d["warnings"] = tuple(d["warnings"])
+    d["status"] = Verdict(d["status"])
     return InvariantResult(
         **d, seconds=seconds, paths_checked=0, paths_reused=total, solver_paths=0
     )

@@ -34,15 +34,16 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import Decided, LeafOutcome
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
 
-SAFE, VIOLATED, UNKNOWN = 0, 1, 2
+SAFE, VIOLATED, UNKNOWN = LeafOutcome.SAFE, LeafOutcome.VIOLATED, LeafOutcome.UNKNOWN
 
 #: ``how`` codes: the whole box violates / decided by the solver; >= 0 is a DNF conjunct index.
-HOW_BOX = -1
-HOW_SOLVER = -2
-HOW_NONE = -3
+HOW_BOX = Decided.BOX
+HOW_SOLVER = Decided.SOLVER
+HOW_NONE = Decided.NONE
 
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).

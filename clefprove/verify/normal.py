@@ -27,6 +27,7 @@ from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import cat_mask
 from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import BoxAnswer
 
 
 @dataclass(frozen=True)
@@ -384,7 +385,7 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
     return [(f,)]
 
 
-SAT, UNSAT, UNDECIDED = 1, 0, 2
+SAT, UNSAT, UNDECIDED = BoxAnswer.SAT, BoxAnswer.UNSAT, BoxAnswer.UNDECIDED
 
 
 def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:

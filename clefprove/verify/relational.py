@@ -38,6 +38,7 @@ from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
 from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
@@ -57,7 +58,7 @@ CHUNK_CELLS = 1 << 19
 #: not leave the verdict resting on unconfirmed pairs.
 EXTRA_CONFIRM = 16
 
-_UNSAT, _SAT, _UND = 0, 1, 2
+_UNSAT, _SAT, _UND = BoxAnswer.UNSAT, BoxAnswer.SAT, BoxAnswer.UNDECIDED
 
 
 def describe(model: Model, rel: ck.Relational) -> str:
