@@ -109,7 +109,6 @@ class TreeTables:
     cat_split: frozenset[int]  # categorical features that some split tests
 
 
-_ATTR = "_clefprove_verify_tables"
 
 
 def split_bounds(value: np.ndarray, is_int: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -135,14 +134,12 @@ class TreeLinks:
     cat_split: frozenset[int]
 
 
-_LINKS = "_clefprove_verify_links"
-
-
 def links(model: Model) -> TreeLinks:
-    """The :class:`TreeLinks` of *model* (computed once, cached per model object)."""
-    cached = model.__dict__.get(_LINKS)
-    if cached is not None:
-        return cached
+    """The :class:`TreeLinks` of *model* (computed once, kept by the model)."""
+    return model.derived.get(("geometry.links",), lambda: _links(model))
+
+
+def _links(model: Model) -> TreeLinks:
     nodes = model.nodes
     kind = nodes["kind"]
     parent = np.full(nodes.shape[0], -1, dtype=np.int64)
@@ -151,16 +148,15 @@ def links(model: Model) -> TreeLinks:
     parent[nodes["right"][internal].astype(np.int64)] = internal
     integral = np.array([f.is_integral for f in model.features], dtype=bool)
     cat_split = frozenset(np.unique(nodes["feature"][kind == NodeKind.CATEGORICAL]).tolist())
-    out = TreeLinks(parent, integral, cat_split)
-    object.__setattr__(model, _LINKS, out)  # a derived cache on the immutable model
-    return out
+    return TreeLinks(parent, integral, cat_split)
 
 
 def tables(model: Model) -> TreeTables:
-    """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
-    cached = model.__dict__.get(_ATTR)
-    if cached is not None:
-        return cached
+    """The :class:`TreeTables` of *model* (computed once, kept by the model)."""
+    return model.derived.get(("geometry.tables",), lambda: _tables(model))
+
+
+def _tables(model: Model) -> TreeTables:
     nodes = model.nodes
     n = nodes.shape[0]
     lk = links(model)
@@ -170,9 +166,7 @@ def tables(model: Model) -> TreeTables:
     is_int = np.zeros(n, dtype=bool)
     is_int[numeric] = lk.integral[feat[numeric]]
     left_hi, right_lo = split_bounds(value, is_int)
-    out = TreeTables(left_hi, right_lo, lk.parent, lk.integral, lk.cat_split)
-    object.__setattr__(model, _ATTR, out)  # a derived cache on the immutable model
-    return out
+    return TreeTables(left_hi, right_lo, lk.parent, lk.integral, lk.cat_split)
 
 
 def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafBoxes:

@@ -81,19 +81,8 @@ def _version() -> str:
     return f"{__version__}+engine{ENGINE_REVISION}"
 
 
-_DIGESTS: dict[int, tuple[ck.CheckedInvariant, str]] = {}
-
-
 def _digest(invariant: ck.CheckedInvariant) -> str:
-    """``invariant.digest``, memoised per object (it re-renders the canonical form)."""
-    hit = _DIGESTS.get(id(invariant))
-    if hit is not None and hit[0] is invariant:
-        return hit[1]
-    if len(_DIGESTS) > 4096:
-        _DIGESTS.clear()
-    d = invariant.digest
-    _DIGESTS[id(invariant)] = (invariant, d)
-    return d
+    return invariant.digest
 
 
 def scope_key(invariant: ck.CheckedInvariant, domain: str) -> bytes:

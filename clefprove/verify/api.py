@@ -219,23 +219,16 @@ def finish(
     )
 
 
-_WHEN: dict[int, tuple[ck.CheckedInvariant, ck.CheckedInvariant]] = {}
-
-
 def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
     """``when`` of *inv* as an invariant of its own (``ensure false``): a leaf "violates" it
-    when some input of the leaf satisfies ``when``.  One object per *inv* in a process, so
+    when some input of the leaf satisfies ``when``.  One object per *inv* (kept by *inv*), so
     that its normal form is memoised with it."""
-    hit = _WHEN.get(id(inv))
-    if hit is not None and hit[0] is inv:
-        return hit[1]
-    out = ck.CheckedInvariant(
-        inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+    return inv.derived.get(
+        ("verify.when",),
+        lambda: ck.CheckedInvariant(
+            inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+        ),
     )
-    if len(_WHEN) >= 512:
-        _WHEN.clear()
-    _WHEN[id(inv)] = (inv, out)
-    return out
 
 
 def _confirmed(
@@ -288,14 +281,10 @@ def domain_boxes(model: Model) -> LeafBoxes:
 
 
 def _evaluator(model: Model) -> Any:
-    """The model's evaluator, built once per model object (a derived cache)."""
-    ev = model.__dict__.get("_clefprove_verify_evaluator")
-    if ev is None:
-        from clefprove.eval.evaluator import Evaluator
+    """The model's evaluator (built once, kept by the model)."""
+    from clefprove.eval.evaluator import Evaluator
 
-        ev = Evaluator(model)
-        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
-    return ev
+    return model.derived.get(("eval.evaluator",), lambda: Evaluator(model))
 
 
 def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
