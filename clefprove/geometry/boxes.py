@@ -109,8 +109,6 @@ class TreeTables:
     cat_split: frozenset[int]  # categorical features that some split tests
 
 
-
-
 def split_bounds(value: np.ndarray, is_int: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For numeric splits at thresholds *value*: the ``hi`` bound of the left child and the
     ``lo`` bound of the right child, on whole-valued features (*is_int*) or float ones."""
