@@ -170,12 +170,7 @@ def _tables(model: Model) -> TreeTables:
 def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafBoxes:
     """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
     tab = tables(model)
-    nodes = model.nodes
-    kind = nodes["kind"]
-    left = nodes["left"]
-    right = nodes["right"]
-    feat = nodes["feature"]
-    aux = nodes["aux"]
+    kind = model.nodes["kind"]
     ctx = context or Box.domain(model)
     n_feat = len(model.features)
 
@@ -203,33 +198,9 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
         if is_leaf.all():
             break
         inner = ~is_leaf
-        fr = frontier[inner]
-        lo_i, hi_i = lo[inner], hi[inner]
-        k = fr.size
-        frontier = np.concatenate([left[fr], right[fr]]).astype(np.int64)
-        lo = np.concatenate([lo_i, lo_i])
-        hi = np.concatenate([hi_i, hi_i])
-        f_idx = feat[fr].astype(np.int64)
-        num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
-        if num.size:
-            fn = f_idx[num]
-            hi[num, fn] = np.minimum(hi[num, fn], tab.left_hi[fr[num]])
-            lo[num + k, fn] = np.maximum(lo[num + k, fn], tab.right_lo[fr[num]])
-        new_cats = {}
-        for f, m in cats.items():
-            m_i = m[inner]
-            m2 = np.concatenate([m_i, m_i])
-            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
-            if rows.size:
-                width = m.shape[1]
-                member = model.membership[
-                    aux[fr[rows]].astype(np.int64)[:, None] + np.arange(width)
-                ]
-                member = member.astype(bool)
-                m2[rows] &= member
-                m2[rows + k] &= ~member
-            new_cats[f] = m2
-        cats = new_cats
+        frontier, lo, hi, cats = step_down(
+            model, frontier[inner], lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
+        )
 
     leaves = np.concatenate(out_leaves) if out_leaves else np.empty(0, dtype=np.int64)
     order = np.argsort(leaves, kind="stable")
@@ -238,6 +209,49 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     hi = np.concatenate(out_hi)[order] if out_hi else np.empty((0, n_feat + 1))
     cat_arrays = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
     return complete_boxes(model, leaves, lo, hi, cat_arrays)
+
+
+def step_down(
+    model: Model, fr: np.ndarray, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """One exact step down for a batch: the children of the splits *fr* (all left children,
+    then all right children) and their boxes, the rows of *lo*, *hi* (k, F) and *cats* (k, V)
+    tightened by each split (integral features round, a float feature's right side starts at
+    the next float64 above the threshold).  Every box of the verifier is built by it."""
+    nodes = model.nodes
+    kind = nodes["kind"]
+    tab = tables(model)
+    k = fr.size
+    children = np.concatenate([nodes["left"][fr], nodes["right"][fr]]).astype(np.int64)
+    lo2 = np.concatenate([lo, lo])
+    hi2 = np.concatenate([hi, hi])
+    f_idx = nodes["feature"][fr].astype(np.int64)
+    num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
+    if num.size:
+        fn = f_idx[num]
+        hi2[num, fn] = np.minimum(hi2[num, fn], tab.left_hi[fr[num]])
+        lo2[num + k, fn] = np.maximum(lo2[num + k, fn], tab.right_lo[fr[num]])
+    cats2 = {}
+    for f, m in cats.items():
+        m2 = np.concatenate([m, m])
+        rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
+        if rows.size:
+            width = m.shape[1]
+            member = model.membership[
+                nodes["aux"][fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+            ].astype(bool)
+            m2[rows] &= member
+            m2[rows + k] &= ~member
+        cats2[f] = m2
+    return children, lo2, hi2, cats2
+
+
+def empty_rows(lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]) -> np.ndarray:
+    """(k,) bool: which boxes contain no input."""
+    empty = np.any(lo > hi, axis=1)
+    for m in cats.values():
+        empty |= ~m.any(axis=1)
+    return empty
 
 
 def context_box(model: Model, node: int) -> Box:

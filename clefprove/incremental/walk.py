@@ -55,11 +55,12 @@ from clefprove.geometry.boxes import (
     LeafBoxes,
     boxes_of,
     complete_boxes,
+    empty_rows,
     leaf_boxes,
+    step_down,
     tables,
 )
 from clefprove.incremental import delta, merkle
-from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.incremental.store import CacheCorrupt, CacheStore
 from clefprove.model.types import Model, NodeKind
 from clefprove.status import Verdict
@@ -198,7 +199,7 @@ def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
         w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
         # Children: the same exact tightening as clefprove.geometry.boxes.leaf_boxes.
         act_i = active[inner]
-        frontier, lo, hi, cats = expand(
+        frontier, lo, hi, cats = step_down(
             model, fr, lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
         )
         active = np.concatenate([act_i, act_i])
