@@ -34,6 +34,7 @@ COMMANDS = (
     "gate",
     "export_coq",
     "report",
+    "serve",
 )
 
 

@@ -1,0 +1,110 @@
+"""Admission of a model: the gate run on the exact bytes a service was handed.
+
+The gate (:func:`clefprove.incremental.gate.run_gate`) runs in a separate worker process, so
+that solver work never holds the serving process's interpreter lock (decisions keep their
+latency during a reload) and a crash in the solver cannot take the service down.  The worker
+keeps one proof cache open for its lifetime.  What comes back is a small picklable
+:class:`Verdict`; the serving process then loads the same bytes itself and admits them only if
+their digest is the one the worker checked.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from clefprove.errors import ClefproveError
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What every admission of one service is checked against."""
+
+    invariants: tuple[str, ...]
+    cache_dir: str | None  # None: no proof cache
+    timeout: float | None
+    rlimit: int
+    jobs: int
+    counterexamples: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's answer on one file: ``exit_code`` as ``clefprove gate`` (0/1/2/3).
+
+    ``error`` is the one-line reason of an exit 2 (the file or an invariant cannot be read);
+    ``check`` is SPEC §4's check JSON otherwise.
+    """
+
+    exit_code: int
+    sha256: str = ""
+    check: dict[str, Any] | None = None
+    diff: dict[str, Any] | None = None
+    digests: tuple[tuple[str, str], ...] = ()  # (invariant name, digest of its checked form)
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def admitted(self) -> bool:
+        return self.exit_code == 0
+
+
+_CACHES: dict[str, Any] = {}
+
+
+def worker_init() -> None:
+    """In the worker: SIGHUP and Ctrl-C are the service's to handle (a terminal or a process
+    manager may send them to the whole process group)."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _cache(directory: str | None) -> Any:
+    """The worker's proof cache for *directory*, opened once per process."""
+    if directory is None:
+        return None
+    cache = _CACHES.get(directory)
+    if cache is None:
+        from clefprove.incremental.store import ProofCache
+
+        cache = _CACHES[directory] = ProofCache(directory)
+    return cache
+
+
+def gate_file(path: str, previous: str | None, settings: GateSettings) -> Verdict:
+    """Run the gate on the ``.clef`` file *path* (in the worker process), with the behaviour
+    diff against *previous* (the served model's file) when given; never raises for bad
+    input: a :class:`ClefproveError` becomes a verdict with exit code 2."""
+    from clefprove.dsl.loader import load_invariants
+    from clefprove.incremental.gate import run_gate
+    from clefprove.model.clef import load
+
+    try:
+        # load(), not load_model(): a genuine .clef file, never a JSON source compiled on the way
+        model = load(path)
+        program = load_invariants(list(settings.invariants), model)
+        res = run_gate(
+            path,
+            settings.invariants,
+            previous,
+            _cache(settings.cache_dir),
+            jobs=settings.jobs,
+            timeout=settings.timeout,
+            rlimit=settings.rlimit,
+            counterexamples=settings.counterexamples,
+        )
+    except ClefproveError as exc:
+        return Verdict(2, error=exc.one_line())
+    diff = None
+    if res.diff is not None:
+        diff = res.diff.to_json_dict()
+        diff["semantic"].pop("regions", None)
+    return Verdict(
+        res.exit_code,
+        res.sha256,
+        res.report.to_json_dict(),
+        diff,
+        tuple((inv.name, inv.digest) for inv in program.invariants),
+        res.seconds,
+    )
