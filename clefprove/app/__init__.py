@@ -1,7 +1,7 @@
-"""The application layer: the pre-deploy gate's users, above ``incremental/``.
+"""The application layer: the pre-deploy gate and the decision service, built on the verifier.
 
-``service`` (the decision service of SPEC §6, a Starlette app), ``served`` (the immutable
-served model), ``admission`` (the gate run in a worker process), ``store`` (admitted models),
-``metrics`` (Prometheus).  Nothing below this package imports it, and it imports neither
-``report/`` nor ``cli/``; only ``clefprove serve`` loads the web parts.
+``gate`` (``clefprove gate``), ``service`` (the decision service of SPEC §6, a Starlette app),
+``served`` (the immutable served model), ``admission`` (the gate run in a worker process),
+``store`` (admitted models), ``metrics`` (Prometheus).  It imports neither ``report/`` nor
+``cli/``; only ``clefprove serve`` loads the web parts.
 """

@@ -1,6 +1,6 @@
 """Admission of a model: the gate run on the exact bytes a service was handed.
 
-The gate (:func:`clefprove.incremental.gate.run_gate`) runs in a separate worker process, so
+The gate (:func:`clefprove.app.gate.run_gate`) runs in a separate worker process, so
 that solver work never holds the serving process's interpreter lock (decisions keep their
 latency during a reload) and a crash in the solver cannot take the service down.  The worker
 keeps one proof cache open for its lifetime.  What comes back is a small picklable
@@ -77,7 +77,7 @@ def gate_file(path: str, previous: str | None, settings: GateSettings) -> Verdic
     diff against *previous* (the served model's file) when given; never raises for bad
     input: a :class:`ClefproveError` becomes a verdict with exit code 2."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.incremental.gate import run_gate
+    from clefprove.app.gate import run_gate
     from clefprove.model.clef import load
 
     try:

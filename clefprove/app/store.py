@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from clefprove.errors import ClefproveError
+from clefprove.fileio import write_atomic
 
 DEFAULT_DIR = ".clefprove-store"
 
@@ -56,7 +57,7 @@ class ModelStore:
 
     def admit(self, staged: Path, sha256: str, record: dict[str, Any]) -> Path:
         """Keep the gated file *staged* as ``<sha256>.clef`` with *record* beside it."""
-        _write_atomic(self.report_path(sha256), json.dumps(record, indent=2) + "\n")
+        write_atomic(self.report_path(sha256), json.dumps(record, indent=2) + "\n")
         target = self.model_path(sha256)
         os.replace(staged, target)
         return target
@@ -65,14 +66,3 @@ class ModelStore:
         with contextlib.suppress(OSError):
             staged.unlink()
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -37,9 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.app.gate import render_text, run_gate
     from clefprove.cli.options import check_limits
     from clefprove.cli.output import emit
-    from clefprove.incremental.gate import render_text, run_gate
     from clefprove.incremental.store import cache_from_args
     from clefprove.verify.engine import default_jobs
 

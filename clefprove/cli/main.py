@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from clefprove import __version__
+    from clefprove.version import __version__
 
     parser = _Parser(
         prog="clefprove",

@@ -208,3 +208,15 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
         case Or(args):
             return any(evaluate(a, x, action, confidence) for a in args)
     raise TypeError(f"not a checked formula: {formula!r}")
+
+
+def related(rel: Relational, a: float, b: float) -> bool:
+    """Exact relation between the f-values of x and x' (monotone: a < b)."""
+    match rel:
+        case Monotone():
+            return a < b
+        case Stable(_, delta):
+            return abs(Fraction(a) - Fraction(b)) <= delta
+        case Independent():
+            return a != b
+    raise TypeError(f"not a relational form: {rel!r}")

@@ -17,7 +17,7 @@ For the invariants of one run (docs/incremental.md has the whole story):
    looked up once for all of them (one query per level).  Where an invariant's proof is found,
    the whole subtree is skipped without descending (its leaves count as ``paths_reused``);
    where none is, the walk descends, tightening the context box exactly as
-   :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context box has no
+   :func:`clefprove.geometry.boxes.leaf_boxes` does.  A node with an empty context box has no
    input: its leaves are infeasible, safe, and counted as checked.  Single leaves proved by Z3
    are looked up among the leaves that missed.
 5. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
@@ -50,14 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import delta, merkle
-from clefprove.incremental.frontier import empty_rows, expand
-from clefprove.incremental.store import CacheCorrupt
-from clefprove.model.types import Model, NodeKind
-from clefprove.verify import api
-from clefprove.verify import engine as eg
-from clefprove.verify import normal as nm
-from clefprove.verify.boxes import (
+from clefprove.geometry.boxes import (
     Box,
     LeafBoxes,
     boxes_of,
@@ -65,6 +58,13 @@ from clefprove.verify.boxes import (
     leaf_boxes,
     tables,
 )
+from clefprove.incremental import delta, merkle
+from clefprove.incremental.frontier import empty_rows, expand
+from clefprove.incremental.store import CacheCorrupt
+from clefprove.model.types import Model, NodeKind
+from clefprove.verify import api
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ MIN_PROOF_LEAVES = 8
 
 
 def _version() -> str:
-    from clefprove import __version__
     from clefprove.verify.engine import ENGINE_REVISION
+    from clefprove.version import __version__
 
     return f"{__version__}+engine{ENGINE_REVISION}"
 
@@ -213,7 +213,7 @@ def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
         w.inner_nodes.append(fr)
         w.inner_active.append(active[inner])
         w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
-        # Children: the same exact tightening as clefprove.verify.boxes.leaf_boxes.
+        # Children: the same exact tightening as clefprove.geometry.boxes.leaf_boxes.
         act_i = active[inner]
         frontier, lo, hi, cats = expand(
             model, fr, lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}

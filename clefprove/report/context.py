@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
+from clefprove.geometry.boxes import path_to
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import action_shares
 from clefprove.report.tree import box_at, layout, window
-from clefprove.verify.boxes import path_to
 from clefprove.verify.verdicts import Report
 
 STATUS_LABEL = {"holds": "PASS", "violated": "FAIL", "unknown": "INCONCLUSIVE"}
@@ -418,7 +418,7 @@ def build(
 ) -> dict[str, Any]:
     """The template context of a report on *model* (see module docstring)."""
     if version is None:
-        from clefprove import __version__ as version
+        from clefprove.version import __version__ as version
     when = when or generated_at()
     data = report.to_json_dict()
     summary = data["summary"]

@@ -20,6 +20,8 @@ import numpy as np
 import z3
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.checked import related
+from clefprove.geometry.boxes import LeafBoxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.smt.paths import (
     Limits,
@@ -32,7 +34,6 @@ from clefprove.smt.paths import (
     model_values,
     query_from_boxes,
 )
-from clefprove.verify.boxes import LeafBoxes
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,6 @@ def pair_holds(
     model: Model, when: ck.Formula, rel: ck.Relational, pq: PairQuery, x: np.ndarray, x2: np.ndarray
 ) -> bool:
     """Exact test: x in A's box, x' in B's box, ``when`` on both, and the relation on f."""
-    from clefprove.verify.relational import related
-
     f = rel.feature
     if not (_in_box(model, pq.a, x) and _in_box(model, pq.b, x2)):
         return False

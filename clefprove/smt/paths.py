@@ -24,9 +24,9 @@ import numpy as np
 import z3
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import LeafBoxes, path_to, tables
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model, NodeKind
-from clefprove.verify.boxes import LeafBoxes, path_to, tables
-from clefprove.verify.normal import float_ge, float_le
 
 _MAX_FLOAT = Fraction(1.7976931348623157e308)
 

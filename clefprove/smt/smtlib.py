@@ -26,6 +26,7 @@ from pathlib import Path
 
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.fileio import write_atomic
 from clefprove.model.types import FeatureType, Model, NodeKind
 
 STATUSES = ("sat", "unsat", "unknown")
@@ -220,8 +221,6 @@ def _clean(text: str) -> str:
 
 def write_query(directory: str | os.PathLike[str], name: str, script: str) -> Path:
     """Write *script* as *directory*/*name* (atomically); returns the path."""
-    from clefprove.cli.output import write_atomic
-
     path = Path(directory) / name
     write_atomic(path, script)
     return path

@@ -23,10 +23,10 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.geometry.boxes import Box, LeafBoxes, leaf_boxes, path_to
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
 from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     Counterexample,

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 
 SAFE, VIOLATED, UNKNOWN = 0, 1, 2
 

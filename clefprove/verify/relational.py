@@ -34,11 +34,12 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
+from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -81,18 +82,6 @@ def _show_delta(delta: Fraction) -> str:
     with localcontext() as ctx:
         ctx.prec = 17
         return str(Decimal(delta.numerator) / Decimal(delta.denominator))
-
-
-def related(rel: ck.Relational, a: float, b: float) -> bool:
-    """Exact relation between the f-values of x and x' (monotone: a < b)."""
-    match rel:
-        case ck.Monotone():
-            return a < b
-        case ck.Stable(_, delta):
-            return abs(Fraction(a) - Fraction(b)) <= delta
-        case ck.Independent():
-            return a != b
-    raise TypeError(f"not a relational form: {rel!r}")
 
 
 def broken(rel: ck.Relational, rank: np.ndarray | None, action_a: int, action_b: int) -> bool:

@@ -121,8 +121,8 @@ def test_pre_commit_hooks_file() -> None:
 
 
 def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
+    from clefprove.app.gate import render_text, run_gate
     from clefprove.incremental import ProofCache
-    from clefprove.incremental.gate import render_text, run_gate
 
     src = {
         "name": "t",

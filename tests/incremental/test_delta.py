@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clefprove.geometry.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
 from clefprove.incremental import delta
 from clefprove.verify import engine as eg
-from clefprove.verify.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
 from tests.incremental import models as M
 
 

@@ -200,7 +200,7 @@ def grid_violations(
 
 
 def leaf_verdicts(model: Model, inv: ck.CheckedInvariant, shortcuts: bool = True):
-    from clefprove.verify.boxes import leaf_boxes
+    from clefprove.geometry.boxes import leaf_boxes
 
     prep = eg.prepare(model, inv)
     pv = eg.decide(model, prep, leaf_boxes(model), eg.Settings(shortcuts=shortcuts))

@@ -12,11 +12,11 @@ import pytest
 
 from clefprove.dsl import checked as ck
 from clefprove.dsl.loader import parse_text
+from clefprove.geometry.boxes import leaf_boxes
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.clef import load_model
 from clefprove.verify import engine as eg
-from clefprove.verify import normal as nm
 from clefprove.verify.api import check, check_invariant
-from clefprove.verify.boxes import leaf_boxes
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_LINEAR = (
@@ -78,7 +78,7 @@ def test_two_linear_literals_reach_solver_and_agree(edge):
     "q", [Fraction(1, 3), Fraction(300), Fraction(-7, 10), Fraction(10**20 + 1, 7), Fraction(0)]
 )
 def test_float_rounding_helpers(q):
-    lo, hi = nm.float_le(q), nm.float_ge(q)
+    lo, hi = float_le(q), float_ge(q)
     assert Fraction(lo) <= q <= Fraction(hi)
     assert Fraction(math.nextafter(lo, math.inf)) > q or lo == hi
     assert Fraction(math.nextafter(hi, -math.inf)) < q or lo == hi

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.evaluator import Evaluator
+from clefprove.geometry.boxes import leaf_boxes
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
-from clefprove.verify.boxes import leaf_boxes
 from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -199,7 +199,7 @@ def test_vacuous_flag():
 
 
 def test_subtree_api_matches_whole_tree():
-    from clefprove.verify.boxes import Box, leaf_boxes
+    from clefprove.geometry.boxes import Box, leaf_boxes
 
     tree = split(
         "n",
@@ -224,7 +224,7 @@ def test_subtree_api_matches_whole_tree():
 
 
 def test_merge_subtrees_equals_whole():
-    from clefprove.verify.boxes import Box
+    from clefprove.geometry.boxes import Box
 
     tree = split(
         "n",
