@@ -114,7 +114,7 @@ def read_token(path: str | None) -> str | None:
 
 
 def _require_serve_extra() -> None:
-    for module in ("starlette", "uvicorn", "prometheus_client"):
+    for module in ("starlette", "uvicorn", "prometheus_client", "python_multipart"):
         try:
             __import__(module)
         except ImportError:
