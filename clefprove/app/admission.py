@@ -40,7 +40,6 @@ class Verdict:
     exit_code: int
     sha256: str = ""
     check: dict[str, Any] | None = None
-    diff: dict[str, Any] | None = None
     digests: tuple[tuple[str, str], ...] = ()  # (invariant name, digest of its checked form)
     seconds: float = 0.0
     error: str = ""
@@ -72,12 +71,14 @@ def _cache(directory: str | None) -> Any:
     return cache
 
 
-def gate_file(path: str, previous: str | None, settings: GateSettings) -> Verdict:
-    """Run the gate on the ``.clef`` file *path* (in the worker process), with the behaviour
-    diff against *previous* (the served model's file) when given; never raises for bad
-    input: a :class:`ClefproveError` becomes a verdict with exit code 2."""
-    from clefprove.dsl.loader import load_invariants
+def gate_file(path: str, settings: GateSettings) -> Verdict:
+    """Run the gate on the ``.clef`` file *path* (in the worker process); never raises for bad
+    input: a :class:`ClefproveError` becomes a verdict with exit code 2.
+
+    The behaviour diff against the served model is not part of it (:func:`diff_files` runs
+    after the swap): it never changes the verdict, and it costs more than a cached check."""
     from clefprove.app.gate import run_gate
+    from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load
 
     try:
@@ -87,7 +88,7 @@ def gate_file(path: str, previous: str | None, settings: GateSettings) -> Verdic
         res = run_gate(
             path,
             settings.invariants,
-            previous,
+            None,
             _cache(settings.cache_dir),
             jobs=settings.jobs,
             timeout=settings.timeout,
@@ -96,15 +97,24 @@ def gate_file(path: str, previous: str | None, settings: GateSettings) -> Verdic
         )
     except ClefproveError as exc:
         return Verdict(2, error=exc.one_line())
-    diff = None
-    if res.diff is not None:
-        diff = res.diff.to_json_dict()
-        diff["semantic"].pop("regions", None)
     return Verdict(
         res.exit_code,
         res.sha256,
         res.report.to_json_dict(),
-        diff,
         tuple((inv.name, inv.digest) for inv in program.invariants),
         res.seconds,
     )
+
+
+def diff_files(old: str, new: str) -> dict[str, Any]:
+    """The behaviour diff summary from the model file *old* to *new* (as ``clefprove gate
+    --previous`` reports it); an unreadable file gives ``{"error": ...}``."""
+    from clefprove.incremental.diff import diff
+    from clefprove.model.clef import load
+
+    try:
+        d = diff(load(old), load(new), old, new, limit=3).to_json_dict()
+    except ClefproveError as exc:
+        return {"error": exc.one_line()}
+    d["semantic"].pop("regions", None)
+    return d

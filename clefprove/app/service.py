@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clefprove.app.admission import GateSettings, Verdict, gate_file, worker_init
+from clefprove.app.admission import GateSettings, Verdict, diff_files, gate_file, worker_init
 from clefprove.app.metrics import CONTENT_TYPE, Metrics
 from clefprove.app.served import ServedModel, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
@@ -120,8 +120,12 @@ class Service:
         self.metrics = Metrics()
         self.current: ServedModel | None = None
         self.history: list[str] = []  # sha256 of admitted models, oldest first
+        self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
+        self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-        self._pool = self._new_pool()
+        self._pool = self._new_pool()  # the gate
+        self._diff_pool = self._new_pool()  # behaviour diffs, never in an admission's way
+        self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
     @staticmethod
@@ -133,10 +137,32 @@ class Service:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._diff_pool.shutdown(wait=False, cancel_futures=True)
 
     def _submit(self, staged: Path) -> cf.Future[Verdict]:
-        previous = str(self.store.model_path(self.current.sha256)) if self.current else None
-        return self._pool.submit(gate_file, str(staged), previous, self.settings)
+        return self._pool.submit(gate_file, str(staged), self.settings)
+
+    async def _record_diff(self, old: str, new: str) -> None:
+        """After a swap: the behaviour diff from the model replaced to the new one, kept for
+        ``GET /model`` and in the store record (computed in a worker process of its own)."""
+        if self._pending_diff is not None:
+            self._pending_diff.cancel()  # superseded, if it has not started yet
+        try:
+            future = self._pending_diff = self._diff_pool.submit(
+                diff_files, str(self.store.model_path(old)), str(self.store.model_path(new))
+            )
+            d = await asyncio.wrap_future(future)
+            entry = {"from": old, **d}
+            self.diffs[new] = entry
+            while len(self.diffs) > HISTORY:
+                del self.diffs[next(iter(self.diffs))]
+            self.store.annotate(new, "diff", entry)
+        except asyncio.CancelledError:
+            return
+        except cf.BrokenExecutor:
+            self._diff_pool = self._new_pool()
+        except Exception as exc:  # never fatal: the diff is information, not a verdict
+            _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
     # ------------------------------------------------------------------ admission
     def _prepare(self, data: bytes, label: str) -> tuple[Any, Path]:
@@ -158,8 +184,6 @@ class Service:
             )
         body = dict(verdict.check)
         body["model"] = {**body["model"], "path": label}  # not the staging file's name
-        if verdict.diff is not None:
-            body["diff"] = verdict.diff
         if not verdict.admitted:
             self.store.discard(staged)
             return Outcome(ReloadResult.REFUSED, body, verdict.exit_code)
@@ -211,9 +235,17 @@ class Service:
                     ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
                 )
             before = self.history[:-1] if rollback else None
+            replaced = self.current.sha256 if self.current is not None else None
             out = self._conclude(model, staged, verdict, origin, label)
-            if rollback and out.result is ReloadResult.ACCEPTED and before is not None:
-                self.history[:] = before
+            if out.result is ReloadResult.ACCEPTED:
+                if rollback and before is not None:
+                    self.history[:] = before
+                if replaced is not None and replaced != model.sha256:
+                    task = asyncio.get_running_loop().create_task(
+                        self._record_diff(replaced, model.sha256)
+                    )
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
             return out
 
     async def reload_from_path(self) -> Outcome:
@@ -392,7 +424,11 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     async def model(request: Request) -> Response:
         served = service.current
         assert served is not None
-        return _json(200, {**served.description(), "history": list(service.history)})
+        described = served.description()
+        diff = service.diffs.get(served.sha256)
+        if diff is not None:
+            described["diff"] = diff
+        return _json(200, {**described, "history": list(service.history)})
 
     async def metrics_page(request: Request) -> Response:
         return Response(metrics.exposition(), 200, None, CONTENT_TYPE)

@@ -62,7 +62,13 @@ class ModelStore:
         os.replace(staged, target)
         return target
 
+    def annotate(self, sha256: str, key: str, value: Any) -> None:
+        """Add *key* to the record of the admitted model *sha256*."""
+        path = self.report_path(sha256)
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record[key] = value
+        write_atomic(path, json.dumps(record, indent=2) + "\n")
+
     def discard(self, staged: Path) -> None:
         with contextlib.suppress(OSError):
             staged.unlink()
-

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -178,14 +179,16 @@ def test_accepted_reload_swaps_stores_and_rolls_back(serve, tmp_path) -> None:
         assert r.status_code == 200, r.text
         report = r.json()
         assert report["summary"]["holds"] == 5 and report["model"]["path"] == "upload"
-        assert "diff" in report  # the behaviour diff against the model it replaces
         new = report["model"]["sha256"]
+        diff = _wait_for_diff(c)  # the behaviour diff from the model replaced, after the swap
         assert srv.sha() == new != first
         assert c.post("/decide", json={}).json()["action"] == "block"
         store = tmp_path / ".clefprove-store"
         assert (store / f"{new}.clef").read_bytes() == other.read_bytes()
         kept = json.loads((store / f"{new}.json").read_text())
         assert kept["summary"] == report["summary"] and kept["origin"] == "upload"
+        assert diff["from"] == first and diff["semantic"]["share_changed"] > 0
+        assert kept["diff"] == diff
         assert (store / f"{first}.clef").read_bytes() == SAFE.read_bytes()
         described = c.get("/model").json()
         assert described["history"] == [first, new]
@@ -202,6 +205,16 @@ def test_accepted_reload_swaps_stores_and_rolls_back(serve, tmp_path) -> None:
     log = [json.loads(line) for line in srv.stdout]
     assert {"method": "POST", "path": "/rollback", "status": 401}.items() <= log[-1].items()
     assert all(TOKEN not in line for line in srv.stdout)
+
+
+def _wait_for_diff(c) -> dict:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        described = c.get("/model").json()
+        if "diff" in described:
+            return described["diff"]
+        time.sleep(0.05)
+    raise AssertionError("no behaviour diff on GET /model")
 
 
 def test_reload_without_a_token_is_disabled(serve, tmp_path) -> None:
