@@ -3,10 +3,12 @@
 Measured, in one run, against one server on the depth-12 example (examples/edge-allow-block.clef):
 
 * requests/s, P50 and P99 latency of ``POST /decide`` (one input per request) at 1, 64 and
-  1,000 connections, for ``--seconds`` each;
-* the same at 64 connections while 100 reloads run back to back (alternating between the
-  example and a copy with one leaf's confidence changed, so every reload swaps), and the P99
-  jitter: P99 during the reloads minus P99 of the run just before, same connections;
+  1,000 connections, each connection sending its next request as soon as it has its answer
+  (closed loop: the service's capacity; latency is then mostly queueing), and at 1,000
+  connections paced to ``--rate`` requests/s in all (2,600: the Clef runtime's figure);
+* the paced load at 1,000 connections while 100 reloads run back to back (alternating between
+  the example and a copy with one leaf's confidence changed, so every reload swaps), and the
+  P99 jitter: P99 during the reloads minus P99 of the run just before;
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
@@ -82,7 +84,7 @@ class Server:
                 "--addr",
                 "127.0.0.1:0",
                 *extra,
-            ],  # fmt: skip
+            ],
             cwd=workdir,
             env=env,
             stderr=subprocess.PIPE,
@@ -125,13 +127,18 @@ def reload(server: Server, data: bytes) -> tuple[int, float, dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- load generators
-def run_wrk(server: Server, connections: int, seconds: float) -> dict[str, float]:
+def run_wrk(
+    server: Server, connections: int, seconds: float, rate: float | None = None
+) -> dict[str, float]:
+    """wrk on POST /decide; *rate* (requests/s in all) paces every connection (Lua delay())."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
         fh.write(
             'wrk.method = "POST"\n'
             f"wrk.body = {json.dumps(BODY)}\n"
             'wrk.headers["Content-Type"] = "application/json"\n'
         )
+        if rate is not None:
+            fh.write(f"function delay() return {connections * 1000.0 / rate:.3f} end\n")
         script = fh.name
     try:
         out = subprocess.run(
@@ -146,7 +153,7 @@ def run_wrk(server: Server, connections: int, seconds: float) -> dict[str, float
                 "-s",
                 script,
                 server.url + "/decide",
-            ],  # fmt: skip
+            ],
             capture_output=True,
             text=True,
             check=True,
@@ -170,7 +177,9 @@ def _unit(text: str) -> float:
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
 
 
-def run_python(server: Server, connections: int, seconds: float) -> dict[str, float]:
+def run_python(
+    server: Server, connections: int, seconds: float, rate: float | None = None
+) -> dict[str, float]:
     request = (
         f"POST /decide HTTP/1.1\r\nHost: {server.host}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(BODY)}\r\n\r\n{BODY}"
@@ -191,6 +200,8 @@ def run_python(server: Server, connections: int, seconds: float) -> dict[str, fl
                 latencies.append(time.perf_counter() - t0)
                 if not head.startswith(b"HTTP/1.1 200"):
                     failed += 1
+                if rate is not None:
+                    await asyncio.sleep(connections / rate)
         finally:
             writer.close()
 
@@ -255,6 +266,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
@@ -271,13 +283,14 @@ def main() -> None:
         srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
         rows = []
         load(srv, 16, 2.0)  # warm-up
-        for c in (1, 64, 1000):
-            r = load(srv, c, args.seconds)
-            rows.append([c, f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
+        for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
+            r = load(srv, c, args.seconds, rate)
+            rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
+                         f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
                          f"{r['p99'] * 1e3:.2f} ms", int(r["failed"])])  # fmt: skip
         # --- during reloads: baseline then the same load while reloading back to back
-        conns = 64
-        base = load(srv, conns, args.seconds)
+        conns = 1000
+        base = load(srv, conns, args.seconds, args.rate)
         statuses: list[int] = []
         reload_times: list[float] = []
         done = threading.Event()
@@ -293,7 +306,7 @@ def main() -> None:
         t = threading.Thread(target=reloader)
         t.start()
         while not done.is_set():  # keep the load on for as long as the reloads take
-            part = load(srv, conns, min(args.seconds, 5.0))
+            part = load(srv, conns, min(args.seconds, 5.0), args.rate)
             result.setdefault("parts", []).append(part)
         t.join()
         srv.stop()
@@ -305,8 +318,9 @@ def main() -> None:
             "failed": sum(p["failed"] for p in parts),
         }
         print("\n## POST /decide, one input per request (depth-12 example)\n")
-        print(table(["connections", "requests/s", "P50", "P99", "failed"], rows))
-        print(f"\n## {args.reloads} reloads under load ({conns} connections)\n")
+        print(table(["connections", "load", "requests/s", "P50", "P99", "failed"], rows))
+        print(f"\n## {args.reloads} reloads under load ({conns} connections, "
+              f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
         print(table(
             ["run", "requests/s", "P50", "P99", "failed"],
             [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
