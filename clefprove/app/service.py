@@ -19,6 +19,7 @@ import multiprocessing
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -355,43 +356,18 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     """The ASGI application of *service* (SIGHUP handled while it runs)."""
     metrics = service.metrics
     limits = service.limits
-    errors = metrics.input_errors
-    histogram = metrics.decision_seconds
+
+    decide_body = _decider(service)
 
     async def decide(request: Request) -> Response:
-        t0 = time.perf_counter()
+        """POST /decide through Starlette (the fast path below answers it first)."""
         served = service.current  # this request's model, whatever reloads happen meanwhile
-        assert served is not None
         try:
-            obj = _parse(await _read_body(request, limits.max_decide_bytes))
-            if isinstance(obj, list):
-                rows = []
-                for i, rec in enumerate(obj):
-                    try:
-                        rows.append(served.encode(rec))
-                    except InputError as exc:
-                        raise InputError(one_line_input_error(exc, i)) from None
-                records = obj
-            else:
-                rows = [served.encode(obj)]
-                records = [obj]
+            body = await _read_body(request, limits.max_decide_bytes)
         except BodyTooLarge:
-            errors.inc()
-            return _error(413, f"request body larger than {limits.max_decide_bytes} bytes")
-        except InputError as exc:
-            errors.inc()
-            return _error(400, exc.one_line())
-        leaves = served.decide(rows)
-        for rec in records:
-            served.count_clipped(rec)
-        served.count_decisions(leaves)
-        if isinstance(obj, list):
-            content = b"[" + b", ".join(map(served.answer, leaves)) + b"]\n"
-        else:
-            content = served.answer(leaves[0]) + b"\n"
-        response = Response(content, 200, None, JSON)
-        histogram.observe(time.perf_counter() - t0)
-        return response
+            body = None
+        status, content = decide_body(served, body)
+        return Response(content, status, None, JSON)
 
     async def upload(request: Request) -> Response:
         refusal = service.authorize(request)
@@ -467,7 +443,121 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
         exception_handlers={HTTPException: http_error},
         lifespan=contextlib.asynccontextmanager(lifespan),
     )
-    return AccessLog(app) if access_log else app
+    fast = DecideFastPath(app, service, decide_body)
+    return AccessLog(fast) if access_log else fast
+
+
+def _decider(service: Service) -> Callable[[ServedModel | None, bytes | None], tuple[int, bytes]]:
+    """The answer to one POST /decide body (None: it was too large) on *served*: status and
+    JSON bytes.  Metrics are counted only for a request answered in full."""
+    metrics, limit = service.metrics, service.limits.max_decide_bytes
+    errors, histogram = metrics.input_errors, metrics.decision_seconds
+    too_large = _error_bytes(f"request body larger than {limit} bytes")
+
+    def decide_body(served: ServedModel | None, body: bytes | None) -> tuple[int, bytes]:
+        t0 = time.perf_counter()
+        assert served is not None  # the port listens only once a model is admitted
+        if body is None:
+            errors.inc()
+            return 413, too_large
+        try:
+            obj = _parse(body)
+            if type(obj) is list:
+                rows = []
+                for i, rec in enumerate(obj):
+                    try:
+                        rows.append(served.encode(rec))
+                    except InputError as exc:
+                        raise InputError(one_line_input_error(exc, i)) from None
+                records = obj
+            else:
+                rows = [served.encode(obj)]
+                records = [obj]
+        except InputError as exc:
+            errors.inc()
+            return 400, _error_bytes(exc.one_line())
+        leaves = served.decide(rows)
+        for rec in records:
+            served.count_clipped(rec)
+        served.count_decisions(leaves)
+        if type(obj) is list:
+            content = b"[" + b", ".join(map(served.answer, leaves)) + b"]\n"
+        else:
+            content = served.answer(leaves[0]) + b"\n"
+        histogram.observe(time.perf_counter() - t0)
+        return 200, content
+
+    return decide_body
+
+
+def _error_bytes(message: str) -> bytes:
+    return (json.dumps({"error": message}) + "\n").encode()
+
+
+_JSON_HEADER = (b"content-type", JSON.encode())
+
+
+class DecideFastPath:
+    """ASGI: ``POST /decide`` answered straight from the ASGI messages (no Request, Response
+    or routing objects: they cost more than the decision), everything else by Starlette."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        service: Service,
+        decide_body: Callable[[ServedModel | None, bytes | None], tuple[int, bytes]],
+    ) -> None:
+        self.app = app
+        self.service = service
+        self.decide_body = decide_body
+        self.limit = service.limits.max_decide_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/decide" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        served = self.service.current  # this request's model, whatever reloads happen meanwhile
+        body: bytes | None = None
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                break
+        else:
+            try:
+                body = await self._body(receive)
+            except _Gone:
+                return
+        status, content = self.decide_body(served, body)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [_JSON_HEADER, (b"content-length", str(len(content)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": content})
+
+    async def _body(self, receive: Receive) -> bytes | None:
+        """The body, or None once it exceeds the limit."""
+        message = await receive()
+        body = message.get("body", b"")
+        if not message.get("more_body", False):
+            return body if len(body) <= self.limit else None
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body", False):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class _Gone(Exception):
+    """The client disconnected before its request body was complete."""
 
 
 def _parse(body: bytes) -> Any:
