@@ -1,0 +1,124 @@
+"""CI conventions of the command line (issue 12): exit status 4 for internal errors, signals at
+any moment, empty invariant sets, colour and verbosity flags, ``[tool.clefprove]`` defaults.
+
+Every test runs the CLI in a fresh interpreter, as a CI job would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY_CLEF = ROOT / "examples" / "spec-toy.clef"
+TOY_JSON = ROOT / "examples" / "spec-toy.json"
+EDGE_INV = ROOT / "invariants" / "edge.inv"
+
+HOLDS = """invariant slow_not_allowed:
+  when client_rtt_ms > 300
+  ensure action != allow
+"""
+
+
+def run(
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    code: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess (``code``: a Python prelude run before the entry point)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    full_env.update(env or {})
+    argv = [sys.executable, "-m", "clefprove", *map(str, args)]
+    if code is not None:
+        prelude = code + "\nfrom clefprove.cli.main import entry\nentry()\n"
+        argv = [sys.executable, "-c", prelude, *map(str, args)]
+    return subprocess.run(
+        argv, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    shutil.copy(TOY_CLEF, tmp_path / "model.clef")
+    shutil.copy(TOY_JSON, tmp_path / "model.json")
+    shutil.copy(EDGE_INV, tmp_path / "edge.inv")
+    (tmp_path / "holds.inv").write_text(HOLDS)
+    return tmp_path
+
+
+# --- (5) a bug is exit 4 with one line, in every command ---------------------------------------
+
+#: A genuine exception inside clefprove (not a ClefproveError): the model loader is replaced by
+#: one that fails the way a bug would.
+BUG = (
+    "import clefprove.model.clef as _c, clefprove.dsl.fmt as _f\n"
+    "def _bug(*a, **k):\n"
+    "    raise ZeroDivisionError('division by zero in a place that should not divide')\n"
+    "_c.load_model = _bug\n"
+    "_f.format_text = _bug\n"
+)
+
+COMMANDS = {
+    "compile": ["compile", "model.json", "-o", "out.clef"],
+    "info": ["info", "model.clef"],
+    "eval": ["eval", "model.clef"],
+    "check": ["check", "model.clef", "edge.inv", "--no-cache"],
+    "fmt": ["fmt", "--check", "edge.inv"],
+    "diff": ["diff", "model.clef", "model.clef"],
+    "gate": ["gate", "model.clef", "edge.inv", "--no-cache"],
+    "export-coq": ["export-coq", "model.clef", "edge.inv", "-o", "coq"],
+    "report": ["report", "model.clef", "edge.inv", "-o", "r.html"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_internal_error_is_exit_4_with_one_line(work: Path, command: str) -> None:
+    prelude = BUG
+    if command == "compile":
+        prelude += "import clefprove.model.source as _s\n_s.load_source = _bug\n"
+    res = run(*COMMANDS[command], cwd=work, code=prelude)
+    assert res.returncode == 4, (res.returncode, res.stderr)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("clefprove: internal error: ZeroDivisionError: division by zero")
+    assert "Traceback" not in res.stderr
+    assert not (work / "out.clef").exists() and not (work / "r.html").exists()
+
+
+def test_internal_error_traceback_on_request(work: Path) -> None:
+    res = run(*COMMANDS["check"], cwd=work, code=BUG, env={"CLEFPROVE_DEBUG": "1"})
+    assert res.returncode == 4
+    assert "Traceback (most recent call last)" in res.stderr
+    assert res.stderr.splitlines()[-1].startswith("clefprove: internal error: ")
+
+
+# --- (7) a signal at any moment: 130/143, never a traceback ------------------------------------
+
+
+@pytest.mark.slow
+def test_early_sigterm_never_prints_a_traceback(work: Path) -> None:
+    """SIGTERM from the first millisecond on (the issue saw 5 tracebacks in 16 tries)."""
+    argv = [sys.executable, "-m", "clefprove", "report", "model.clef", "edge.inv", "-o", "r.html"]
+    outcomes = []
+    for i in range(16):
+        proc = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.012 * i)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        text = err.decode(errors="replace")
+        assert "Traceback" not in text and "Exception ignored" not in text, (i, text)
+        # killed before Python ran any code (-15), stopped by the handler (143), or finished
+        # before the signal arrived (1: the toy model violates edge.inv)
+        assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM, 1), (i, text)
+        outcomes.append(proc.returncode)
+        (work / "r.html").unlink(missing_ok=True)
+    assert 128 + signal.SIGTERM in outcomes, outcomes  # the handler ran at least once
