@@ -81,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
         _smtlib_directory(args.smtlib)
     model = load_model(args.model)
     program = load_invariants(args.invariants, model)
-    if not program.invariants:
-        sys.stderr.write("clefprove: warning: the invariant files define no invariant\n")
     jobs = args.jobs or default_jobs()
     work = model.n_leaves * len(program.invariants)
     progress = None
