@@ -125,7 +125,12 @@ def check(
     info = ModelInfo(
         model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
     )
-    return Report(info, tuple(results), time.perf_counter() - start)
+    # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
+    # output is the same whether a result was decided now or reused.
+    order = tuple(f.name for f in mdl.features)
+    return Report(
+        info, tuple(r.in_feature_order(order) for r in results), time.perf_counter() - start
+    )
 
 
 def check_invariant(

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
@@ -39,6 +39,13 @@ def settle(
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
+def ordered(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """*values* with its keys in *order* (the model's declaration order), unknown keys last."""
+    out = {k: values[k] for k in order if k in values}
+    out.update((k, v) for k, v in values.items() if k not in out)
+    return out
+
+
 @dataclass(frozen=True)
 class Counterexample:
     """A complete in-domain input (JSON values) that the evaluator maps to ``action`` at
@@ -49,6 +56,9 @@ class Counterexample:
     confidence: float
     leaf: int
     path: tuple[str, ...]
+
+    def in_feature_order(self, order: Sequence[str]) -> Counterexample:
+        return replace(self, input=ordered(self.input, order))
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +82,11 @@ class RelationalCounterexample:
     leaves: tuple[int, int]
     paths: tuple[tuple[str, ...], tuple[str, ...]]
     feature: str
+
+    def in_feature_order(self, order: Sequence[str]) -> RelationalCounterexample:
+        return replace(
+            self, inputs=(ordered(self.inputs[0], order), ordered(self.inputs[1], order))
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +122,14 @@ class InvariantResult:
     #: ``monotone(f)`` etc. for a relational invariant: its counts are leaf *pairs* and its
     #: counterexamples :class:`RelationalCounterexample`; None otherwise.
     relation: str | None = None
+
+    def in_feature_order(self, order: Sequence[str]) -> InvariantResult:
+        """This result with every counterexample input listed in *order*."""
+        if not self.counterexamples:
+            return self
+        return replace(
+            self, counterexamples=tuple(c.in_feature_order(order) for c in self.counterexamples)
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -42,7 +42,13 @@ def run(
         prelude = code + "\nfrom clefprove.cli.main import entry\nentry()\n"
         argv = [sys.executable, "-c", prelude, *map(str, args)]
     return subprocess.run(
-        argv, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        argv,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -122,3 +128,33 @@ def test_early_sigterm_never_prints_a_traceback(work: Path) -> None:
         outcomes.append(proc.returncode)
         (work / "r.html").unlink(missing_ok=True)
     assert 128 + signal.SIGTERM in outcomes, outcomes  # the handler ran at least once
+
+
+# --- (9) counterexample inputs in declaration order, fresh or cached ---------------------------
+
+
+def _inputs(fmt: str, out: str) -> list[list[str]]:
+    """The feature order of every counterexample input in a json or sarif report."""
+    data = json.loads(out)
+    results = data["results"] if fmt == "json" else data["runs"][0]["results"]
+    key = "counterexamples"
+    return [
+        list(c["input"])
+        for r in results
+        for c in (r[key] if fmt == "json" else r["properties"][key])
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_counterexamples_in_declaration_order_fresh_or_cached(work: Path, fmt: str) -> None:
+    declared = [f["name"] for f in json.loads((work / "model.json").read_text())["features"]]
+    assert declared != sorted(declared)
+    argv = ["check", "model.clef", "edge.inv", "--cache", "cache", "--format", fmt]
+    fresh = run(*argv, cwd=work)
+    cached = run(*argv, cwd=work)
+    assert fresh.returncode == cached.returncode == 1, fresh.stderr
+    reused = run(*argv[:-2], "--format", "json", cwd=work)
+    assert json.loads(reused.stdout)["summary"]["paths_checked"] == 0  # all from the cache
+    for out in (fresh.stdout, cached.stdout):
+        orders = _inputs(fmt, out)
+        assert orders and all(order == declared for order in orders)
