@@ -1,7 +1,9 @@
 """``clefprove gate``: the pre-deploy hook run before a decision service reloads a model.
 
-1. **Integrity**: the new file is loaded with full validation (for a ``.clef`` file: magic,
-   version, structure and the trailing SHA-256 over its bytes); any defect is exit 2.
+1. **Integrity**: the new file must be a genuine ``.clef`` file (a JSON source, even renamed,
+   is refused: the gate vouches for the exact bytes the runtime maps) and is loaded with full
+   validation (magic, version, structure and the trailing SHA-256); any defect is exit 2.  The
+   digest shown is the SHA-256 of the whole file, what ``sha256sum`` prints.
 2. **Incremental check** of every invariant, reusing the proof cache (see
    :mod:`clefprove.incremental.walk`); verdicts are those of a fresh ``check``.
 3. **Behaviour diff** against ``--previous`` when given: how much changed, a summary only
@@ -70,7 +72,7 @@ def run_gate(
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
-    model = load_model(new)  # full validation, digest included
+    model = load_model(new, clef_only=True)  # full validation, digest included
     old = load_model(previous) if previous is not None else None
     program = load_invariants(list(invariants), model)
     report = check(model, program, cache=cache, model_path=str(new), **check_options)

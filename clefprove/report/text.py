@@ -20,9 +20,8 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
         file=buf, force_terminal=color, no_color=not color, width=width, highlight=False
     )
     m = report.model
-    console.print(
-        f"[bold]{m.path}[/bold]  {m.nodes} nodes, {m.leaves} leaves  sha256 {m.sha256[:16]}"
-    )
+    digest = "compiled from JSON source" if m.from_source else f"sha256 {m.sha256[:16]}"
+    console.print(f"[bold]{m.path}[/bold]  {m.nodes} nodes, {m.leaves} leaves  {digest}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("invariant")
     table.add_column("status")

@@ -123,7 +123,13 @@ def check(
         if progress is not None:
             progress(i + 1, total)
     info = ModelInfo(
-        model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+        model_path or path,
+        mdl.sha256,
+        mdl.n_nodes,
+        mdl.n_leaves,
+        mdl.name,
+        mdl.version,
+        mdl.from_source,
     )
     # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
     # output is the same whether a result was decided now or reused.

@@ -162,14 +162,24 @@ class ModelInfo:
     leaves: int
     name: str = ""
     version: str = ""
+    #: compiled in memory from a JSON source: no file holds :attr:`sha256`, so it is not shown
+    from_source: bool = False
+
+    @property
+    def file_sha256(self) -> str | None:
+        """The digest of the model file, None for a JSON source (it has no .clef digest)."""
+        return None if self.from_source else self.sha256
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
-            "sha256": self.sha256,
+            "sha256": self.file_sha256,
             "nodes": self.nodes,
             "leaves": self.leaves,
         }
+        if self.from_source:
+            out["compiled_from"] = "json"
+        return out
 
 
 @dataclass(frozen=True)

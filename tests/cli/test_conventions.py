@@ -158,3 +158,53 @@ def test_counterexamples_in_declaration_order_fresh_or_cached(work: Path, fmt: s
     for out in (fresh.stdout, cached.stdout):
         orders = _inputs(fmt, out)
         assert orders and all(order == declared for order in orders)
+
+
+# --- (8) the gate vouches only for genuine .clef bytes -----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["renamed.clef", "model.json"])
+def test_gate_refuses_json_source(work: Path, name: str) -> None:
+    if name != "model.json":
+        shutil.copy(work / "model.json", work / name)
+    res = run("gate", name, "holds.inv", "--no-cache", cwd=work)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stdout == ""
+    assert res.stderr == (
+        f"clefprove: error: {name}: not a .clef file (it holds JSON model source); "
+        "compile it with 'clefprove compile' first\n"
+    )
+
+
+def test_gate_shows_the_digest_of_the_file(work: Path) -> None:
+    import hashlib
+
+    res = run("gate", "model.clef", "holds.inv", "--no-cache", cwd=work)
+    assert res.returncode == 0, res.stderr
+    digest = hashlib.sha256((work / "model.clef").read_bytes()).hexdigest()  # as sha256sum
+    assert res.stdout.splitlines()[0] == f"integrity  ok  model.clef  sha256 {digest}"
+
+
+def test_info_and_check_say_json_source_and_show_no_digest(work: Path) -> None:
+    compiled = run("info", "model.clef", "--format", "json", cwd=work)
+    digest = json.loads(compiled.stdout)["sha256"]
+    info = run("info", "model.json", cwd=work)
+    assert info.returncode == 0 and "compiled in memory" in info.stdout
+    info_json = json.loads(run("info", "model.json", "--format", "json", cwd=work).stdout)
+    assert info_json["sha256"] is None and info_json["compiled_from"] == "json"
+    check = run("check", "model.json", "holds.inv", "--no-cache", cwd=work)
+    assert "compiled from JSON source" in check.stdout
+    check_json = run("check", "model.json", "holds.inv", "--no-cache", "--format", "json", cwd=work)
+    model = json.loads(check_json.stdout)["model"]
+    assert model["sha256"] is None and model["compiled_from"] == "json"
+    for out in (info.stdout, check.stdout, check_json.stdout):
+        assert digest not in out and digest[:16] not in out
+
+
+@pytest.mark.parametrize("command", ["info", "check", "gate", "eval"])
+def test_zero_byte_clef_is_an_empty_file(work: Path, command: str) -> None:
+    (work / "empty.clef").write_bytes(b"")
+    argv = [command, "empty.clef"] + (["holds.inv"] if command in ("check", "gate") else [])
+    res = run(*argv, cwd=work)
+    assert res.returncode == 2
+    assert res.stderr == "clefprove: error: empty.clef: empty file, not a model\n"
