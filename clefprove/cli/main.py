@@ -18,14 +18,18 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from clefprove.status import ExitCode
+
 if TYPE_CHECKING:
     import argparse
 
-EXIT_OK = 0
-EXIT_VIOLATED = 1
-EXIT_USAGE = 2
-EXIT_UNKNOWN = 3
-EXIT_INTERNAL = 4
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN, EXIT_INTERNAL = (
+    ExitCode.OK,
+    ExitCode.VIOLATED,
+    ExitCode.USAGE,
+    ExitCode.UNKNOWN,
+    ExitCode.INTERNAL,
+)
 EXIT_SIGINT = 128 + signal.SIGINT
 EXIT_SIGTERM = 128 + signal.SIGTERM
 
@@ -51,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
     import importlib
 
-    from clefprove import __version__
+    from clefprove.version import __version__
 
     class _Parser(argparse.ArgumentParser):
         """argparse that reports usage errors as one line and exit status 2."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 #: Variable id of the decision's confidence inside a :class:`Linear` term.
@@ -132,6 +132,8 @@ class CheckedInvariant:
     column: int
     when: Formula
     ensure: Formula | Relational
+    #: The invariant's text exactly as it was parsed (reports quote it; not part of its meaning).
+    source: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_relational(self) -> bool:
@@ -154,6 +156,17 @@ class CheckedProgram:
 
     invariants: tuple[CheckedInvariant, ...]
     severity: tuple[int, ...] | None = None  # action indices, lowest severity first
+    #: Every file of the run, with the text that was parsed (the source map of the invariants).
+    sources: tuple[SourceFile, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One invariant file as it was read: its path, its text and the SHA-256 of its bytes."""
+
+    path: str
+    text: str
+    sha256: str
 
 
 def _frac(q: Fraction) -> str:
@@ -208,3 +221,15 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
         case Or(args):
             return any(evaluate(a, x, action, confidence) for a in args)
     raise TypeError(f"not a checked formula: {formula!r}")
+
+
+def related(rel: Relational, a: float, b: float) -> bool:
+    """Exact relation between the f-values of x and x' (monotone: a < b)."""
+    match rel:
+        case Monotone():
+            return a < b
+        case Stable(_, delta):
+            return abs(Fraction(a) - Fraction(b)) <= delta
+        case Independent():
+            return a != b
+    raise TypeError(f"not a relational form: {rel!r}")

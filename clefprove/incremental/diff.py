@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.geometry.boxes import leaf_boxes
 from clefprove.incremental import graph as gr
 from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import leaf_boxes
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """One exact step down a tree for a batch of (node, box) pairs.
 
-The tightening is the one of :func:`clefprove.verify.boxes.leaf_boxes` (integral features
+The tightening is the one of :func:`clefprove.geometry.boxes.leaf_boxes` (integral features
 round, a float feature's right side starts at the next float64 above the threshold), so boxes
 built here are the same arrays the verifier builds for the same path.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from clefprove.geometry.boxes import tables
 from clefprove.model.types import Model, NodeKind
-from clefprove.verify.boxes import tables
 
 
 def expand(

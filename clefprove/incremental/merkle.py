@@ -214,7 +214,7 @@ def context_digests(
     """One key per row: sha256(subtree hash + canonical context box).
 
     The box is canonical because bounds are already tightened to each feature's value set
-    (see :mod:`clefprove.verify.boxes`): equal sets of inputs give equal bounds, whatever path
+    (see :mod:`clefprove.geometry.boxes`): equal sets of inputs give equal bounds, whatever path
     reached them.  ``-0.0`` is written as ``0.0``; every empty box is written the same way.
     """
     k = hashes.shape[0]

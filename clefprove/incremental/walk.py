@@ -17,7 +17,7 @@ For the invariants of one run (docs/incremental.md has the whole story):
    looked up once for all of them (one query per level).  Where an invariant's proof is found,
    the whole subtree is skipped without descending (its leaves count as ``paths_reused``);
    where none is, the walk descends, tightening the context box exactly as
-   :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context box has no
+   :func:`clefprove.geometry.boxes.leaf_boxes` does.  A node with an empty context box has no
    input: its leaves are infeasible, safe, and counted as checked.  Single leaves proved by Z3
    are looked up among the leaves that missed.
 5. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
@@ -45,19 +45,12 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import delta, merkle
-from clefprove.incremental.frontier import empty_rows, expand
-from clefprove.incremental.store import CacheCorrupt
-from clefprove.model.types import Model, NodeKind
-from clefprove.verify import api
-from clefprove.verify import engine as eg
-from clefprove.verify import normal as nm
-from clefprove.verify.boxes import (
+from clefprove.geometry.boxes import (
     Box,
     LeafBoxes,
     boxes_of,
@@ -65,10 +58,16 @@ from clefprove.verify.boxes import (
     leaf_boxes,
     tables,
 )
+from clefprove.incremental import delta, merkle
+from clefprove.incremental.frontier import empty_rows, expand
+from clefprove.incremental.store import CacheCorrupt, CacheStore
+from clefprove.model.types import Model, NodeKind
+from clefprove.status import Verdict
+from clefprove.verify import api
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
-
-if TYPE_CHECKING:
-    from clefprove.incremental.store import ProofCache
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -76,8 +75,8 @@ MIN_PROOF_LEAVES = 8
 
 
 def _version() -> str:
-    from clefprove import __version__
     from clefprove.verify.engine import ENGINE_REVISION
+    from clefprove.version import __version__
 
     return f"{__version__}+engine{ENGINE_REVISION}"
 
@@ -107,11 +106,11 @@ def result_key(
     invariant: ck.CheckedInvariant,
     counterexamples: int,
     content: str,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
 ) -> bytes:
-    """Key of a whole result: also names, positions, K and the solver settings, which can all
-    show in a result (a witness found by Z3 depends on how the queries were grouped)."""
-    st = settings or eg.Settings()
+    """Key of a whole result: also names, positions and every option that can show in a
+    result (:attr:`CheckOptions.result_identity`: K, the limits, how queries were grouped)."""
+    st = dataclasses.replace(settings or CheckOptions(), counterexamples=counterexamples)
     ident = json.dumps(
         [
             invariant.name,
@@ -119,12 +118,7 @@ def result_key(
             invariant.file,
             invariant.line,
             invariant.column,
-            counterexamples,
-            st.timeout,
-            st.rlimit,
-            st.jobs,
-            st.dnf_cap,
-            st.shortcuts,
+            st.result_identity,
         ]
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
@@ -151,7 +145,7 @@ class _Walk:
     inner_keys: list[list[bytes]]
 
 
-def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
+def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
     kind = model.nodes["kind"]
@@ -213,7 +207,7 @@ def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
         w.inner_nodes.append(fr)
         w.inner_active.append(active[inner])
         w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
-        # Children: the same exact tightening as clefprove.verify.boxes.leaf_boxes.
+        # Children: the same exact tightening as clefprove.geometry.boxes.leaf_boxes.
         act_i = active[inner]
         frontier, lo, hi, cats = expand(
             model, fr, lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
@@ -331,6 +325,7 @@ def _from_json(text: str, seconds: float) -> InvariantResult:
         for c in d["counterexamples"]
     )
     d["warnings"] = tuple(d["warnings"])
+    d["status"] = Verdict(d["status"])
     return InvariantResult(
         **d, seconds=seconds, paths_checked=0, paths_reused=total, solver_paths=0
     )
@@ -384,10 +379,10 @@ def _storable(res: InvariantResult) -> bool:
 
 
 def _vacuity(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     prep: eg.Prepared,
-    settings: eg.Settings,
+    settings: CheckOptions,
     domain: str,
     out: _Out,
     per_leaf: Callable[[eg.Prepared], eg.PathVerdicts] | None = None,
@@ -455,12 +450,12 @@ class _NoLookup:
 
 
 def _decide_every_leaf(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     prep: eg.Prepared,
     boxes: LeafBoxes,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     t0: float,
     out: _Out,
@@ -492,7 +487,7 @@ def _decide_every_leaf(
 
 
 def _fresh(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
@@ -500,7 +495,7 @@ def _fresh(
     scopes: dict[int, bytes],
     hkeys: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -539,14 +534,14 @@ def _fresh(
 
 
 def _walked(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
     todo: list[int],
     scopes: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -597,10 +592,10 @@ def _walked(
 # ---------------------------------------------------------------- against the last version
 
 
-def outcomes_key(scope: bytes, settings: eg.Settings) -> bytes:
-    """Key of an invariant's per-leaf outcomes on the last version it checked.  The settings
-    that can change *how* a leaf is decided (the DNF cap, shortcuts) are part of it."""
-    text = f"outcomes\0{settings.dnf_cap}\0{settings.shortcuts}\0".encode()
+def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of an invariant's per-leaf outcomes on the last version it checked.  The options
+    that can change *how* a leaf is decided (:attr:`CheckOptions.outcome_identity`) are in it."""
+    text = f"outcomes\0{settings.outcome_identity}\0".encode()
     return hashlib.sha256(text + scope).digest()
 
 
@@ -710,14 +705,14 @@ _FEW_LEAVES = 24
 
 
 def _against_last(
-    cache: ProofCache,
+    cache: CacheStore,
     domain: str,
     model: Model,
     invs: tuple[ck.CheckedInvariant, ...],
     todo: list[int],
     found: dict[int, bytes],
     rkeys: list[bytes],
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     results: list[InvariantResult | None],
     out: _Out,
@@ -804,10 +799,10 @@ def _against_last(
 
 
 def check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     """Results of every invariant of *program* on *model*, equal to a fresh run's."""
@@ -823,10 +818,10 @@ def check_program(
 
 
 def _check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     invs = program.invariants

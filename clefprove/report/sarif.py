@@ -89,7 +89,7 @@ def _rule(r: InvariantResult, where: Location) -> dict[str, Any]:
 
 def render_sarif(report: Report, root: Path | None = None) -> str:
     """The SARIF log; *root* is the repository root (default: found from the cwd)."""
-    from clefprove import __version__
+    from clefprove.version import __version__
 
     root = root if root is not None else repository_root()
     m = report.model

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clefprove.geometry.boxes import Box, leaf_boxes, path_to, tables
 from clefprove.model.describe import condition, format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import leaf_shares
-from clefprove.verify.boxes import Box, leaf_boxes, path_to, tables
 
 #: Splits drawn above the leaf; the rest of the path is summarised as "N splits above".
 LEVELS = 6

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.errors import ClefproveError
+from clefprove.geometry.boxes import Box, LeafBoxes, leaf_boxes, path_to
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     Counterexample,
@@ -81,21 +81,28 @@ def check(
     model_path: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     cache: Any = None,
+    options: CheckOptions | None = None,
 ) -> Report:
     """Check every invariant on *model* (a Model or a .clef/.json path); see module docstring.
 
     *invariants* is a CheckedProgram, checked invariants, or .inv file/directory paths.
+    *options* (a :class:`CheckOptions`) replaces the keyword limits when given.
     Relational invariants are decided on leaf pairs (:mod:`clefprove.verify.relational`),
     always afresh: the proof cache only sees the other invariants.
     """
     start = time.perf_counter()
     mdl, path = _model(model)
     program = _program(mdl, invariants)
-    if counterexamples < 0:
-        raise ClefproveError("--counterexamples must be >= 0")
-    if smtlib is not None:
-        Path(smtlib).mkdir(parents=True, exist_ok=True)
-    settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
+    settings = options or CheckOptions(
+        counterexamples=counterexamples,
+        timeout=timeout,
+        rlimit=rlimit,
+        jobs=jobs,
+        smtlib_dir=smtlib,
+    )
+    counterexamples = settings.counterexamples
+    if settings.smtlib_dir is not None:
+        Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
     results: list[InvariantResult] = []
     total = len(program.invariants)
     relational = [inv for inv in program.invariants if inv.is_relational]
@@ -142,13 +149,13 @@ def check(
 def check_invariant(
     model: Model,
     inv: ck.CheckedInvariant,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
     """The verdict on one non-relational invariant over the whole tree."""
     t0 = time.perf_counter()
-    settings = settings or eg.Settings()
+    settings = settings or CheckOptions()
     prep = eg.prepare(model, inv, settings.dnf_cap)
     if boxes is None:
         boxes = leaf_boxes(model)
@@ -160,7 +167,7 @@ def finish(
     model: Model,
     prep: eg.Prepared,
     pv: eg.PathVerdicts,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     t0: float,
     paths_reused: int = 0,
@@ -248,7 +255,7 @@ def _confirmed(
     prep: eg.Prepared,
     pv: eg.PathVerdicts,
     r: int,
-    settings: eg.Settings,
+    settings: CheckOptions,
 ) -> Counterexample | None:
     """The counterexample of violating row *r*, confirmed by the evaluator, or None.  For a
     solver row: the witness of a solver asked about the row alone (the same in every run),
@@ -261,7 +268,7 @@ def _confirmed(
 
 
 def when_is_vacuous(
-    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: eg.Settings
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: CheckOptions
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)

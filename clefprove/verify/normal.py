@@ -24,8 +24,10 @@ from fractions import Fraction
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import cat_mask
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify.boxes import cat_mask
+from clefprove.status import BoxAnswer
 
 
 @dataclass(frozen=True)
@@ -70,22 +72,6 @@ class NOr:
 
 TRUE = ck.Const(True)
 FALSE = ck.Const(False)
-
-
-def float_le(q: Fraction) -> float:
-    """The largest float64 that is <= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def float_ge(q: Fraction) -> float:
-    """The smallest float64 that is >= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
 
 
 class Normalizer:
@@ -399,7 +385,7 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
     return [(f,)]
 
 
-SAT, UNSAT, UNDECIDED = 1, 0, 2
+SAT, UNSAT, UNDECIDED = BoxAnswer.SAT, BoxAnswer.UNSAT, BoxAnswer.UNDECIDED
 
 
 def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:
