@@ -10,9 +10,11 @@ from clefprove.cli.output import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="features, actions, nodes, depth and digest of a model")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    from clefprove.cli import options as op
+
+    p = op.command(sub, "info", "features, actions, nodes, depth and digest of a model")
+    op.add_model(p)
+    op.add_format(p, ("text", "json"), "text")
     p.set_defaults(func=run)
 
 

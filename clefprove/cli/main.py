@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="clefprove",
         description="Prove that Clef decision-tree models obey safety invariants for every input.",
+        epilog="Defaults for --jobs, --timeout, --counterexamples, --cache and --color can be set "
+        "in [tool.clefprove] of the nearest pyproject.toml (docs/ci.md). "
+        "Exit status: 0 success, 1 an invariant is violated, 2 bad usage or input, "
+        "3 inconclusive (unknown), 4 internal error; 'clefprove COMMAND --help' for each command.",
     )
     parser.add_argument("--version", action="version", version=f"clefprove {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -78,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    from clefprove.cli.options import apply_config, load_config
+
+    apply_config(parser, load_config())
     return parser
 
 

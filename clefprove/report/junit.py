@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 
 from clefprove.report.locations import locate, repository_root
-from clefprove.report.wording import plural
+from clefprove.report.wording import confidence, plural
 from clefprove.verify.verdicts import InvariantResult, RelationalCounterexample, Report
 
 
@@ -29,13 +29,13 @@ def _details(r: InvariantResult, where: str) -> str:
             for k in range(2):
                 lines.append(
                     f"  input {json.dumps(c.inputs[k])} -> {c.actions[k]} "
-                    f"(confidence {c.confidences[k]:g}, leaf {c.leaves[k]})"
+                    f"(confidence {confidence(c.confidences[k])}, leaf {c.leaves[k]})"
                 )
                 lines.append("    path: " + " and ".join(c.paths[k]))
             continue
         lines.append(
             f"input {json.dumps(c.input)} -> {c.action} "
-            f"(confidence {c.confidence:g}, leaf {c.leaf})"
+            f"(confidence {confidence(c.confidence)}, leaf {c.leaf})"
         )
         lines.append("  path: " + " and ".join(c.path))
     return "\n".join(lines)

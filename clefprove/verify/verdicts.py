@@ -63,9 +63,14 @@ class Counterexample:
     confidence: float
     leaf: int
     path: tuple[str, ...]
+    #: the box the path selects, one condition per feature it narrows (what the text shows)
+    region: tuple[str, ...] = ()
 
     def in_feature_order(self, order: Sequence[str]) -> Counterexample:
         return replace(self, input=ordered(self.input, order))
+
+    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> Counterexample:
+        return replace(self, region=region_of(self.leaf))
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +94,10 @@ class RelationalCounterexample:
     leaves: tuple[int, int]
     paths: tuple[tuple[str, ...], tuple[str, ...]]
     feature: str
+    regions: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> RelationalCounterexample:
+        return replace(self, regions=(region_of(self.leaves[0]), region_of(self.leaves[1])))
 
     def in_feature_order(self, order: Sequence[str]) -> RelationalCounterexample:
         return replace(
@@ -130,12 +139,18 @@ class InvariantResult:
     #: counterexamples :class:`RelationalCounterexample`; None otherwise.
     relation: str | None = None
 
-    def in_feature_order(self, order: Sequence[str]) -> InvariantResult:
-        """This result with every counterexample input listed in *order*."""
+    def finished(
+        self, order: Sequence[str], region_of: Callable[[int], tuple[str, ...]]
+    ) -> InvariantResult:
+        """This result with every counterexample input listed in *order* and its leaf's region
+        (*region_of* a leaf index) filled in."""
         if not self.counterexamples:
             return self
         return replace(
-            self, counterexamples=tuple(c.in_feature_order(order) for c in self.counterexamples)
+            self,
+            counterexamples=tuple(
+                c.in_feature_order(order).with_regions(region_of) for c in self.counterexamples
+            ),
         )
 
     def to_json_dict(self) -> dict[str, Any]:

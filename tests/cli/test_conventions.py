@@ -208,3 +208,81 @@ def test_zero_byte_clef_is_an_empty_file(work: Path, command: str) -> None:
     res = run(*argv, cwd=work)
     assert res.returncode == 2
     assert res.stderr == "clefprove: error: empty.clef: empty file, not a model\n"
+
+
+# --- (4) user strings are text, never markup or terminal control -------------------------------
+
+NASTY = """invariant nasty:
+  "closes [/] then [red]red[/red] and \\u001b[31m raw"
+  ensure action != block
+"""
+
+
+def test_text_output_prints_user_strings_as_written(work: Path) -> None:
+    where = work / "[prod]"
+    where.mkdir()
+    # the description's JSON escape \u001b is a real ESC character once parsed
+    (where / "nasty.inv").write_text(NASTY)
+    for env in ({}, {"FORCE_COLOR": "1"}):
+        res = run("check", "model.clef", "[prod]/nasty.inv", "--no-cache", cwd=work, env=env)
+        assert res.returncode == 1, res.stderr
+        assert "Traceback" not in res.stderr
+        out = res.stdout
+        assert "closes [/] then [red]red[/red] and \\x1b[31m raw" in out
+        assert "[prod]/nasty.inv:1" in out
+        assert "\x1b[31m raw" not in out  # the user's escape never reaches the terminal
+
+
+def test_warnings_on_stderr_are_printable(work: Path) -> None:
+    name = "vac\x1b]0;pwned\x07.inv"  # a file name holding an escape sequence
+    (work / name).write_text(
+        "invariant vac:\n  when client_rtt_ms > 20000\n  ensure action == block\n"
+    )
+    for fmt in ("text", "json"):
+        res = run("check", "model.clef", name, "--no-cache", "--format", fmt, cwd=work)
+        assert "holds vacuously" in res.stderr + res.stdout
+        assert "\x1b" not in res.stdout
+        assert res.returncode == 0, res.stderr
+        assert "\x1b" not in res.stderr and "\x07" not in res.stderr
+
+
+# --- (14) readable counterexamples -------------------------------------------------------------
+
+
+def test_counterexample_shows_the_region_one_bound_pair_per_feature(work: Path) -> None:
+    big = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
+    res = run("check", big, EDGE_INV, "--no-cache", cwd=work)
+    assert res.returncode == 1
+    features = [
+        f["name"]
+        for f in json.loads(run("info", big, "--format", "json", cwd=work).stdout)["features"]
+    ]
+    regions = [line for line in res.stdout.splitlines() if line.strip().startswith("region:")]
+    assert regions
+    for line in regions:
+        conditions = line.split("region:", 1)[1].split(" and ")
+        named = [next(f for f in features if f in c) for c in conditions]
+        assert len(named) == len(set(named)), line  # one condition per feature
+        assert named == [f for f in features if f in named]  # in declaration order
+        assert len(line) < 250
+    assert "path:" not in res.stdout
+    verbose = run("check", big, EDGE_INV, "--no-cache", "-v", cwd=work)
+    chains = [line for line in verbose.stdout.splitlines() if line.strip().startswith("path:")]
+    assert len(chains) == len(regions)
+    assert max(len(c.split(" and ")) for c in chains) > max(len(r.split(" and ")) for r in regions)
+
+
+def test_confidence_is_printed_one_way(work: Path, tmp_path: Path) -> None:
+    big = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
+    data = json.loads(
+        run("check", big, EDGE_INV, "--no-cache", "--format", "json", cwd=work).stdout
+    )
+    confs = [c["confidence"] for r in data["results"] for c in r["counterexamples"]]
+    assert any(len(repr(c)) > 8 for c in confs)  # one that %g would round
+    text = run("check", big, EDGE_INV, "--no-cache", cwd=work).stdout
+    junit = run("check", big, EDGE_INV, "--no-cache", "--format", "junit", cwd=work).stdout
+    run("report", big, EDGE_INV, "-o", tmp_path / "r.md", cwd=work)
+    md = (tmp_path / "r.md").read_text()
+    for c in confs:
+        for out in (text, junit, md):
+            assert f"confidence {c!r}" in out

@@ -145,13 +145,16 @@ def test_junit_one_case_per_invariant(report):
     assert root.get("failures") == str(len(failed))
 
 
-def test_text_lists_violations_with_paths(report):
+def test_text_lists_violations_with_regions(report):
     text = render_text(report)
     for r in report.results:
         assert r.invariant in text
         if r.status == "violated":
             c = r.counterexamples[0]
-            assert " and ".join(c.path)[:40] in text.replace("\n", " ") or c.path[0] in text
+            # the region (one bound pair per feature); the full chain only when verbose
+            assert "region: " + " and ".join(c.region) in text
+            assert " and ".join(c.path) not in text
+            assert "path:   " + " and ".join(c.path) in render_text(report, verbose=True)
     assert "\x1b[" not in text
 
 
