@@ -229,10 +229,13 @@ def load_config(start: Path | None = None) -> Config:
     import tomllib
 
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        raw = path.read_bytes()
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"clefprove" not in raw:  # another tool's file: none of our business, even if broken
+        return Config()
+    try:
+        data = tomllib.loads(raw.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:
         raise ClefproveError(f"{path}: invalid TOML: {exc}") from None
     table = data.get("tool", {}).get("clefprove", {})

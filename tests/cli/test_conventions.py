@@ -286,3 +286,171 @@ def test_confidence_is_printed_one_way(work: Path, tmp_path: Path) -> None:
     for c in confs:
         for out in (text, junit, md):
             assert f"confidence {c!r}" in out
+
+
+# --- (11) conventions ------------------------------------------------------------------------
+
+ESC = "\x1b["
+
+
+def _tty_run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """Run the CLI with stdout on a pseudo-terminal; what it printed."""
+    import pty
+    import select
+
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    full_env.update(env)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clefprove", *argv],
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+    )
+    os.close(follower)
+    chunks = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the terminal closes when the child exits
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode(errors="replace")
+
+
+CHECK = ["check", "model.clef", "edge.inv", "--no-cache"]
+
+
+def test_color_on_a_terminal_and_no_color(work: Path) -> None:
+    assert ESC in _tty_run(CHECK, work, {})
+    assert ESC not in _tty_run(CHECK, work, {"NO_COLOR": "1"})
+    assert ESC not in _tty_run([*CHECK, "--color", "never"], work, {})
+    assert ESC in _tty_run([*CHECK, "--color", "always"], work, {"NO_COLOR": "1"})
+
+
+def test_force_color_and_color_always_when_piped(work: Path) -> None:
+    assert ESC not in run(*CHECK, cwd=work).stdout
+    assert ESC in run(*CHECK, cwd=work, env={"FORCE_COLOR": "1"}).stdout
+    assert ESC in run(*CHECK, "--color", "always", cwd=work).stdout
+    assert ESC not in run(*CHECK, "--color", "never", cwd=work, env={"FORCE_COLOR": "1"}).stdout
+
+
+def test_quiet_prints_only_the_summary(work: Path) -> None:
+    res = run(*CHECK, "-q", cwd=work)
+    assert res.returncode == 1
+    assert res.stdout.count("\n") == 1
+    assert res.stdout.startswith("5 invariants: 2 hold, 3 violated, 0 unknown; ")
+    gate = run("gate", "model.clef", "edge.inv", "--no-cache", "-q", cwd=work)
+    assert gate.returncode == 1 and gate.stdout.count("\n") == 1
+
+
+def test_pyproject_defaults(work: Path) -> None:
+    (work / "pyproject.toml").write_text(
+        '[tool.clefprove]\ncounterexamples = 1\ncache = "proofs"\njobs = 1\n'
+    )
+    sub = work / "sub"
+    sub.mkdir()
+    big = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
+    argv = ["check", big, EDGE_INV, "--format", "json"]
+
+    def most(res: subprocess.CompletedProcess[str]) -> int:
+        return max(len(r["counterexamples"]) for r in json.loads(res.stdout)["results"])
+
+    assert most(run(*argv, cwd=sub)) == 1
+    assert (work / "proofs").is_dir()  # relative to the pyproject.toml, not the cwd
+    assert most(run(*argv, "--counterexamples", "2", cwd=sub)) == 2  # a flag wins
+    helptext = run("check", "--help", cwd=sub).stdout
+    assert "(default: 1)" in helptext and "(default: 3)" not in helptext
+
+
+@pytest.mark.parametrize(
+    ("table", "needle"),
+    [
+        ("colour = 'never'", "unknown key 'colour'"),
+        ("timeout = 'soon'", "timeout must be int or float"),
+        ("color = 'sometimes'", "color must be one of auto, always, never"),
+        ("jobs = [", "invalid TOML"),
+    ],
+)
+def test_pyproject_mistakes_are_one_line(work: Path, table: str, needle: str) -> None:
+    (work / "pyproject.toml").write_text(f"[tool.clefprove]\n{table}\n")
+    res = run(*CHECK, cwd=work)
+    assert res.returncode == 2 and needle in res.stderr, res.stderr
+    assert len(res.stderr.splitlines()) == 1 and res.stdout == ""
+
+
+def test_compile_to_stdout(work: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "clefprove", "compile", "model.json", "-o", "-"],
+        cwd=work,
+        capture_output=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == (work / "model.clef").read_bytes()
+    assert not (work / "-").exists()
+    on_tty = _tty_run(["compile", "model.json", "-o", "-"], work, {})
+    assert "\x89CLEF" not in on_tty
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("r.sarif", "sarif"), ("r.xml", "junit"), ("r.json", "json"), ("r.txt", "text")],
+)
+def test_check_output_format_from_the_extension(work: Path, name: str, fmt: str) -> None:
+    res = run(*CHECK, "-o", name, cwd=work)
+    assert res.returncode == 1, res.stderr
+    text = (work / name).read_text()
+    if fmt == "sarif":
+        assert json.loads(text)["version"] == "2.1.0"
+    elif fmt == "junit":
+        assert text.startswith("<?xml")
+    elif fmt == "json":
+        assert "summary" in json.loads(text)
+    else:
+        assert text.startswith("model.clef")
+    explicit = run(*CHECK, "-o", name, "--format", "json", cwd=work)
+    assert explicit.returncode == 1 and "summary" in json.loads((work / name).read_text())
+
+
+def test_report_prints_a_summary_line_when_it_exits_1(work: Path) -> None:
+    res = run("report", "model.clef", "edge.inv", "-o", "r.html", cwd=work)
+    assert res.returncode == 1
+    assert res.stdout.startswith("r.html: 5 invariants: 2 hold, 3 violated, 0 unknown;")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_shows_defaults_exit_statuses_and_no_markup(work: Path, command: str) -> None:
+    res = run(command, "--help", cwd=work)
+    assert res.returncode == 0
+    assert "exit status:" in res.stdout and "4        internal error" in res.stdout
+    assert "``" not in res.stdout and "[/" not in res.stdout and ":class:" not in res.stdout
+    if command in ("check", "gate", "report"):
+        assert "(default: 3)" in res.stdout  # --counterexamples
+
+
+def test_missing_onnx_hints_at_the_extra(work: Path) -> None:
+    (work / "m.onnx").write_bytes(b"\x08\x07\x12\x04test")
+    res = run(
+        "import",
+        "onnx",
+        "m.onnx",
+        "-o",
+        "m.clef",
+        cwd=work,
+        code="import sys\nsys.modules['onnx'] = None  # as if it were not installed\n",
+    )
+    assert res.returncode == 2, res.stderr
+    assert "pip install 'clefprove[import]'" in res.stderr
+    assert len(res.stderr.splitlines()) == 1
