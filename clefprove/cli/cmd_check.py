@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from clefprove.cli import options as op
 
     p = op.command(sub, "check", "prove invariants for every input of a model", verdicts=True)
-    op.add_model(p)
+    op.add_model(p, configurable=True)
     op.add_invariants(p)
     op.add_format(
         p,
@@ -44,12 +44,20 @@ def _smtlib_directory(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.options import CHECK_FORMATS, check_limits, output_format, use_color, warn
+    from clefprove.cli.options import (
+        CHECK_FORMATS,
+        check_limits,
+        output_format,
+        require_targets,
+        use_color,
+        warn,
+    )
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     write_model(args.output, write_clef(model))
     if not args.quiet:
         sys.stderr.write(
-        f"compiled {args.source} -> {args.output}: {model.n_nodes} nodes, depth "
-        f"{model.max_depth}, {model.size} bytes, sha256 {model.sha256}\n"
-    )
+            f"compiled {args.source} -> {args.output}: {model.n_nodes} nodes, depth "
+            f"{model.max_depth}, {model.size} bytes, sha256 {model.sha256}\n"
+        )
     return 0

@@ -24,9 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     op.add_model(p)
     op.add_invariants(p)
-    op.add_output(
-        p, "directory to write the Coq development into (created if needed)", True, "DIR"
-    )
+    op.add_output(p, "directory to write the Coq development into (created if needed)", True, "DIR")
     p.set_defaults(func=run)
 
 

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ok="every invariant holds (deploy)",
         verdicts=True,
     )
-    op.add_model(p, "the model about to be deployed (a genuine .clef file)")
+    op.add_model(p, "the model about to be deployed (a genuine .clef file)", configurable=True)
     op.add_invariants(p)
     op.add_previous(p, "the model currently deployed (for a behaviour diff)")
     op.add_format(
@@ -34,12 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from clefprove.app.gate import run_gate
-    from clefprove.cli.options import CHECK_FORMATS, check_limits, output_format
+    from clefprove.cli.options import CHECK_FORMATS, check_limits, output_format, require_targets
     from clefprove.cli.output import emit
     from clefprove.incremental.cache import cache_from_args
     from clefprove.report.gate_text import render_text
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths

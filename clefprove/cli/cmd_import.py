@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     write_model(args.output, write_clef(model))
     if not args.quiet:
         sys.stderr.write(
-        f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "
-        f"{len(model.actions)} actions, {model.n_nodes} nodes, depth {model.max_depth}, "
-        f"sha256 {model.sha256}\n"
-    )
+            f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "
+            f"{len(model.actions)} actions, {model.n_nodes} nodes, depth {model.max_depth}, "
+            f"sha256 {model.sha256}\n"
+        )
     return 0

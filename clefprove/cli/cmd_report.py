@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = op.command(
         sub, "report", "write a security-review report (HTML or Markdown)", verdicts=True
     )
-    op.add_model(p)
+    op.add_model(p, configurable=True)
     op.add_invariants(p)
     op.add_output(p, "the report file", True)
     op.add_format(
@@ -42,7 +42,7 @@ def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.options import check_limits, output_format, warn
+    from clefprove.cli.options import check_limits, output_format, require_targets, warn
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     if args.output == "-":
         raise ClefproveError("report needs an output file (-o REPORT.html), not stdout")

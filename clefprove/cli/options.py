@@ -24,6 +24,8 @@ from clefprove.errors import ClefproveError
 
 #: The keys ``[tool.clefprove]`` may hold, with the Python types each accepts.
 CONFIG_KEYS: dict[str, tuple[type, ...]] = {
+    "model": (str,),
+    "invariants": (str, list),
     "jobs": (int,),
     "timeout": (int, float),
     "counterexamples": (int,),
@@ -122,13 +124,36 @@ def command(
 
 
 def add_model(
-    p: argparse.ArgumentParser, help: str = "a .clef file (or a JSON model source)"
+    p: argparse.ArgumentParser,
+    help: str = "a .clef file (or a JSON model source)",
+    configurable: bool = False,
 ) -> None:
-    p.add_argument("model", help=help)
+    if configurable:  # check, gate, report: [tool.clefprove] model may name it
+        p.add_argument("model", nargs="?", help=help + " (default: [tool.clefprove] model)")
+    else:
+        p.add_argument("model", help=help)
 
 
 def add_invariants(p: argparse.ArgumentParser) -> None:
-    p.add_argument("invariants", nargs="+", help=".inv files or directories")
+    p.add_argument(
+        "invariants",
+        nargs="*",
+        help=".inv files or directories (default: [tool.clefprove] invariants)",
+    )
+
+
+def require_targets(args: argparse.Namespace) -> None:
+    """The model and invariants, from the command line or ``[tool.clefprove]``; one line if
+    neither names them."""
+    if not args.model:
+        raise ClefproveError(
+            "no model given: name one, or set 'model' in [tool.clefprove] of pyproject.toml"
+        )
+    if not args.invariants:
+        raise ClefproveError(
+            "no invariant files given: name them, or set 'invariants' in [tool.clefprove] "
+            "of pyproject.toml"
+        )
 
 
 def add_format(
@@ -255,10 +280,25 @@ def load_config(start: Path | None = None) -> Config:
             raise ClefproveError(f"{where} must be one of {', '.join(COLORS)}, not {value!r}")
         if key == "cache" and value is True:
             raise ClefproveError(f"{where} must be a directory or false")
-        if key == "cache" and isinstance(value, str):
-            value = str(path.parent / value)  # relative to the pyproject.toml, not the cwd
+        if key == "invariants":
+            value = [value] if isinstance(value, str) else value
+            if not value or not all(isinstance(v, str) for v in value):
+                raise ClefproveError(f"{where} must be a path or a non-empty list of paths")
+            value = [_relative(path, v) for v in value]
+        if key in ("cache", "model") and isinstance(value, str):
+            value = _relative(path, value)  # relative to the pyproject.toml, not the cwd
         values[key] = value
     return Config(path, values)
+
+
+def _relative(pyproject: Path, value: str) -> str:
+    """*value* (relative to the pyproject.toml's directory) as the commands will name it: relative
+    to the current directory when it lies below it, so that outputs show short paths."""
+    target = Path(os.path.normpath(pyproject.parent / value))
+    try:
+        return str(target.relative_to(Path.cwd())) or "."
+    except ValueError:
+        return str(target)
 
 
 def apply_config(parser: argparse.ArgumentParser, config: Config) -> None:
