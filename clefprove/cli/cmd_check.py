@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from clefprove.errors import ClefproveError
+
+if TYPE_CHECKING:
+    from clefprove.verify.verdicts import Report
 
 #: Show a progress bar only on a terminal and only when there is this much work
 #: (leaves times invariants); below it the check finishes before a bar would help.
 PROGRESS_MIN_WORK = 200_000
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="prove invariants for every input of a model")
     p.add_argument("model", help="a .clef file (or a JSON model source)")
     p.add_argument("invariants", nargs="+", help=".inv files or directories")
@@ -34,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def render(report, fmt: str, color: bool = False) -> str:
+def render(report: Report, fmt: str, color: bool = False) -> str:
     """The report in one of the output formats."""
     if fmt == "json":
         from clefprove.report.jsonout import render_json

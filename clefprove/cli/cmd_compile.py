@@ -8,7 +8,7 @@ import sys
 from clefprove.cli.output import refuse_inputs, write_atomic
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("compile", help="compile a JSON model source into a .clef file")
     p.add_argument("source", help="JSON model source (SPEC §2)")
     p.add_argument("-o", "--output", required=True, help="the .clef file to write")

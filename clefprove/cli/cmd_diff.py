@@ -8,7 +8,7 @@ import json
 from clefprove.cli.output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("diff", help="what changed between two models, and where behaviour differs")
     p.add_argument("old", help="the previous model (.clef or JSON source)")
     p.add_argument("new", help="the new model (.clef or JSON source)")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 BATCH_LINES = 4096
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("eval", help="evaluate JSON-lines inputs on a model, one decision per line")
     p.add_argument("model", help="a .clef file (or a JSON model source)")
     p.add_argument(

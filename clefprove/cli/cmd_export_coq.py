@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "export-coq",
         help="Coq definitions and proofs of the invariants that coqc checks on its own",

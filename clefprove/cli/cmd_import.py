@@ -10,7 +10,7 @@ from clefprove.cli.output import refuse_inputs, write_atomic
 FORMATS = ("onnx", "xgboost", "lightgbm")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "import",
         help="convert a trained single-tree model (ONNX-ML, XGBoost, LightGBM) into a .clef file",

@@ -9,7 +9,7 @@ from typing import Any
 from clefprove.cli.output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("info", help="features, actions, nodes, depth and digest of a model")
     p.add_argument("model", help="a .clef file (or a JSON model source)")
     p.add_argument("--format", choices=("text", "json"), default="text")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from clefprove.model.types import Model
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("report", help="write a security-review report (HTML or Markdown)")
     p.add_argument("model", help="a .clef file (or a JSON model source)")
     p.add_argument("invariants", nargs="+", help=".inv files or directories")
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
 
-    inputs = [args.model, *([args.previous] if args.previous else [])]
-    refuse_inputs(args.output, *inputs, *expand_paths(args.invariants))
+    sources = [args.model, *([args.previous] if args.previous else [])]
+    refuse_inputs(args.output, *sources, *expand_paths(args.invariants))
     fmt = output_format(args)
     model = load_model(args.model)
     previous = load_model(args.previous) if args.previous is not None else None
