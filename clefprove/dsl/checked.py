@@ -100,6 +100,7 @@ class Relational:
     """Base class of relational ``ensure`` forms (two inputs differing in one feature)."""
 
     __slots__ = ()
+    feature: int  # the one feature in which the two inputs differ (every subclass has it)
 
 
 @dataclass(frozen=True)
