@@ -68,7 +68,12 @@ from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
+from clefprove.verify.verdicts import (
+    HOLDS,
+    Counterexample,
+    InvariantResult,
+    RelationalCounterexample,
+)
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -292,19 +297,21 @@ def _to_json(res: InvariantResult) -> str:
     # Field by field (dataclasses.asdict deep-copies, and costs more than the rest of a
     # re-check's bookkeeping); counterexamples are the only nested dataclasses.
     d: dict[str, Any] = {name: getattr(res, name) for name in _STORED_FIELDS}
-    d["counterexamples"] = [
-        {
-            "input": c.input,
-            "action": c.action,
-            "confidence": c.confidence,
-            "leaf": c.leaf,
-            "path": list(c.path),
-        }
-        for c in res.counterexamples  # type: ignore[union-attr]
-    ]
+    d["counterexamples"] = [_counterexample_json(c) for c in res.counterexamples]
     d["warnings"] = list(res.warnings)
     d["paths_total"] = res.paths_checked + res.paths_reused
     return json.dumps(d, sort_keys=True)
+
+
+def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[str, Any]:
+    assert isinstance(c, Counterexample)  # the proof cache holds non-relational results only
+    return {
+        "input": c.input,
+        "action": c.action,
+        "confidence": c.confidence,
+        "leaf": c.leaf,
+        "path": list(c.path),
+    }
 
 
 def _from_json(text: str, seconds: float) -> InvariantResult:

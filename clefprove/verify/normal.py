@@ -200,7 +200,7 @@ def _join(is_and: bool, parts: list[object]) -> object:
                 return ck.Const(not is_and)
             continue
         if isinstance(p, NAnd if is_and else NOr):
-            out.extend(p.args)  # type: ignore[union-attr]
+            out.extend(p.args)
         else:
             out.append(p)
     if not out:
@@ -248,7 +248,8 @@ def _member(actions: np.ndarray, allowed: frozenset[int]) -> np.ndarray:
     table = np.zeros(top + 2, dtype=bool)  # index -1 reads the last slot, never set
     if allowed:
         table[list(allowed)] = True
-    return table[actions]
+    member: np.ndarray = table[actions]
+    return member
 
 
 def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +266,8 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             m = cat_mask(rows.cats, feature, n, size)
             sel = np.zeros(size, dtype=bool)
             sel[list(codes)] = True
-            return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
+            # numpy types any(axis=...) as "a bool or an array"; m is 2-d, so an array
+            return (m & sel).any(axis=1), (m & ~sel).any(axis=1)  # type: ignore[return-value]
         case Act(actions):
             t = _member(rows.actions, actions)
             return t, ~t
