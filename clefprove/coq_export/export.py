@@ -224,7 +224,7 @@ def _one(
         res = InvariantExport(inv.name, SKIPPED, reason=reason)
         return res, f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
-    e = from_checked(inv.ensure)  # type: ignore[arg-type]
+    e = from_checked(inv.ensure_formula)
     if mirror.check(domain, tree, w, e):
         block = _defs(ident, w, e, names) + "\n\n" + _theorem(ident, w, e, names)
         res = InvariantExport(inv.name, PROVED, theorem=ident)

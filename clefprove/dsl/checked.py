@@ -146,6 +146,13 @@ class CheckedInvariant:
         return isinstance(self.ensure, Relational)
 
     @property
+    def ensure_formula(self) -> Formula:
+        """``ensure`` of a non-relational invariant: the formula every per-path stage decides."""
+        if isinstance(self.ensure, Relational):
+            raise TypeError(f"{self.name}: a relational invariant has no ensure formula")
+        return self.ensure
+
+    @property
     def canonical(self) -> str:
         """A canonical text of the checked form (names, positions and layout excluded)."""
         return f"(invariant (when {canonical(self.when)}) (ensure {canonical(self.ensure)}))"
