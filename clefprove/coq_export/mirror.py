@@ -11,6 +11,7 @@ both on the same inputs and compare.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
@@ -85,7 +86,7 @@ def box_empty(bx: list[FBox]) -> bool:
     return any(fbox_empty(b) for b in bx)
 
 
-def upd(bx: list[FBox], i: int, g) -> list[FBox]:  # type: ignore[no-untyped-def]
+def upd(bx: list[FBox], i: int, g: Callable[..., FBox]) -> list[FBox]:
     if i >= len(bx):
         return bx
     out = list(bx)
