@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from clefprove.cli.output import discard_stdout
 from clefprove.errors import ClefproveError
@@ -43,7 +44,7 @@ COMMANDS = (
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit status 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         _say(f"clefprove: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
 

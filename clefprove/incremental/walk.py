@@ -45,7 +45,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -140,7 +140,13 @@ class _Walk:
     inner_keys: list[list[bytes]]
 
 
-def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
+class _SubtreeLookup(Protocol):
+    """What :func:`_walk` asks of a cache (:class:`CacheStore`, or :class:`_NoLookup`)."""
+
+    def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]: ...
+
+
+def _walk(cache: _SubtreeLookup, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
     kind = model.nodes["kind"]
@@ -525,7 +531,7 @@ def _fresh(
             learn.append((i, pv))
             run.out.whole.append((run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
     if learn:
-        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])  # type: ignore[arg-type]
+        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])
         for j, (i, pv) in enumerate(learn):
             run.out.proofs.extend(
                 (k, run.scopes[i], c) for k, c in _safe_proofs(run.model, w, j, pv.boxes, pv.status)
