@@ -233,7 +233,8 @@ class _FileParser:
         blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
         starts: dict[int, int] = {}
         for tok in tokens:
-            starts.setdefault(tok.line, tok.column)  # type: ignore[arg-type]  # lexed: never None
+            # lark types a token's line and column as Optional; a lexed token has both
+            starts.setdefault(tok.line, tok.column)  # type: ignore[arg-type]
         program = ast.Program(
             self.file, tuple(items), tuple(comments), blank, tuple(sorted(starts.items()))
         )
