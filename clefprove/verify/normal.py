@@ -264,10 +264,9 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             return rows.hi[:, col] >= b, rows.lo[:, col] < b
         case Cat(feature, codes, size):
             m = cat_mask(rows.cats, feature, n, size)
-            sel = np.zeros(size, dtype=bool)
+            sel: np.ndarray = np.zeros(size, dtype=bool)
             sel[list(codes)] = True
-            # numpy types any(axis=...) as "a bool or an array"; m is 2-d, so an array
-            return (m & sel).any(axis=1), (m & ~sel).any(axis=1)  # type: ignore[return-value]
+            return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
         case Act(actions):
             t = _member(rows.actions, actions)
             return t, ~t
