@@ -38,6 +38,7 @@ COMMANDS = (
     "gate",
     "export_coq",
     "report",
+    "serve",
 )
 
 
