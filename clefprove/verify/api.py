@@ -357,7 +357,7 @@ def confirm(
     xs = xe.tolist()
     if not ck.evaluate(inv.when, xs, d.action, d.confidence):
         return None
-    if ck.evaluate(inv.ensure, xs, d.action, d.confidence):  # type: ignore[arg-type]
+    if ck.evaluate(inv.ensure_formula, xs, d.action, d.confidence):
         return None
     return Counterexample(
         record, model.actions[d.action], float(d.confidence), leaf, describe_path(model, leaf)

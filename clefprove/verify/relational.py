@@ -148,7 +148,9 @@ def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | 
 # ---------------------------------------------------------------- the pair matrix
 
 
-def _stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
+def _stable_ok(
+    lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
+) -> np.ndarray:
     """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
     with np.errstate(over="ignore", invalid="ignore"):
         gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
@@ -253,7 +255,7 @@ class PairChecker:
         act = self.actions
         if self.prep.rank is not None:
             r = self.prep.rank[act]
-            m = r[None, :] < r[a0:a1, None]
+            m: np.ndarray = r[None, :] < r[a0:a1, None]
         else:
             m = act[None, :] != act[a0:a1, None]
         m &= self.live[a0:a1, None] & self.live[None, :]
@@ -265,7 +267,7 @@ class PairChecker:
         """Pairs (A in chunk, B) whose narrowed boxes meet on non-f features and are related
         on f (Ci narrows A, Cj narrows B); *base* already filtered."""
         sa, sb = self.sides[i], self.sides[j]
-        m = base & sa.ok[a0:a1, None] & sb.ok[None, :]
+        m: np.ndarray = base & sa.ok[a0:a1, None] & sb.ok[None, :]
         if not m.any():
             return m
         la, ha = sa.rows.lo[a0:a1], sa.rows.hi[a0:a1]
@@ -472,8 +474,8 @@ def confirm_pair(
         xe = _encode(model, rec)
         if not np.array_equal(xe, xi):
             return None
-        for i, f in enumerate(model.features):
-            if not (f.min <= xe[i] <= f.max):
+        for i, feature in enumerate(model.features):
+            if not (feature.min <= xe[i] <= feature.max):
                 return None
         d = evaluator.evaluate_one(xe)
         if int(d.leaf) != leaf:
