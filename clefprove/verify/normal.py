@@ -18,6 +18,7 @@ a short disjunction of conjunctions, each decided exactly by :func:`decide_conju
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -56,6 +57,7 @@ class Lin:
     terms: tuple[tuple[int, Fraction], ...]
     const: Fraction
     strict: bool
+    integral: tuple[bool, ...] = ()  # per term: the column takes whole values only
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,25 @@ def float_ge(q: Fraction) -> float:
     if Fraction(f) < q:
         f = math.nextafter(f, math.inf)
     return f
+
+
+def value_bound(q: Fraction, upper: bool, strict: bool, integral: bool) -> Fraction | float:
+    """The closed bound in the value set equivalent to ``x <= q`` (``x < q`` when *strict*;
+    ``x >= q`` / ``x > q`` when not *upper*): an integer for an integral variable, else a
+    float64 (+-inf when no float64 satisfies it; *q* within the float range +- 1)."""
+    if integral:
+        if upper:
+            return Fraction((math.ceil(q) - 1) if strict else math.floor(q))
+        return Fraction((math.floor(q) + 1) if strict else math.ceil(q))
+    if upper:
+        b = float_le(q)
+        if strict and math.isfinite(b) and Fraction(b) == q:
+            b = math.nextafter(b, -math.inf)
+        return b
+    b = float_ge(q)
+    if strict and math.isfinite(b) and Fraction(b) == q:
+        b = math.nextafter(b, math.inf)
+    return b
 
 
 class Normalizer:
@@ -160,27 +181,14 @@ class Normalizer:
         if not terms:
             return ck.Const(k < 0 if strict else k <= 0)
         if len(terms) > 1:
-            return Lin(tuple(sorted(terms)), k, strict)
+            ordered = tuple(sorted(terms))
+            return Lin(ordered, k, strict, tuple(self.integral[c] for c, _ in ordered))
         col, c = terms[0]
         q = -k / c
         upper = c > 0
         lo_d, hi_d = self.dmin[col], self.dmax[col]
         q = min(max(q, lo_d - 1), hi_d + 1)  # keeps floats finite; same truth on the domain
-        if self.integral[col]:
-            if upper:
-                b = (math.ceil(q) - 1) if strict else math.floor(q)
-            else:
-                b = (math.floor(q) + 1) if strict else math.ceil(q)
-            # Compared with the domain as exact integers: float(b) rounds at +-(2**53 + 1).
-            exact: Fraction | float = Fraction(b)
-        elif upper:
-            exact = float_le(q)
-            if strict and math.isfinite(exact) and Fraction(exact) == q:
-                exact = math.nextafter(exact, -math.inf)
-        else:
-            exact = float_ge(q)
-            if strict and math.isfinite(exact) and Fraction(exact) == q:
-                exact = math.nextafter(exact, math.inf)
+        exact = value_bound(q, upper, strict, self.integral[col])
         # (+-inf only arises beyond a domain end at the float64 limit: the checks below settle it)
         if upper and exact >= hi_d:
             return TRUE
@@ -434,9 +442,59 @@ def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list
     return Rows(lo, hi, cats, rows.actions), ok, multi
 
 
+def pin(lits: list[Lin], rows: Rows, ok: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray]:
+    """Decide, per box, the linear literals that have at most one free column there (every
+    other column pinned, ``lo == hi``) as exact bounds on that column: ``(rows, ok, open)``
+    with the tightened boxes, feasibility, and per box the number of literals still over two
+    or more free columns.  Exact: with the other columns fixed, ``c*x + k <= 0`` is
+    ``x <= b`` for the float64 (or integer) bound b of ``-k/c`` (:func:`value_bound`)."""
+    lo, hi = rows.lo.copy(), rows.hi.copy()
+    ok = ok.copy()
+    still = np.zeros(rows.size, dtype=np.int64)
+    for lit in lits:
+        cols = [c for c, _ in lit.terms]
+        integral = lit.integral or (False,) * len(cols)
+        free = lo[:, cols] != hi[:, cols]
+        nfree = free.sum(axis=1)
+        still += nfree >= 2
+        for r in np.flatnonzero(ok & (nfree <= 1)).tolist():
+            k = lit.const
+            at = -1
+            for j, (col, c) in enumerate(lit.terms):
+                if free[r, j]:
+                    at = j
+                else:
+                    k += c * Fraction(float(lo[r, col]))
+            if at < 0:
+                ok[r] = k < 0 if lit.strict else k <= 0
+                continue
+            col, c = lit.terms[at]
+            a, b = Fraction(float(lo[r, col])), Fraction(float(hi[r, col]))
+            q = min(max(-k / c, a - 1), b + 1)
+            v = float(value_bound(q, c > 0, lit.strict, integral[at]))
+            if c > 0:
+                hi[r, col] = min(float(hi[r, col]), v)
+            else:
+                lo[r, col] = max(float(lo[r, col]), v)
+            ok[r] = lo[r, col] <= hi[r, col]
+    return Rows(lo, hi, rows.cats, rows.actions), ok, still
+
+
+def narrow_exact(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:
+    """:func:`narrow`, and when two or more linear literals remain, also the ones that
+    :func:`pin` turns into bounds; ``multi`` is then empty on the boxes where that decided all
+    of them (rows with ``ok`` and no literal left open)."""
+    nrows, ok, multi = narrow(conj, rows)
+    if len(multi) < 2:
+        return nrows, ok, multi
+    prow, pok, still = pin(multi, nrows, ok)
+    return prow, pok, multi if bool(np.any(still[pok] > 0)) else []
+
+
 def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
     """SAT / UNSAT / UNDECIDED per box for a conjunction of literals; exact when it has at most
-    one multi-variable literal (a linear constraint's minimum over a box is at a corner)."""
+    one multi-variable literal (a linear constraint's minimum over a box is at a corner), or
+    when all its linear literals but one have at most one free column on the box (:func:`pin`)."""
     nrows, ok, multi = narrow(conj, rows)
     out = np.where(ok, SAT, UNSAT).astype(np.int8)
     if not multi or not ok.any():
@@ -453,4 +511,37 @@ def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
         must_all &= ~cf
     out[ok & ~can_all] = UNSAT
     out[ok & can_all & ~must_all] = UNDECIDED
+    pinned = np.flatnonzero(out == UNDECIDED)
+    if pinned.size:
+        sub = Rows(
+            nrows.lo[pinned], nrows.hi[pinned], {f: m[pinned] for f, m in nrows.cats.items()},
+            nrows.actions[pinned],
+        )
+        _, pok, still = pin(multi, sub, np.ones(pinned.size, dtype=bool))
+        out[pinned[~pok]] = UNSAT
+        out[pinned[pok & (still == 0)]] = SAT
     return out
+
+
+# ---------------------------------------------------------------- the float64 grid
+
+
+def float_key(v: float) -> int:
+    """The position of *v* among the float64 values in order (``-0.0`` and ``0.0`` are one)."""
+    (bits,) = struct.unpack("<q", struct.pack("<d", v))
+    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
+
+
+def float_at(key: int) -> float:
+    """The float64 at position *key* (inverse of :func:`float_key`)."""
+    bits = key if key >= 0 else (-key) | -0x8000_0000_0000_0000
+    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+def value_count(lo: float, hi: float, integral: bool) -> int:
+    """The number of input values in ``[lo, hi]``: whole numbers, or float64 values."""
+    if hi < lo:
+        return 0
+    if integral:
+        return math.floor(hi) - math.ceil(lo) + 1
+    return float_key(hi) - float_key(lo) + 1
