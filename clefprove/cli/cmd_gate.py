@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if cache is not None:
             cache.close()
     if args.format == "json":
-        emit(json.dumps(res.to_json_dict(), indent=2), args.output)
+        emit(json.dumps(res.to_json_dict(), indent=2, allow_nan=False), args.output)
     else:
         emit(render_text(res), args.output)
     return res.exit_code

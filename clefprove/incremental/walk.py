@@ -125,7 +125,8 @@ def result_key(
             st.jobs,
             st.dnf_cap,
             st.shortcuts,
-        ]
+        ],
+        allow_nan=False,
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
     return hashlib.sha256(text.encode()).digest()
@@ -320,7 +321,7 @@ def _to_json(res: InvariantResult) -> str:
     ]
     d["warnings"] = list(res.warnings)
     d["paths_total"] = res.paths_checked + res.paths_reused
-    return json.dumps(d, sort_keys=True)
+    return json.dumps(d, sort_keys=True, allow_nan=False)
 
 
 def _from_json(text: str, seconds: float) -> InvariantResult:
@@ -439,7 +440,7 @@ def _vacuity(
         pv = eg.decide(model, wprep, api.domain_boxes(model), settings)
         answer = bool(np.all(pv.status == eg.SAFE))
         if not np.any(pv.status == eg.UNKNOWN):
-            out.whole.append((key, json.dumps({"vacuous": answer})))
+            out.whole.append((key, json.dumps({"vacuous": answer}, allow_nan=False)))
             if remember is not None:
                 remember(answer)
         return answer
@@ -525,7 +526,9 @@ def _fresh(
         if pv.solver_paths:
             snap.wanted = True
             learn.append((i, pv))
-            out.whole.append((hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
+            out.whole.append(
+                (hkeys[i], json.dumps({"solver_paths": pv.solver_paths}, allow_nan=False))
+            )
     if learn:
         w = _walk(_NoLookup(), model, [scopes[i] for i, _ in learn])  # type: ignore[arg-type]
         for j, (i, pv) in enumerate(learn):

@@ -61,7 +61,7 @@ def encode_clef(
         "actions": list(actions),
         **(extra or {}),
     }
-    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
     nodes_offset = _align8(HEADER_SIZE + len(meta_bytes))
     node_bytes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE).tobytes()
     membership_offset = nodes_offset + len(node_bytes)

@@ -319,7 +319,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise DuplicateKeyError(f"duplicate key {json.dumps(key)}")
+                raise DuplicateKeyError(f"duplicate key {json.dumps(key, allow_nan=False)}")
             seen.add(key)
     return out
 

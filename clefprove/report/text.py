@@ -61,7 +61,7 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
                 )
                 for k in range(2):
                     console.print(
-                        f"    input {k + 1}: " + json.dumps(c.inputs[k]),
+                        f"    input {k + 1}: " + json.dumps(c.inputs[k], allow_nan=False),
                         soft_wrap=True,
                         markup=False,
                     )
@@ -77,7 +77,9 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
                 f"(confidence {c.confidence:g}, leaf {c.leaf})"
             )
             console.print("    path:  " + (" and ".join(c.path) or "(root leaf)"), soft_wrap=True)
-            console.print("    input: " + json.dumps(c.input), soft_wrap=True, markup=False)
+            console.print(
+                "    input: " + json.dumps(c.input, allow_nan=False), soft_wrap=True, markup=False
+            )
     for w in report.all_warnings:
         console.print(f"[yellow]warning:[/] {w}", soft_wrap=True)
     s = report.summary

@@ -498,4 +498,4 @@ def model_name(path: str | os.PathLike[str]) -> str:
 
 
 def dumps_compact(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
