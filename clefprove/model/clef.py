@@ -273,7 +273,7 @@ def _parse(buf: Any, origin: str) -> Model:
 
 def _parse_meta(raw: bytes) -> dict[str, Any]:
     from clefprove.errors import ModelSourceError
-    from clefprove.model.source import parse_actions, parse_features
+    from clefprove.model.source import check_name_clashes, parse_actions, parse_features
 
     try:
         meta = json.loads(raw.decode("utf-8"))
@@ -284,6 +284,7 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     try:
         meta["_features"] = parse_features(meta.get("features"), "metadata.features")
         meta["_actions"] = parse_actions(meta.get("actions"), "metadata.actions")
+        check_name_clashes(meta["_features"], meta["_actions"])
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
     from clefprove.model.source import has_control_characters
