@@ -1,1 +1,4 @@
-"""Boxes of the input domain and measures on them (below the DSL: no formulas here)."""
+"""Box geometry: leaf boxes of a tree, float64 tightening and exact float bounds.
+
+Below the DSL and the solver: it knows models and numbers, not invariants.
+"""

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clefprove.geometry.boxes import LeafBoxes, leaf_boxes
 from clefprove.geometry.measure import box_shares
 from clefprove.model.types import Model
-from clefprove.verify.boxes import LeafBoxes, leaf_boxes
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import LeafBoxes
+from clefprove.geometry.floats import float_at, float_key, value_count
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import SolverAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import LeafBoxes
+from clefprove.verify.options import CheckOptions
 
 #: At most this many combinations of pinned values are decided per leaf (~0.1 s).
 ENUMERATION_MAX = 4096
@@ -41,21 +44,21 @@ SMALL_COLUMN = 16
 
 
 def on_grid(
-    model: Model, prep: eg.Prepared, boxes: LeafBoxes, r: int, settings: eg.Settings
-) -> tuple[str, np.ndarray | None]:
-    """``("unsat", None)``, ``("sat", x)`` or ``("unknown", None)`` for row *r*, exactly over
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, r: int, settings: CheckOptions
+) -> tuple[SolverAnswer, np.ndarray | None]:
+    """``(UNSAT, None)``, ``(SAT, x)`` or ``(UNKNOWN, None)`` for row *r*, exactly over
     the float64 / integer values (see module docstring)."""
     counts, pinned = _plan(model, prep, boxes, r)
     if math.prod(counts[c] for c in pinned) <= ENUMERATION_MAX:
         values = [_values(model, boxes, r, c) for c in pinned]
         x, complete = _decide(model, prep, boxes, r, pinned, values)
         if x is not None:
-            return "sat", x
-        return ("unsat", None) if complete else ("unknown", None)
+            return SolverAnswer.SAT, x
+        return (SolverAnswer.UNSAT if complete else SolverAnswer.UNKNOWN), None
     # Too many combinations: search around a model of a solver asked about this row alone
     # (the same start point in every run, whatever else the run decided).
     x = eg.isolated_witness(model, prep, boxes, r, settings)
-    return ("sat", x) if x is not None else ("unknown", None)
+    return (SolverAnswer.SAT, x) if x is not None else (SolverAnswer.UNKNOWN, None)
 
 
 def search(
@@ -105,7 +108,7 @@ def _plan(
     integral = [f.is_integral for f in model.features] + [False]
     free = [tuple(c for c in lit if lo[c] != hi[c]) for lit in lits]
     cols = sorted({c for lit in free for c in lit})
-    counts = {c: nm.value_count(float(lo[c]), float(hi[c]), integral[c]) for c in cols}
+    counts = {c: value_count(float(lo[c]), float(hi[c]), integral[c]) for c in cols}
     # Pinning all but the column with the most values always works; look for cheaper sets.
     top = max(cols, key=lambda c: counts[c], default=-1)
     best = [c for c in cols if c != top]
@@ -126,7 +129,7 @@ def _values(model: Model, boxes: LeafBoxes, r: int, c: int) -> list[float]:
     a, b = _ends(boxes, r, c)
     if c < len(model.features) and model.features[c].is_integral:
         return [float(v) for v in range(math.ceil(a), math.floor(b) + 1)]
-    return [nm.float_at(k) for k in range(nm.float_key(a), nm.float_key(b) + 1)]
+    return [float_at(k) for k in range(float_key(a), float_key(b) + 1)]
 
 
 def _around(model: Model, boxes: LeafBoxes, r: int, c: int, v: float) -> list[float]:
@@ -184,13 +187,10 @@ def _violates(
                 return False
             if i in boxes.cats and not boxes.cats[i][r, c]:
                 return False
-        elif not (boxes.lo[r, i] <= v <= boxes.hi[r, i]) or (
-            f.is_integral and not v.is_integer()
-        ):
+        elif not (boxes.lo[r, i] <= v <= boxes.hi[r, i]) or (f.is_integral and not v.is_integer()):
             return False
     xs = x.tolist()
     action, conf = int(boxes.actions[r]), float(boxes.lo[r, -1])
     if not ck.evaluate(inv.when, xs, action, conf):
         return False
     return not ck.evaluate(inv.ensure, xs, action, conf)  # type: ignore[arg-type]
-

@@ -17,16 +17,18 @@ a short disjunction of conjunctions, each decided exactly by :func:`decide_conju
 
 from __future__ import annotations
 
+import functools
 import math
-import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import cat_mask
+from clefprove.geometry.floats import value_bound
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify.boxes import cat_mask
+from clefprove.status import BoxAnswer
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,12 @@ class Lin:
     strict: bool
     integral: tuple[bool, ...] = ()  # per term: the column takes whole values only
 
+    @functools.cached_property
+    def arrays(self) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
+        """Columns, float64 coefficients, exact signs, "tiny" flags and float64 constant
+        (computed once per literal: they are read for every batch of boxes)."""
+        return _lin_arrays(self)
+
 
 @dataclass(frozen=True)
 class NAnd:
@@ -72,41 +80,6 @@ class NOr:
 
 TRUE = ck.Const(True)
 FALSE = ck.Const(False)
-
-
-def float_le(q: Fraction) -> float:
-    """The largest float64 that is <= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def float_ge(q: Fraction) -> float:
-    """The smallest float64 that is >= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def value_bound(q: Fraction, upper: bool, strict: bool, integral: bool) -> Fraction | float:
-    """The closed bound in the value set equivalent to ``x <= q`` (``x < q`` when *strict*;
-    ``x >= q`` / ``x > q`` when not *upper*): an integer for an integral variable, else a
-    float64 (+-inf when no float64 satisfies it; *q* within the float range +- 1)."""
-    if integral:
-        if upper:
-            return Fraction((math.ceil(q) - 1) if strict else math.floor(q))
-        return Fraction((math.floor(q) + 1) if strict else math.ceil(q))
-    if upper:
-        b = float_le(q)
-        if strict and math.isfinite(b) and Fraction(b) == q:
-            b = math.nextafter(b, -math.inf)
-        return b
-    b = float_ge(q)
-    if strict and math.isfinite(b) and Fraction(b) == q:
-        b = math.nextafter(b, math.inf)
-    return b
 
 
 class Normalizer:
@@ -318,23 +291,17 @@ def _f(q: Fraction) -> float:
 
 
 def _lin_arrays(lit: Lin) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
-    """Columns, float64 coefficients, exact signs, "tiny" flags and float64 constant of *lit*
-    (computed once per literal: they are read for every batch of boxes)."""
-    hit = lit.__dict__.get("_arrays")
-    if hit is None:
-        hit = (
-            [c for c, _ in lit.terms],
-            np.array([_f(c) for _, c in lit.terms]),
-            # Signs from the exact coefficients: one below the float64 range rounds to 0.
-            np.array([c > 0 for _, c in lit.terms], dtype=bool),
-            # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute*
-            # error of up to 2**-1075, which the relative bound in lin_extreme does not cover
-            # once multiplied by a large coordinate: account for it per such coefficient.
-            np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool),
-            _f(lit.const),
-        )
-        object.__setattr__(lit, "_arrays", hit)  # a derived cache on the immutable literal
-    return hit
+    return (
+        [c for c, _ in lit.terms],
+        np.array([_f(c) for _, c in lit.terms]),
+        # Signs from the exact coefficients: one below the float64 range rounds to 0.
+        np.array([c > 0 for _, c in lit.terms], dtype=bool),
+        # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute*
+        # error of up to 2**-1075, which the relative bound in lin_extreme does not cover
+        # once multiplied by a large coordinate: account for it per such coefficient.
+        np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool),
+        _f(lit.const),
+    )
 
 
 def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
@@ -343,7 +310,7 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
     Returns an int8 array of -1/0/+1.  float64 arithmetic decides the rows whose value is far
     from zero compared with a rigorous rounding-error bound; the rest are summed in fractions.
     """
-    cols, coeffs, pos, tiny, kf = _lin_arrays(lit)
+    cols, coeffs, pos, tiny, kf = lit.arrays
     a, b = lo[:, cols], hi[:, cols]
     pick_lo = pos if minimum else ~pos
     corner = np.where(pick_lo, a, b)
@@ -407,7 +374,7 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
     return [(f,)]
 
 
-SAT, UNSAT, UNDECIDED = 1, 0, 2
+SAT, UNSAT, UNDECIDED = BoxAnswer.SAT, BoxAnswer.UNSAT, BoxAnswer.UNDECIDED
 
 
 def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:
@@ -514,34 +481,12 @@ def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
     pinned = np.flatnonzero(out == UNDECIDED)
     if pinned.size:
         sub = Rows(
-            nrows.lo[pinned], nrows.hi[pinned], {f: m[pinned] for f, m in nrows.cats.items()},
+            nrows.lo[pinned],
+            nrows.hi[pinned],
+            {f: m[pinned] for f, m in nrows.cats.items()},
             nrows.actions[pinned],
         )
         _, pok, still = pin(multi, sub, np.ones(pinned.size, dtype=bool))
         out[pinned[~pok]] = UNSAT
         out[pinned[pok & (still == 0)]] = SAT
     return out
-
-
-# ---------------------------------------------------------------- the float64 grid
-
-
-def float_key(v: float) -> int:
-    """The position of *v* among the float64 values in order (``-0.0`` and ``0.0`` are one)."""
-    (bits,) = struct.unpack("<q", struct.pack("<d", v))
-    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
-
-
-def float_at(key: int) -> float:
-    """The float64 at position *key* (inverse of :func:`float_key`)."""
-    bits = key if key >= 0 else (-key) | -0x8000_0000_0000_0000
-    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
-
-
-def value_count(lo: float, hi: float, integral: bool) -> int:
-    """The number of input values in ``[lo, hi]``: whole numbers, or float64 values."""
-    if hi < lo:
-        return 0
-    if integral:
-        return math.floor(hi) - math.ceil(lo) + 1
-    return float_key(hi) - float_key(lo) + 1

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clefprove.geometry.boxes import leaf_boxes
 from clefprove.geometry.measure import box_shares
 from clefprove.incremental.diff import diff, render_text
 from clefprove.model.source import compile_source
 from clefprove.report.coverage import action_shares, leaf_shares
-from clefprove.verify.boxes import leaf_boxes
 
 MAXF = sys.float_info.max
 BIG = 2.0**53

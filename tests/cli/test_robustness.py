@@ -790,6 +790,7 @@ LINEAR = """invariant w:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["check", "report", "export-coq"])
 def test_interrupt_leaves_no_partial_output(

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,6 +94,7 @@ def test_missing_file_and_empty_directory_exit_2(tmp_path: Path) -> None:
 _JUNK = st.sampled_from(["(", ")", "{", "@", '"', "1e", "\xff", "\x00", "ensure", "invariant"])
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 600), _JUNK)
 def test_mutated_files_exit_0_or_2_without_traceback(tmp_path_factory, at: int, junk: str) -> None:

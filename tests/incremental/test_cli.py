@@ -58,6 +58,7 @@ def _models(tmp: Path) -> tuple[Path, Path, Path]:
     return old, new, inv
 
 
+@pytest.mark.slow
 def test_gate_passes_fails_and_reuses(tmp_path) -> None:
     old, new, inv = _models(tmp_path)
     ok = run("gate", str(old), str(inv), cwd=tmp_path)
@@ -93,6 +94,7 @@ def test_gate_with_cache_dir_option(tmp_path) -> None:
     assert (tmp_path / "c").is_dir() and not (tmp_path / ".clefprove-cache").exists()
 
 
+@pytest.mark.slow
 def test_diff_command(tmp_path) -> None:
     old, new, _ = _models(tmp_path)
     text = run("diff", str(old), str(new), cwd=tmp_path)
@@ -121,8 +123,8 @@ def test_pre_commit_hooks_file() -> None:
 
 
 def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
+    from clefprove.app.gate import render_text, run_gate
     from clefprove.incremental import ProofCache
-    from clefprove.incremental.gate import render_text, run_gate
 
     src = {
         "name": "t",
@@ -153,6 +155,7 @@ def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
         assert res.exit_code == 0 and res.report.results[0].status == "holds"
 
 
+@pytest.mark.slow
 def test_check_uses_the_cache_by_default(tmp_path) -> None:
     old, _, inv = _models(tmp_path)
     first = json.loads(run("check", str(old), str(inv), "--format", "json", cwd=tmp_path).stdout)
@@ -183,6 +186,7 @@ def _without_times(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "order",
     [

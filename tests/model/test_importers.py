@@ -653,6 +653,7 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     return {"xgboost": d / "x.json", "lightgbm": d / "l.txt", "onnx": d / "o.onnx"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
 def test_cli_import_end_to_end(tmp_path, trained, fmt) -> None:
     out = tmp_path / "m.clef"
@@ -676,6 +677,7 @@ def _assert_clean_failure(proc: subprocess.CompletedProcess, directory: Path) ->
     assert not list(directory.glob(".out.clef.*")), "temporary file left behind"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
 def test_cli_bad_files_exit_2_with_one_line(tmp_path, trained, fmt) -> None:
     good = trained[fmt].read_bytes()
@@ -698,6 +700,7 @@ def test_cli_bad_files_exit_2_with_one_line(tmp_path, trained, fmt) -> None:
     _assert_clean_failure(proc, tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_bad_features_spec_exit_2(tmp_path, trained) -> None:
     bad_specs = {
         "count.json": json.dumps({"features": [{"name": "a", "type": "bool", "default": False}]}),

@@ -23,8 +23,8 @@ from clefprove.dsl import checked as ck
 from clefprove.eval.evaluator import Evaluator
 from clefprove.model.source import compile_source
 from clefprove.model.types import Model
-from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
+from clefprove.verify.options import CheckOptions
 from tests.verify.test_adversarial import assert_counterexamples_real, inv_of, no_internal
 
 ISSUE_MODEL = {
@@ -137,8 +137,17 @@ def small_cases(draw):
         )
     )
     model = compile_source({"features": feats, "actions": ["allow", "block"], "tree": tree})
-    coef = st.sampled_from([Fraction(0.1), Fraction(0.3), Fraction(3), Fraction(-7), Fraction(1, 3),
-                            Fraction(0.25), Fraction(1)])
+    coef = st.sampled_from(
+        [
+            Fraction(0.1),
+            Fraction(0.3),
+            Fraction(3),
+            Fraction(-7),
+            Fraction(1, 3),
+            Fraction(0.25),
+            Fraction(1),
+        ]
+    )
 
     def literal():
         a, b, e = draw(coef), draw(coef), draw(coef)
@@ -180,7 +189,7 @@ def test_exact_linear_against_exhaustive_enumeration(case):
     model, inv, grid = case
     bad, sat_when = _truth(model, inv, grid)
     for shortcuts in (True, False):
-        r = check_invariant(model, inv, eg.Settings(shortcuts=shortcuts))
+        r = check_invariant(model, inv, CheckOptions(shortcuts=shortcuts))
         no_internal(r)
         assert r.status == ("violated" if bad else "holds"), (shortcuts, r)
         assert_counterexamples_real(model, inv, r)
@@ -197,8 +206,11 @@ def wide_cases(draw):
     x0 = draw(st.floats(0, 10))
     c = draw(
         st.sampled_from(
-            [a * n0 + b * Fraction(x0), Fraction(float(a * n0 + b * Fraction(x0))),
-             Fraction(0.5248341888200244)]
+            [
+                a * n0 + b * Fraction(x0),
+                Fraction(float(a * n0 + b * Fraction(x0))),
+                Fraction(0.5248341888200244),
+            ]
         )
     )
     return a, b, c
@@ -235,8 +247,13 @@ def test_many_floats_not_enumerable_stay_sound():
         {"name": "x", "type": "float", "min": 0, "max": 1, "default": 0},
         {"name": "y", "type": "float", "min": 0, "max": 1, "default": 0},
     ]
-    model = compile_source({"features": feats, "actions": ["allow", "block"],
-                            "tree": {"action": "block", "confidence": 0.5}})
+    model = compile_source(
+        {
+            "features": feats,
+            "actions": ["allow", "block"],
+            "tree": {"action": "block", "confidence": 0.5},
+        }
+    )
     r = check_invariant(model, inv_of(model, "when 3 * x + 3 * y == 1 ensure false", sev=False))
     assert r.status in ("holds", "unknown")
     inv = inv_of(model, "when 0.1 * x + 0.3 * y == 0.30000000000000004 ensure false", sev=False)
