@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from clefprove.cli.output import discard_stdout
+from clefprove.cli.output import discard_stdout, remove_stale_output
 from clefprove.errors import ClefproveError
 from clefprove.status import ExitCode
 
@@ -24,6 +24,8 @@ EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
     ExitCode.USAGE,
     ExitCode.UNKNOWN,
 )
+#: Statuses after which no output file of the run may remain (SPEC §4; 4: internal error).
+FAILED = (ExitCode.USAGE, ExitCode.INTERNAL)
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -77,9 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a failing stdout is reported here, not at interpreter exit
+        if code in FAILED:
+            remove_stale_output(args)
         return code
     except ClefproveError as exc:
         _say(exc.render())
+        remove_stale_output(args)
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("clefprove: interrupted\n")
@@ -95,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = exc.strerror or str(exc)
         where = f"{exc.filename}: " if exc.filename else "standard input/output: "
         _say(f"clefprove: error: {where}{reason}\n")
+        remove_stale_output(args)
         return EXIT_USAGE
 
 
