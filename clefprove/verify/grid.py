@@ -80,6 +80,8 @@ def search(
             values.append(_around(model, boxes, r, c, float(start[c])))
     while math.prod(len(v) for v in values) > ENUMERATION_MAX:
         big = max(range(len(values)), key=lambda j: len(values[j]))
+        if len(values[big]) == 1:
+            break
         values[big] = _around(model, boxes, r, pinned[big], float(start[pinned[big]]))[:1]
     return _decide(model, prep, boxes, r, pinned, values)[0]
 
