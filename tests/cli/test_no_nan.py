@@ -183,3 +183,24 @@ def test_diff_near_the_float64_limits_is_strict_json(old, new):
     if rep.comparable:
         assert 0 <= rep.share_changed <= 1 + 1e-12
         assert all(0 <= r.share <= 1 for r in rep.regions)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(wide_models(), wide_models())
+def test_report_near_the_float64_limits_has_no_nan(old, new):
+    """The report (coverage bars, tree windows, the behaviour diff, its embedded check JSON) on
+    domains near the float64 limits: finite shares everywhere, strict JSON inside."""
+    from clefprove.dsl.loader import parse_text
+    from clefprove.report.context import Inputs, build
+    from clefprove.report.html import render_html
+    from clefprove.report.markdown import render_markdown
+    from clefprove.verify.api import check
+
+    program = parse_text("invariant t:\n  when x > 0 ensure action == block\n", new, "t.inv")
+    rep = check(new, program)
+    d = diff(old, new).to_json_dict() if diff(old, new).comparable else None
+    ctx = build(new, program, rep, Inputs("new.clef", ("t.inv",)), diff=d)
+    strict(ctx["check_json"])
+    for text in (render_markdown(ctx), render_html(ctx)):
+        low = text.lower()
+        assert "nan%" not in low and 'width="nan' not in low and "inf%" not in low
