@@ -48,10 +48,9 @@ def on_grid(
 ) -> tuple[SolverAnswer, np.ndarray | None]:
     """``(UNSAT, None)``, ``(SAT, x)`` or ``(UNKNOWN, None)`` for row *r*, exactly over
     the float64 / integer values (see module docstring)."""
-    counts, pinned = _plan(model, prep, boxes, r)
-    if math.prod(counts[c] for c in pinned) <= ENUMERATION_MAX:
-        values = [_values(model, boxes, r, c) for c in pinned]
-        x, complete = _decide(model, prep, boxes, r, pinned, values)
+    done = _enumerate(model, prep, boxes, r)
+    if done is not None:
+        x, complete = done
         if x is not None:
             return SolverAnswer.SAT, x
         return (SolverAnswer.UNSAT if complete else SolverAnswer.UNKNOWN), None
@@ -66,24 +65,41 @@ def search(
 ) -> np.ndarray | None:
     """A witness for row *r*: by enumeration when it is small, else around *start* (the
     rounded solver model); None when none is found."""
-    counts, pinned = _plan(model, prep, boxes, r)
-    if math.prod(counts[c] for c in pinned) <= ENUMERATION_MAX:
-        values = [_values(model, boxes, r, c) for c in pinned]
-        return _decide(model, prep, boxes, r, pinned, values)[0]
+    done = _enumerate(model, prep, boxes, r)
+    if done is not None:
+        return done[0]
     if start is None:
         return None
-    values = []
-    for c in pinned:
-        if counts[c] <= SMALL_COLUMN:
-            values.append(_values(model, boxes, r, c))
-        else:
-            values.append(_around(model, boxes, r, c, float(start[c])))
+    counts, pinned = _plan(model, prep, boxes, r)
+    begin = [float(start[c]) if c < start.shape[0] else float(boxes.lo[r, c]) for c in pinned]
+    values = [
+        _values(model, boxes, r, c)
+        if counts[c] <= SMALL_COLUMN
+        else _around(model, boxes, r, c, begin[j])
+        for j, c in enumerate(pinned)
+    ]
     while math.prod(len(v) for v in values) > ENUMERATION_MAX:
         big = max(range(len(values)), key=lambda j: len(values[j]))
         if len(values[big]) == 1:
             break
-        values[big] = _around(model, boxes, r, pinned[big], float(start[pinned[big]]))[:1]
+        values[big] = _around(model, boxes, r, pinned[big], begin[big])[:1]
     return _decide(model, prep, boxes, r, pinned, values)[0]
+
+
+def _enumerate(
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, r: int
+) -> tuple[np.ndarray | None, bool] | None:
+    """:func:`_decide` over every combination of the pinned columns' values, or None when
+    there are more than :data:`ENUMERATION_MAX`."""
+    counts, pinned = _plan(model, prep, boxes, r)
+    if math.prod(counts[c] for c in pinned) > ENUMERATION_MAX:
+        return None
+    return _decide(model, prep, boxes, r, pinned, [_values(model, boxes, r, c) for c in pinned])
+
+
+def _integral(model: Model, c: int) -> bool:
+    """Whether column *c* takes whole values (the confidence column does not)."""
+    return c < len(model.features) and model.features[c].is_integral
 
 
 def _ends(boxes: LeafBoxes, r: int, c: int) -> tuple[float, float]:
@@ -107,10 +123,9 @@ def _plan(
     lits: list[tuple[int, ...]] = []
     _lin_columns(prep.violation, lits)
     lo, hi = boxes.lo[r], boxes.hi[r]
-    integral = [f.is_integral for f in model.features] + [False]
     free = [tuple(c for c in lit if lo[c] != hi[c]) for lit in lits]
     cols = sorted({c for lit in free for c in lit})
-    counts = {c: value_count(float(lo[c]), float(hi[c]), integral[c]) for c in cols}
+    counts = {c: value_count(float(lo[c]), float(hi[c]), _integral(model, c)) for c in cols}
     # Pinning all but the column with the most values always works; look for cheaper sets.
     top = max(cols, key=lambda c: counts[c], default=-1)
     best = [c for c in cols if c != top]
@@ -129,7 +144,7 @@ def _plan(
 def _values(model: Model, boxes: LeafBoxes, r: int, c: int) -> list[float]:
     """Every input value of column *c* in row *r*'s box, in increasing order."""
     a, b = _ends(boxes, r, c)
-    if c < len(model.features) and model.features[c].is_integral:
+    if _integral(model, c):
         return [float(v) for v in range(math.ceil(a), math.floor(b) + 1)]
     return [float_at(k) for k in range(float_key(a), float_key(b) + 1)]
 
@@ -138,7 +153,7 @@ def _around(model: Model, boxes: LeafBoxes, r: int, c: int, v: float) -> list[fl
     """*v* (clipped into row *r*'s box) first, then its neighbouring values (float64 or
     whole) within the box."""
     a, b = _ends(boxes, r, c)
-    if model.features[c].is_integral:
+    if _integral(model, c):
         mid = float(min(max(round(v), math.ceil(a)), math.floor(b)))
         near = [mid - 1, mid + 1]
     else:
@@ -169,11 +184,13 @@ def _decide(
     grid = LeafBoxes(grid.leaves, lo, hi, grid.cats, grid.actions, grid.feasible)
     status, how, undecided = eg.box_stages(prep, grid)
     pv = eg.PathVerdicts(grid, status, how)
-    for g in np.flatnonzero(status == eg.VIOLATED).tolist():
+    violated = np.flatnonzero(status == eg.VIOLATED).tolist()
+    for g in violated:
         x = eg.witness(model, prep, pv, g)
         if _violates(model, prep.invariant, boxes, r, x):
             return x, True
-    return None, not bool(undecided.any())
+    # A violated combination without a checked witness would be a bug: never a proof then.
+    return None, not violated and not bool(undecided.any())
 
 
 def _violates(
