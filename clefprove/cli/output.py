@@ -17,18 +17,19 @@ __all__ = [
     "refuse_inputs",
     "remove_stale_output",
     "write_atomic",
+    "write_model",
     "write_stdout",
 ]
 
 
-def remove_stale_output(args: argparse.Namespace) -> None:
+def remove_stale_output(args: argparse.Namespace | None) -> None:
     """After a run that failed (status 2 or 4), remove the file at its ``-o`` path, so that no
     output of an earlier run is mistaken for this one's (SPEC §4; docs/robustness.md).
 
     Only a regular file itself is removed: never a symbolic link (nor what it points to), a
     directory, a device or a FIFO; never a file that is also one of the run's input paths, nor
     an ``.inv`` file below an input directory (invariant directories are read recursively)."""
-    output = getattr(args, "output", None)
+    output = getattr(args, "output", None) if args is not None else None
     if not isinstance(output, str) or output == "-":
         return
     try:
@@ -69,6 +70,28 @@ def refuse_inputs(output: str | os.PathLike[str] | None, *inputs: str | os.PathL
             continue
         if same and os.path.isfile(name):
             raise ClefproveError(f"{output}: is also an input file; refusing to overwrite it")
+
+
+def write_model(output: str, data: bytes) -> None:
+    """Write a compiled model to the file *output* atomically, or to stdout for ``-`` (as every
+    ``-o -`` means), refusing a terminal: binary bytes would garble it."""
+    if output != "-":
+        write_atomic(output, data)
+        return
+    if sys.stdout.isatty():
+        raise ClefproveError(
+            "-o -: refusing to write a binary .clef model to a terminal; redirect it to a file"
+        )
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        discard_stdout()
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ClefproveError(f"cannot write to standard output: {reason}") from None
 
 
 def emit(text: str, output: str | None) -> None:

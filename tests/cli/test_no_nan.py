@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from clefprove.geometry.boxes import leaf_boxes
 from clefprove.geometry.measure import box_shares
-from clefprove.incremental.diff import diff, render_text
+from clefprove.incremental.diff import diff
 from clefprove.model.source import compile_source
 from clefprove.report.coverage import action_shares, leaf_shares
+from clefprove.report.diff_text import render_text
 
 MAXF = sys.float_info.max
 BIG = 2.0**53

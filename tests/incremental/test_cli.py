@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clefprove.model.clef import write_clef
+from tests.helpers import run_cli
 from tests.incremental import models as M
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run clefprove in *cwd* with the default cache location (``cwd/.clefprove-cache``)."""
-    env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return run_cli(*args, cwd=cwd, unset=["CLEFPROVE_CACHE"])
 
 
 def _models(tmp: Path) -> tuple[Path, Path, Path]:
@@ -123,8 +115,9 @@ def test_pre_commit_hooks_file() -> None:
 
 
 def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
-    from clefprove.app.gate import render_text, run_gate
+    from clefprove.app.gate import run_gate
     from clefprove.incremental import ProofCache
+    from clefprove.report.gate_text import render_text
 
     src = {
         "name": "t",
