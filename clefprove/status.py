@@ -48,6 +48,9 @@ class SolverAnswer(StrEnum):
     SAT = "sat"
     UNSAT = "unsat"
     UNKNOWN = "unknown"
+    #: sat over the reals, but no float64 input found near the model (the verifier then
+    #: searches the float64 grid exactly: clefprove.verify.grid)
+    REAL = "real"
 
 
 class Certificate(StrEnum):

@@ -22,7 +22,7 @@ def test_outcome_arrays_hold_the_enum_codes():
     status = np.full(3, LeafOutcome.SAFE, dtype=np.int8)
     status[1] = LeafOutcome.VIOLATED
     assert LeafOutcome(int(status[1])) is LeafOutcome.VIOLATED
-    assert set(SolverAnswer) == {"sat", "unsat", "unknown"}
+    assert set(SolverAnswer) == {"sat", "unsat", "unknown", "real"}  # real: issue 15
 
 
 def test_cached_results_speak_it_too(spec_model, tmp_path):

@@ -54,7 +54,7 @@ class ServedModel:
             action = m.actions[int(m.nodes["aux"][leaf])]
             confidence = float(m.nodes["value"][leaf])
             text = self._answers[leaf] = (
-                f'{{"action": {json.dumps(action)}, "confidence": {confidence!r}, '
+                f'{{"action": {json.dumps(action, allow_nan=False)}, "confidence": {confidence!r}, '
                 f'"leaf": {leaf}, "model": {self.identity}}}'
             ).encode()
         return text
@@ -129,7 +129,9 @@ def serve_model(
     encoder = RecordEncoder(model)
     numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
     counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])
-    identity = json.dumps({"name": model.name, "version": model.version, "sha256": model.sha256})
+    identity = json.dumps(
+        {"name": model.name, "version": model.version, "sha256": model.sha256}, allow_nan=False
+    )
     served = ServedModel(
         model,
         verdict,

@@ -310,7 +310,7 @@ def _log(line: str) -> None:
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(json.dumps(body) + "\n", status, headers, JSON)
+    return Response(json.dumps(body, allow_nan=False) + "\n", status, headers, JSON)
 
 
 def _error(status: int, message: str) -> Response:
@@ -494,7 +494,7 @@ def _decider(service: Service) -> Callable[[ServedModel | None, bytes | None], t
 
 
 def _error_bytes(message: str) -> bytes:
-    return (json.dumps({"error": message}) + "\n").encode()
+    return (json.dumps({"error": message}, allow_nan=False) + "\n").encode()
 
 
 _JSON_HEADER = (b"content-type", JSON.encode())
@@ -607,5 +607,5 @@ class AccessLog:
                 "bytes": size,
                 "seconds": round(time.perf_counter() - t0, 6),
             }
-            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.write(json.dumps(line, allow_nan=False) + "\n")
             sys.stdout.flush()

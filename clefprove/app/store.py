@@ -57,7 +57,7 @@ class ModelStore:
 
     def admit(self, staged: Path, sha256: str, record: dict[str, Any]) -> Path:
         """Keep the gated file *staged* as ``<sha256>.clef`` with *record* beside it."""
-        write_atomic(self.report_path(sha256), json.dumps(record, indent=2) + "\n")
+        write_atomic(self.report_path(sha256), json.dumps(record, indent=2, allow_nan=False) + "\n")
         target = self.model_path(sha256)
         os.replace(staged, target)
         return target
@@ -67,7 +67,7 @@ class ModelStore:
         path = self.report_path(sha256)
         record = json.loads(path.read_text(encoding="utf-8"))
         record[key] = value
-        write_atomic(path, json.dumps(record, indent=2) + "\n")
+        write_atomic(path, json.dumps(record, indent=2, allow_nan=False) + "\n")
 
     def discard(self, staged: Path) -> None:
         with contextlib.suppress(OSError):

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     new = load_model(args.new)
     rep = diff(old, new, args.old, args.new, limit=args.limit or None)
     if args.format == "json":
-        emit(json.dumps(rep.to_json_dict(), indent=2), args.output)
+        emit(json.dumps(rep.to_json_dict(), indent=2, allow_nan=False), args.output)
     else:
         emit(render_text(rep), args.output)
     return 0

@@ -69,7 +69,7 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
 
     evaluator = Evaluator(model)
     encoder = RecordEncoder(model)
-    quoted = [json.dumps(a) for a in model.actions]
+    quoted = [json.dumps(a, allow_nan=False) for a in model.actions]
     bad = 0
     for batch in _batches(lines):
         X = np.empty((len(batch), len(model.features)), dtype=np.float64)
@@ -89,7 +89,7 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
         for i in range(len(batch)):
             if i in errors:
                 bad += 1
-                text.append(json.dumps({"error": errors[i]}))
+                text.append(json.dumps({"error": errors[i]}, allow_nan=False))
                 continue
             if explain:
                 text.append(_explained(model, evaluator, X[i], acts[k], confs[k], leaves[k]))
@@ -143,5 +143,6 @@ def _explained(
             "leaf": leaf,
             "path": path_conditions(model, path),
             "input": decode_input(model, x),
-        }
+        },
+        allow_nan=False,
     )

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             cache.close()
     fmt = output_format(args, CHECK_FORMATS, "text")
     if fmt == "json":
-        emit(json.dumps(res.to_json_dict(), indent=2), args.output)
+        emit(json.dumps(res.to_json_dict(), indent=2, allow_nan=False), args.output)
     elif fmt == "text":
         from clefprove.report.text import summary_line
 

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     info = model_summary(model, args.model)
     if args.format == "json":
-        emit(json.dumps(info, indent=2), None)
+        emit(json.dumps(info, indent=2, allow_nan=False), None)
         return 0
     lines = [
         f"model     {model.name} {model.version}",
@@ -59,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(f.name) for f in model.features)
     for f in model.features:
         default = f.decode(f.default)
-        shown = json.dumps(default) if not isinstance(default, float) else repr(default)
+        shown = (
+            json.dumps(default, allow_nan=False)
+            if not isinstance(default, float)
+            else repr(default)
+        )
         lines.append(f"  {f.name:<{width}}  {f.type!s:<11}  {f.describe_domain()}  default {shown}")
     emit("\n".join(lines), None)
     return 0

@@ -35,6 +35,8 @@ EXIT_SIGTERM = 128 + signal.SIGTERM
 
 #: Set to 1 to see the traceback of an internal error.
 DEBUG_ENV = "CLEFPROVE_DEBUG"
+#: Statuses after which no output file of the run may remain (SPEC §4).
+FAILED = (ExitCode.USAGE, ExitCode.INTERNAL)
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -90,9 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from clefprove.cli.output import discard_stdout
+    from clefprove.cli.output import discard_stdout, remove_stale_output
     from clefprove.errors import ClefproveError
 
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -101,9 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         code = int(args.func(args))
         sys.stdout.flush()  # a failing stdout is reported here, not at interpreter exit
+        if code in FAILED:
+            remove_stale_output(args)
         return code
     except ClefproveError as exc:
         _say(exc.render())
+        remove_stale_output(args)
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("clefprove: interrupted\n")
@@ -121,9 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = exc.strerror or str(exc)
         where = f"{exc.filename}: " if exc.filename else "standard input/output: "
         _say(f"clefprove: error: {where}{reason}\n")
+        remove_stale_output(args)
         return EXIT_USAGE
     except Exception as exc:
-        return _internal_error(exc)
+        code = _internal_error(exc)
+        remove_stale_output(args)
+        return code
 
 
 def _internal_error(exc: BaseException) -> int:

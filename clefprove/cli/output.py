@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
+import stat
 import sys
 
 from clefprove.errors import ClefproveError
@@ -12,10 +15,48 @@ __all__ = [
     "discard_stdout",
     "emit",
     "refuse_inputs",
+    "remove_stale_output",
     "write_atomic",
     "write_model",
     "write_stdout",
 ]
+
+
+def remove_stale_output(args: argparse.Namespace | None) -> None:
+    """After a run that failed (status 2 or 4), remove the file at its ``-o`` path, so that no
+    output of an earlier run is mistaken for this one's (SPEC §4; docs/robustness.md).
+
+    Only a regular file itself is removed: never a symbolic link (nor what it points to), a
+    directory, a device or a FIFO; never a file that is also one of the run's input paths, nor
+    an ``.inv`` file below an input directory (invariant directories are read recursively)."""
+    output = getattr(args, "output", None) if args is not None else None
+    if not isinstance(output, str) or output == "-":
+        return
+    try:
+        st = os.lstat(output)
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    real = os.path.realpath(output)
+    for key, value in vars(args).items():
+        if key == "output":
+            continue
+        for name in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(name, str | os.PathLike) or name == "-":
+                continue
+            try:
+                if os.path.samefile(output, name):
+                    return
+                inside = os.path.isdir(name) and real.startswith(
+                    os.path.realpath(name).rstrip(os.sep) + os.sep
+                )
+            except (OSError, ValueError):
+                continue
+            if inside and real.endswith(".inv"):
+                return
+    with contextlib.suppress(OSError):
+        os.unlink(output)
 
 
 def refuse_inputs(output: str | os.PathLike[str] | None, *inputs: str | os.PathLike[str]) -> None:

@@ -365,7 +365,7 @@ def _theorem(ident: str, w: CFormula, e: CFormula, names: Names) -> str:
 def _shown(feature: Feature, v: Fraction) -> str:
     """The value as the user writes it in an input record."""
     value = feature.decode(float(v))
-    return json.dumps(value) if not isinstance(value, float) else repr(value)
+    return json.dumps(value, allow_nan=False) if not isinstance(value, float) else repr(value)
 
 
 def _refutation(

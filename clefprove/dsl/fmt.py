@@ -101,7 +101,7 @@ def _name(name: str) -> str:
 
 
 def _quote(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 def _clause(prefix: str, expr: ast.Expr, indent: str) -> list[str]:

@@ -14,8 +14,9 @@ counted separately.
 **Share of the input domain**: the product over features of the fraction of the feature's
 domain that the region covers -- a float feature by length ``(hi - lo) / (max - min)``, an int
 or bool feature by count ``(hi - lo + 1) / (max - min + 1)``, a categorical feature by the
-number of values.  A feature whose domain is one value counts as 1.  It is a measure, not a
-probability of traffic: a non-empty region can have share 0 (a single float value).
+number of values (:func:`clefprove.geometry.measure.box_shares`, which cannot overflow on a
+domain as wide as float64 allows).  A feature whose domain is one value counts as 1.  It is a
+measure, not a probability of traffic: a non-empty region can have share 0 (a single float value).
 
 Both models must have the same features (names, order, types, bounds, vocabularies) and the same
 set of action names for the semantic part; otherwise it is refused with the reason, and only the
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.geometry.boxes import empty_rows, leaf_boxes, step_down
+from clefprove.geometry.measure import box_shares
 from clefprove.incremental import graph as gr
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -137,17 +139,7 @@ def incompatibility(old: Model, new: Model) -> str | None:
 
 def shares(model: Model, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]) -> np.ndarray:
     """(k,) share of the input domain covered by each box (see module docstring)."""
-    k = lo.shape[0]
-    out = np.ones(k)
-    for i, f in enumerate(model.features):
-        if f.type is FeatureType.CATEGORICAL:
-            out *= cats[i].sum(axis=1) / len(f.values)
-        elif f.max > f.min:
-            if f.type is FeatureType.FLOAT:
-                out *= (hi[:, i] - lo[:, i]) / (f.max - f.min)
-            else:
-                out *= (hi[:, i] - lo[:, i] + 1) / (f.max - f.min + 1)
-    return np.clip(out, 0.0, 1.0)
+    return box_shares(model, lo, hi, cats)
 
 
 def _lower(lo: float) -> tuple[str, str]:

@@ -179,7 +179,7 @@ def _domain_json(model: Model, severity: Sequence[int] | None, defaults: bool) -
         "actions": list(model.actions),
         "severity": None if severity is None else [int(s) for s in severity],
     }
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode()
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
 
 
 def domain_digest(model: Model, severity: Sequence[int] | None = None) -> str:

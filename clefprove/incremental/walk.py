@@ -115,7 +115,8 @@ def result_key(
             invariant.line,
             invariant.column,
             st.result_identity,
-        ]
+        ],
+        allow_nan=False,
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
     return hashlib.sha256(text.encode()).digest()
@@ -307,7 +308,7 @@ def _to_json(res: InvariantResult) -> str:
     d["counterexamples"] = [_counterexample_json(c) for c in res.counterexamples]
     d["warnings"] = list(res.warnings)
     d["paths_total"] = res.paths_checked + res.paths_reused
-    return json.dumps(d, sort_keys=True)
+    return json.dumps(d, sort_keys=True, allow_nan=False)
 
 
 def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[str, Any]:
@@ -438,7 +439,7 @@ def _vacuity(
         pv = eg.decide(model, wprep, ev.domain_boxes(model), settings)
         answer = bool(np.all(pv.status == eg.SAFE))
         if not np.any(pv.status == eg.UNKNOWN):
-            out.whole.append((key, json.dumps({"vacuous": answer})))
+            out.whole.append((key, json.dumps({"vacuous": answer}, allow_nan=False)))
             if remember is not None:
                 remember(answer)
         return answer
@@ -530,7 +531,9 @@ def _fresh(
         if pv.solver_paths:
             run.snap.wanted = True
             learn.append((i, pv))
-            run.out.whole.append((run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
+            run.out.whole.append(
+                (run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths}, allow_nan=False))
+            )
     if learn:
         w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])
         for j, (i, pv) in enumerate(learn):

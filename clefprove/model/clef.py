@@ -61,7 +61,7 @@ def encode_clef(
         "actions": list(actions),
         **(extra or {}),
     }
-    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
     nodes_offset = _align8(HEADER_SIZE + len(meta_bytes))
     node_bytes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE).tobytes()
     membership_offset = nodes_offset + len(node_bytes)
@@ -283,7 +283,7 @@ def _parse(buf: Any, origin: str) -> Model:
 
 def _parse_meta(raw: bytes) -> dict[str, Any]:
     from clefprove.errors import ModelSourceError
-    from clefprove.model.source import parse_actions, parse_features
+    from clefprove.model.source import check_name_clashes, parse_actions, parse_features
 
     try:
         meta = json.loads(raw.decode("utf-8"))
@@ -294,6 +294,7 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     try:
         meta["_features"] = parse_features(meta.get("features"), "metadata.features")
         meta["_actions"] = parse_actions(meta.get("actions"), "metadata.actions")
+        check_name_clashes(meta["_features"], meta["_actions"])
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
     from clefprove.model.source import has_control_characters

@@ -91,6 +91,23 @@ def _json_type(v: Any) -> str:
     return "a number"
 
 
+#: Names that the invariant language always reads as the decision (docs/dsl.md, "Names").
+RESERVED_FEATURE_NAMES = frozenset({"action", "confidence"})
+
+
+def check_name_clashes(features: tuple[Feature, ...], actions: tuple[str, ...]) -> None:
+    """Refuse a feature named like one of the model's actions: ``action == block`` could not
+    tell the action from the feature."""
+    acts = set(actions)
+    for i, f in enumerate(features):
+        if f.name in acts:
+            raise _fail(
+                f"features[{i}].name",
+                f"'{f.name}' is also an action name; invariants could not tell the feature "
+                "from the action; rename one of them",
+            )
+
+
 def parse_feature(obj: Any, path: str) -> Feature:
     """Validate one feature declaration (JSON form) into an encoded :class:`Feature`."""
     if not isinstance(obj, dict):
@@ -100,6 +117,12 @@ def parse_feature(obj: Any, path: str) -> Feature:
         raise _fail(f"{path}.name", "must be a non-empty string")
     if not name.isidentifier():
         raise _fail(f"{path}.name", f"'{name}' is not a valid feature name (letters, digits, _)")
+    if name in RESERVED_FEATURE_NAMES:
+        raise _fail(
+            f"{path}.name",
+            f"'{name}' is reserved: invariants read '{name}' as the model's decision, "
+            "so a feature of that name could never be referred to; rename the feature",
+        )
     raw_type = _require(obj, "type", path)
     try:
         ftype = FeatureType(raw_type)
@@ -304,6 +327,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model:
             raise _fail(key, f"{v!r} holds a control character")
     features = parse_features(_require(obj, "features", ""))
     actions = parse_actions(_require(obj, "actions", ""))
+    check_name_clashes(features, actions)
     builder = _TreeBuilder(features, actions)
     builder.build(_require(obj, "tree", ""))
     nodes = np.array(builder.records, dtype=NODE_DTYPE)
@@ -324,7 +348,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise DuplicateKeyError(f"duplicate key {json.dumps(key)}")
+                raise DuplicateKeyError(f"duplicate key {json.dumps(key, allow_nan=False)}")
             seen.add(key)
     return out
 

@@ -65,7 +65,7 @@ def human_size(n: int) -> str:
 
 
 def _json_value(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False)
+    return json.dumps(v, ensure_ascii=False, allow_nan=False)
 
 
 def _ms(seconds: float) -> str:
@@ -263,7 +263,9 @@ def diff_view(diff: dict[str, Any], model_path: str, previous_path: str) -> dict
         top = max(transitions.values(), default=0.0) or 1.0
         regions = []
         for r in sem["regions"][:DIFF_LIST_LIMIT]:
-            record = json.dumps(r["example"], ensure_ascii=False, separators=(", ", ": "))
+            record = json.dumps(
+                r["example"], ensure_ascii=False, separators=(", ", ": "), allow_nan=False
+            )
             regions.append(
                 {
                     **r,
@@ -353,7 +355,7 @@ def _pair(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
 def _single(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
     leaf = int(cex["leaf"])
     domains = {f.name: f.describe_domain() for f in model.features}
-    record = json.dumps(cex["input"], ensure_ascii=False, separators=(", ", ": "))
+    record = json.dumps(cex["input"], ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
     win = window(model, leaf)
     return {
         "input": [
@@ -472,5 +474,5 @@ def build(
         else diff_view(diff, inputs.model_path, inputs.previous_path or "OLD"),
         "commands": commands(inputs, model.sha256, report.exit_code == 0),
         "invariant_files": invariant_files(program),
-        "check_json": json.dumps(data, indent=2, ensure_ascii=False),
+        "check_json": json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False),
     }

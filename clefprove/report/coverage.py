@@ -1,11 +1,9 @@
 """The share of the input domain that each action covers.
 
 The measure is the uniform product measure over the declared domain: a leaf's share is the
-product over features of the fraction of that feature's domain its box keeps,
-
-* ``float``: interval length, ``(hi - lo) / (max - min)`` (1 when ``min == max``);
-* ``int`` and ``bool``: count of whole values, ``(hi - lo + 1) / (max - min + 1)``;
-* ``categorical``: count of codes, ``|codes| / |vocabulary|``.
+product over features of the fraction of that feature's domain its box keeps
+(:func:`clefprove.geometry.measure.box_shares`: length for floats, whole values for ints and
+bools, codes for categorical features; no overflow on the widest float64 domain).
 
 Infeasible paths have share 0.  The leaves of a tree partition the domain, so the shares of all
 leaves add up to 1 (up to float rounding).  It is a geometric measure of the domain, not a
@@ -18,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
-from clefprove.model.types import FeatureType, Model
+from clefprove.geometry.boxes import LeafBoxes, leaf_boxes
+from clefprove.geometry.measure import box_shares
+from clefprove.model.types import Model
 
 
 @dataclass(frozen=True)
@@ -35,21 +34,7 @@ def leaf_shares(model: Model, boxes: LeafBoxes | None = None) -> np.ndarray:
     """The domain share of every leaf box (rows of *boxes*; default: all leaves)."""
     if boxes is None:
         boxes = leaf_boxes(model)
-    share = np.where(boxes.feasible, 1.0, 0.0)
-    for i, f in enumerate(model.features):
-        if f.type is FeatureType.CATEGORICAL:
-            frac = cat_mask(boxes.cats, i, boxes.size, len(f.values)).sum(axis=1) / len(f.values)
-        else:
-            lo, hi = boxes.lo[:, i], boxes.hi[:, i]
-            if f.type is FeatureType.FLOAT:
-                width = f.max - f.min
-                kept = np.clip(hi - lo, 0.0, None)
-                frac = kept / width if width > 0 else np.where(hi >= lo, 1.0, 0.0)
-            else:  # int, bool: count whole values
-                count = np.clip(np.floor(hi) - np.ceil(lo) + 1.0, 0.0, None)
-                frac = count / (np.floor(f.max) - np.ceil(f.min) + 1.0)
-        share = share * frac
-    return share
+    return box_shares(model, boxes.lo, boxes.hi, boxes.cats, boxes.feasible)
 
 
 def action_shares(model: Model, boxes: LeafBoxes | None = None) -> tuple[ActionShare, ...]:

@@ -10,7 +10,7 @@ from clefprove.report.wording import printable
 
 
 def _json(obj: Any) -> str:
-    return json.dumps(obj)
+    return json.dumps(obj, allow_nan=False)
 
 
 def pct(x: float) -> str:

@@ -31,11 +31,13 @@ def render_text(res: GateResult, verbose: bool = False) -> str:
             if isinstance(c, RelationalCounterexample):  # a pair differing only in c.feature
                 for k in range(2):
                     lines.append(
-                        f"         counterexample {k + 1}/2 {json.dumps(c.inputs[k])} -> "
-                        f"{c.actions[k]}"
+                        f"         counterexample {k + 1}/2 "
+                        f"{json.dumps(c.inputs[k], allow_nan=False)} -> {c.actions[k]}"
                     )
                 continue
-            lines.append(f"         counterexample {json.dumps(c.input)} -> {c.action}")
+            lines.append(
+                f"         counterexample {json.dumps(c.input, allow_nan=False)} -> {c.action}"
+            )
             lines.append(f"         region {' and '.join(c.region or c.path)}")
             if verbose:
                 lines.append(f"         path {' and '.join(c.path)}")

@@ -40,11 +40,13 @@ def render_github(report: Report, root: Path | None = None) -> str:
                 if isinstance(c, RelationalCounterexample):
                     message += (
                         f"; counterexample pair differing only in {c.feature}: "
-                        f"{json.dumps(c.inputs[0])} -> {c.actions[0]}, "
-                        f"{json.dumps(c.inputs[1])} -> {c.actions[1]}"
+                        f"{json.dumps(c.inputs[0], allow_nan=False)} -> {c.actions[0]}, "
+                        f"{json.dumps(c.inputs[1], allow_nan=False)} -> {c.actions[1]}"
                     )
                 else:
-                    message += f"; counterexample {json.dumps(c.input)} -> {c.action}"
+                    message += (
+                        f"; counterexample {json.dumps(c.input, allow_nan=False)} -> {c.action}"
+                    )
         else:
             command = "warning"
             message = f"undecided on {plural(r.unknown_paths, unit)} (solver limits): not proved"

@@ -39,4 +39,4 @@ def render_gitlab(report: Report, root: Path | None = None) -> str:
                 "location": {"path": where.display, "lines": {"begin": max(1, r.line)}},
             }
         )
-    return json.dumps(issues, indent=2) + "\n"
+    return json.dumps(issues, indent=2, allow_nan=False) + "\n"

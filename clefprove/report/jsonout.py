@@ -11,4 +11,4 @@ def render_json(report: Report) -> str:
     data = report.to_json_dict()
     if report.all_warnings:
         data["warnings"] = list(report.all_warnings)
-    return json.dumps(data, indent=2) + "\n"
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"

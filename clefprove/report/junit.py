@@ -28,13 +28,13 @@ def _details(r: InvariantResult, where: str) -> str:
             lines.append(f"pair differing only in {c.feature}:")
             for k in range(2):
                 lines.append(
-                    f"  input {json.dumps(c.inputs[k])} -> {c.actions[k]} "
+                    f"  input {json.dumps(c.inputs[k], allow_nan=False)} -> {c.actions[k]} "
                     f"(confidence {confidence(c.confidences[k])}, leaf {c.leaves[k]})"
                 )
                 lines.append("    path: " + " and ".join(c.paths[k]))
             continue
         lines.append(
-            f"input {json.dumps(c.input)} -> {c.action} "
+            f"input {json.dumps(c.input, allow_nan=False)} -> {c.action} "
             f"(confidence {confidence(c.confidence)}, leaf {c.leaf})"
         )
         lines.append("  path: " + " and ".join(c.path))

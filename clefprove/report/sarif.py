@@ -52,11 +52,16 @@ def _message(r: InvariantResult) -> str:
             if isinstance(c, RelationalCounterexample):
                 text += (
                     f" Counterexample pair (differing only in {c.feature}): "
-                    f"{json.dumps(c.inputs[0])} -> {c.actions[0]} (leaf {c.leaves[0]}), "
-                    f"{json.dumps(c.inputs[1])} -> {c.actions[1]} (leaf {c.leaves[1]})."
+                    f"{json.dumps(c.inputs[0], allow_nan=False)} -> {c.actions[0]} "
+                    f"(leaf {c.leaves[0]}), "
+                    f"{json.dumps(c.inputs[1], allow_nan=False)} -> {c.actions[1]} "
+                    f"(leaf {c.leaves[1]})."
                 )
             else:
-                text += f" Counterexample: {json.dumps(c.input)} -> {c.action} (leaf {c.leaf})."
+                text += (
+                    f" Counterexample: {json.dumps(c.input, allow_nan=False)} -> {c.action} "
+                    f"(leaf {c.leaf})."
+                )
         return text
     return (
         f"Invariant '{r.invariant}' is undecided on {plural(r.unknown_paths, unit)} "
@@ -161,4 +166,4 @@ def render_sarif(report: Report, root: Path | None = None) -> str:
             }
         ],
     }
-    return json.dumps(log, indent=2) + "\n"
+    return json.dumps(log, indent=2, allow_nan=False) + "\n"

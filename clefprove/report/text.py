@@ -125,7 +125,7 @@ def _single(console, i: int, c: Counterexample, verbose: bool) -> None:  # type:
     console.print(_t("    region: " + _conditions(c.region or c.path)), soft_wrap=True)
     if verbose:
         console.print(_t("    path:   " + _conditions(c.path)), soft_wrap=True)
-    console.print(_t("    input:  " + json.dumps(c.input)), soft_wrap=True)
+    console.print(_t("    input:  " + json.dumps(c.input, allow_nan=False)), soft_wrap=True)
 
 
 def _pair(console, i: int, c: RelationalCounterexample, verbose: bool) -> None:  # type: ignore[no-untyped-def]
@@ -138,7 +138,9 @@ def _pair(console, i: int, c: RelationalCounterexample, verbose: bool) -> None: 
         )
     )
     for k in range(2):
-        console.print(_t(f"    input {k + 1}: " + json.dumps(c.inputs[k])), soft_wrap=True)
+        console.print(
+            _t(f"    input {k + 1}: " + json.dumps(c.inputs[k], allow_nan=False)), soft_wrap=True
+        )
         console.print(
             _t(
                 f"      -> {c.actions[k]} (confidence {confidence(c.confidences[k])}, "

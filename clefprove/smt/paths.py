@@ -308,9 +308,21 @@ class _Session:
                 return SolverAnswer.UNSAT, None
             if r != z3.sat:
                 return SolverAnswer.UNKNOWN, None
-            return SolverAnswer.SAT, self._witness(q, self._values(s.model()))
+            vals = self._values(s.model())
+            x = self._witness(q, vals)
+            if x is None:  # satisfiable over the reals; the caller searches the float64 grid
+                return SolverAnswer.REAL, self._rounded(q, vals)
+            return SolverAnswer.SAT, x
         finally:
             s.pop()
+
+    def _rounded(self, q: Query, vals: list[Fraction]) -> np.ndarray:
+        """The model with every float coordinate at its nearest float64 inside the box."""
+        x = np.array([float(v) for v in vals], dtype=np.float64)
+        for i, f in enumerate(self.model.features):
+            if f.type is FeatureType.FLOAT:
+                x[i] = _nearest(vals[i], float(q.lo[i]), float(q.hi[i]))
+        return x
 
     def _witness(self, q: Query, vals: list[Fraction]) -> np.ndarray | None:
         feats = self.model.features
@@ -387,7 +399,9 @@ def solve(
     limits: Limits = Limits(),
 ) -> list[tuple[str, np.ndarray | None]]:
     """Decide each query: ``("unsat", None)``, ``("sat", x)`` with an exact float64 witness,
-    or ``("unknown", None)``; queries are best given in tree order (prefix sharing)."""
+    ``("real", x)`` when the real relaxation is satisfiable but no float64 witness was found
+    near its model (*x*: that model rounded into the box), or ``("unknown", None)``; queries
+    are best given in tree order (prefix sharing)."""
     session = _Session(model, when, ensure, limits)
     return [session.solve(q) for q in queries]
 

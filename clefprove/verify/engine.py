@@ -34,7 +34,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
-from clefprove.status import Decided, LeafOutcome
+from clefprove.status import Decided, LeafOutcome, SolverAnswer
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
 
@@ -54,7 +54,7 @@ PARALLEL_MIN_SOLVER_PATHS = 200
 
 #: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
 #: key, so that proofs stored by an older verifier are never reused.
-ENGINE_REVISION = 2
+ENGINE_REVISION = 3
 
 
 #: The options of a check when none are given.
@@ -120,50 +120,66 @@ def decide(
 ) -> PathVerdicts:
     """Decide the violation condition on every leaf box (see module docstring)."""
     n = boxes.size
-    status = np.full(n, SAFE, dtype=np.int8)
-    how = np.full(n, HOW_NONE, dtype=np.int16)
     if n == 0:
-        return PathVerdicts(boxes, status, how)
-    rows = _rows(boxes)
-    ct, cf = nm.tri(prep.violation, rows)
-    live = boxes.feasible & ct
-    to_solver = np.zeros(n, dtype=bool)
-    if not settings.shortcuts:
-        to_solver = boxes.feasible.copy()
+        return PathVerdicts(
+            boxes, np.full(0, SAFE, dtype=np.int8), np.full(0, HOW_NONE, dtype=np.int16)
+        )
+    if settings.shortcuts:
+        status, how, to_solver = box_stages(prep, boxes)
     else:
-        whole = live & ~cf
-        status[whole] = VIOLATED
-        how[whole] = HOW_BOX
-        mixed = np.flatnonzero(live & cf)
-        if mixed.size:
-            if prep.conjuncts is None:
-                to_solver[mixed] = True
-            else:
-                sub = _rows(boxes.take(mixed))
-                done = np.zeros(mixed.size, dtype=bool)
-                undecided = np.zeros(mixed.size, dtype=bool)
-                for k, conj in enumerate(prep.conjuncts):
-                    res = nm.decide_conjunct(conj, sub)
-                    hit = (res == nm.SAT) & ~done
-                    status[mixed[hit]] = VIOLATED
-                    how[mixed[hit]] = k
-                    done |= hit
-                    undecided |= res == nm.UNDECIDED
-                to_solver[mixed[undecided & ~done]] = True
+        status = np.full(n, SAFE, dtype=np.int8)
+        how = np.full(n, HOW_NONE, dtype=np.int16)
+        to_solver = boxes.feasible.copy()
     witnesses: dict[int, np.ndarray] = {}
     solver_rows = np.flatnonzero(to_solver)
     if solver_rows.size:
         outcomes = _solve(model, prep, boxes, solver_rows, settings)
         for r, (verdict, x) in zip(solver_rows.tolist(), outcomes, strict=True):
             how[r] = HOW_SOLVER
-            if verdict == "unsat":
+            if verdict == SolverAnswer.REAL:  # no float64 input near its model: exact search
+                from clefprove.verify.grid import on_grid
+
+                verdict, x = on_grid(model, prep, boxes, r, settings)
+            if verdict == SolverAnswer.UNSAT:
                 status[r] = SAFE
-            elif verdict == "sat" and x is not None:
+            elif verdict == SolverAnswer.SAT and x is not None:
                 status[r] = VIOLATED
                 witnesses[r] = x
             else:
                 status[r] = UNKNOWN
     return PathVerdicts(boxes, status, how, witnesses, int(solver_rows.size))
+
+
+def box_stages(prep: Prepared, boxes: LeafBoxes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stages 1 and 2 on every row: ``(status, how, to_solver)``, the rows left undecided
+    marked in ``to_solver`` (their status is SAFE until the solver says otherwise)."""
+    n = boxes.size
+    status = np.full(n, SAFE, dtype=np.int8)
+    how = np.full(n, HOW_NONE, dtype=np.int16)
+    to_solver = np.zeros(n, dtype=bool)
+    rows = _rows(boxes)
+    ct, cf = nm.tri(prep.violation, rows)
+    live = boxes.feasible & ct
+    whole = live & ~cf
+    status[whole] = VIOLATED
+    how[whole] = HOW_BOX
+    mixed = np.flatnonzero(live & cf)
+    if mixed.size:
+        if prep.conjuncts is None:
+            to_solver[mixed] = True
+        else:
+            sub = _rows(boxes.take(mixed))
+            done = np.zeros(mixed.size, dtype=bool)
+            undecided = np.zeros(mixed.size, dtype=bool)
+            for k, conj in enumerate(prep.conjuncts):
+                res = nm.decide_conjunct(conj, sub)
+                hit = (res == nm.SAT) & ~done
+                status[mixed[hit]] = VIOLATED
+                how[mixed[hit]] = k
+                done |= hit
+                undecided |= res == nm.UNDECIDED
+            to_solver[mixed[undecided & ~done]] = True
+    return status, how, to_solver
 
 
 def _solve(
@@ -218,7 +234,11 @@ def isolated_witness(
     limits = _limits(CheckOptions(timeout=settings.timeout, rlimit=settings.rlimit), prep.tag)
     query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
     verdict, x = smt_paths.solve(model, inv.when, inv.ensure_formula, [query], limits)[0]
-    return x if verdict == "sat" else None
+    if verdict == SolverAnswer.REAL:
+        from clefprove.verify.grid import search
+
+        return search(model, prep, boxes, r, x)
+    return x if verdict == SolverAnswer.SAT else None
 
 
 def check_subtree(
@@ -336,7 +356,7 @@ def witness(
     if k < 0:
         return nice_point(model, rows, 0)
     assert prep.conjuncts is not None
-    nrows, ok, multi = nm.narrow(prep.conjuncts[k], rows)
+    nrows, ok, multi = nm.narrow_exact(prep.conjuncts[k], rows)
     assert ok[0]
     x = nice_point(model, nrows, 0)
     if len(multi) == 1:

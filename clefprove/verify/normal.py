@@ -26,7 +26,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import cat_mask
-from clefprove.geometry.floats import float_ge, float_le
+from clefprove.geometry.floats import value_bound
 from clefprove.model.types import FeatureType, Model
 from clefprove.status import BoxAnswer
 
@@ -59,6 +59,7 @@ class Lin:
     terms: tuple[tuple[int, Fraction], ...]
     const: Fraction
     strict: bool
+    integral: tuple[bool, ...] = ()  # per term: the column takes whole values only
 
     @functools.cached_property
     def arrays(self) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
@@ -153,27 +154,14 @@ class Normalizer:
         if not terms:
             return ck.Const(k < 0 if strict else k <= 0)
         if len(terms) > 1:
-            return Lin(tuple(sorted(terms)), k, strict)
+            ordered = tuple(sorted(terms))
+            return Lin(ordered, k, strict, tuple(self.integral[c] for c, _ in ordered))
         col, c = terms[0]
         q = -k / c
         upper = c > 0
         lo_d, hi_d = self.dmin[col], self.dmax[col]
         q = min(max(q, lo_d - 1), hi_d + 1)  # keeps floats finite; same truth on the domain
-        if self.integral[col]:
-            if upper:
-                b = (math.ceil(q) - 1) if strict else math.floor(q)
-            else:
-                b = (math.floor(q) + 1) if strict else math.ceil(q)
-            # Compared with the domain as exact integers: float(b) rounds at +-(2**53 + 1).
-            exact: Fraction | float = Fraction(b)
-        elif upper:
-            exact = float_le(q)
-            if strict and math.isfinite(exact) and Fraction(exact) == q:
-                exact = math.nextafter(exact, -math.inf)
-        else:
-            exact = float_ge(q)
-            if strict and math.isfinite(exact) and Fraction(exact) == q:
-                exact = math.nextafter(exact, math.inf)
+        exact = value_bound(q, upper, strict, self.integral[col])
         # (+-inf only arises beyond a domain end at the float64 limit: the checks below settle it)
         if upper and exact >= hi_d:
             return TRUE
@@ -422,9 +410,59 @@ def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list
     return Rows(lo, hi, cats, rows.actions), ok, multi
 
 
+def pin(lits: list[Lin], rows: Rows, ok: np.ndarray) -> tuple[Rows, np.ndarray, np.ndarray]:
+    """Decide, per box, the linear literals that have at most one free column there (every
+    other column pinned, ``lo == hi``) as exact bounds on that column: ``(rows, ok, open)``
+    with the tightened boxes, feasibility, and per box the number of literals still over two
+    or more free columns.  Exact: with the other columns fixed, ``c*x + k <= 0`` is
+    ``x <= b`` for the float64 (or integer) bound b of ``-k/c`` (:func:`value_bound`)."""
+    lo, hi = rows.lo.copy(), rows.hi.copy()
+    ok = ok.copy()
+    still = np.zeros(rows.size, dtype=np.int64)
+    for lit in lits:
+        cols = [c for c, _ in lit.terms]
+        integral = lit.integral or (False,) * len(cols)
+        free = lo[:, cols] != hi[:, cols]
+        nfree = free.sum(axis=1)
+        still += nfree >= 2
+        for r in np.flatnonzero(ok & (nfree <= 1)).tolist():
+            k = lit.const
+            at = -1
+            for j, (col, c) in enumerate(lit.terms):
+                if free[r, j]:
+                    at = j
+                else:
+                    k += c * Fraction(float(lo[r, col]))
+            if at < 0:
+                ok[r] = k < 0 if lit.strict else k <= 0
+                continue
+            col, c = lit.terms[at]
+            a, b = Fraction(float(lo[r, col])), Fraction(float(hi[r, col]))
+            q = min(max(-k / c, a - 1), b + 1)
+            v = float(value_bound(q, c > 0, lit.strict, integral[at]))
+            if c > 0:
+                hi[r, col] = min(float(hi[r, col]), v)
+            else:
+                lo[r, col] = max(float(lo[r, col]), v)
+            ok[r] = lo[r, col] <= hi[r, col]
+    return Rows(lo, hi, rows.cats, rows.actions), ok, still
+
+
+def narrow_exact(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:
+    """:func:`narrow`, and when two or more linear literals remain, also the ones that
+    :func:`pin` turns into bounds; ``multi`` is then empty on the boxes where that decided all
+    of them (rows with ``ok`` and no literal left open)."""
+    nrows, ok, multi = narrow(conj, rows)
+    if len(multi) < 2:
+        return nrows, ok, multi
+    prow, pok, still = pin(multi, nrows, ok)
+    return prow, pok, multi if bool(np.any(still[pok] > 0)) else []
+
+
 def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
     """SAT / UNSAT / UNDECIDED per box for a conjunction of literals; exact when it has at most
-    one multi-variable literal (a linear constraint's minimum over a box is at a corner)."""
+    one multi-variable literal (a linear constraint's minimum over a box is at a corner), or
+    when all its linear literals but one have at most one free column on the box (:func:`pin`)."""
     nrows, ok, multi = narrow(conj, rows)
     out = np.where(ok, SAT, UNSAT).astype(np.int8)
     if not multi or not ok.any():
@@ -441,4 +479,15 @@ def decide_conjunct(conj: tuple[object, ...], rows: Rows) -> np.ndarray:
         must_all &= ~cf
     out[ok & ~can_all] = UNSAT
     out[ok & can_all & ~must_all] = UNDECIDED
+    pinned = np.flatnonzero(out == UNDECIDED)
+    if pinned.size:
+        sub = Rows(
+            nrows.lo[pinned],
+            nrows.hi[pinned],
+            {f: m[pinned] for f, m in nrows.cats.items()},
+            nrows.actions[pinned],
+        )
+        _, pok, still = pin(multi, sub, np.ones(pinned.size, dtype=bool))
+        out[pinned[~pok]] = UNSAT
+        out[pinned[pok & (still == 0)]] = SAT
     return out

@@ -67,7 +67,8 @@ class CheckOptions:
                 [f.name, getattr(self, f.name)]
                 for f in fields(self)
                 if f.metadata[_AFFECTS] in wanted
-            ]
+            ],
+            allow_nan=False,
         )
 
     @property

@@ -836,3 +836,64 @@ def test_mutated_files_fail_cleanly(tmp_path, trained) -> None:
             p = write(tmp_path, f"mut.{fmt}", bytes(mutated))
             with contextlib.suppress(ImportModelError):
                 import_model(fmt, p)
+
+
+@pytest.mark.parametrize("word", ["action", "confidence", "allow"])
+def test_cli_reserved_feature_names_refused_on_every_import_route(tmp_path, trained, word):
+    """Issue 16: a feature that invariants could never refer to is refused at import, with one
+    line naming the word (``allow`` is one of the spec's action names)."""
+    spec = {
+        "features": [
+            {"name": word, "type": "float", "min": -10, "max": 10, "default": 0},
+            {"name": "b", "type": "float", "min": -10, "max": 10, "default": 0},
+            {"name": "c", "type": "float", "min": -10, "max": 10, "default": 0},
+        ],
+        "actions": ["allow", "block", "challenge"],
+    }
+    for fmt in ("onnx", "xgboost", "lightgbm"):
+        actions = spec["actions"][: 2 if fmt != "onnx" else 3]
+        feats = spec["features"]
+        if fmt == "lightgbm":  # its file names the columns a, b, c: the clash is with an action
+            feats = [{**f, "name": n} for f, n in zip(feats[:2], "ab", strict=True)]
+            feats.append(
+                {"name": "c", "type": "categorical", "values": list("0123456789"), "default": "0"}
+            )
+            actions = ["a", "block"]
+        path = write(tmp_path, "f.json", json.dumps({"features": feats, "actions": actions}))
+        proc = cli(
+            "import",
+            fmt,
+            trained[fmt],
+            "-o",
+            tmp_path / "out.clef",
+            "--features",
+            path,
+            cwd=tmp_path,
+        )
+        _assert_clean_failure(proc, tmp_path)
+        assert f"'{word if fmt != 'lightgbm' else 'a'}'" in proc.stderr, (fmt, proc.stderr)
+
+
+def test_reserved_feature_name_from_the_trained_model_itself(tmp_path) -> None:
+    """XGBoost keeps its own feature names; one named ``confidence`` is refused; so is a
+    scikit-learn feature named ``action``."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from clefprove.errors import ClefproveError
+    from clefprove.model.sklearn import from_sklearn
+
+    rng = np.random.default_rng(3)
+    X, y = _xgb_data(rng, 200)
+    dm = xgb.DMatrix(X, label=y, feature_names=["rtt", "confidence", "depth"])
+    xgb.train({"objective": "binary:logistic", "max_depth": 2}, dm, 1).save_model(
+        tmp_path / "m.json"
+    )
+    with pytest.raises(ClefproveError, match="'confidence' is reserved"):
+        import_model("xgboost", tmp_path / "m.json")
+    clf = DecisionTreeClassifier(max_depth=2).fit(X, y)
+    feats = [
+        {"name": n, "type": "float", "min": -10, "max": 10, "default": 0}
+        for n in ("action", "b", "c")
+    ]
+    with pytest.raises(ClefproveError, match="'action' is reserved"):
+        from_sklearn(clf, feats, actions=["allow", "block"])

@@ -159,3 +159,47 @@ def test_load_source_prefixes_the_file(tmp_path, spec_source):
     path.write_text(json.dumps(spec_source))
     with pytest.raises(ModelSourceError, match=r"m.json: tree.left: unknown action 'alow'"):
         load_source(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ("action", "'action' is reserved"),
+        ("confidence", "'confidence' is reserved"),
+        ("block", "'block' is also an action name"),
+    ],
+)
+def test_reserved_feature_names_refused_at_compile(tmp_path, name, needle) -> None:
+    """Issue 16: invariants always read `action`/`confidence` as the decision (and an action
+    name as the action), so such a feature is refused: exit 2, one line, no output."""
+    import json as _json
+    import subprocess
+    import sys
+
+    src = {
+        "features": [{"name": name, "type": "int", "min": 0, "max": 99, "default": 0}],
+        "actions": ["allow", "block"],
+        "tree": {
+            "feature": name,
+            "threshold": 50,
+            "left": {"action": "allow", "confidence": 1},
+            "right": {"action": "block", "confidence": 1},
+        },
+    }
+    (tmp_path / "m.json").write_text(_json.dumps(src))
+    proc = subprocess.run(
+        [sys.executable, "-m", "clefprove", "compile", "m.json", "-o", "m.clef"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "m.clef").exists()
+    # keywords stay legal: backticks refer to them unambiguously (docs/dsl.md)
+    src["features"][0]["name"] = "when"
+    src["tree"]["feature"] = "when"
+    from clefprove.model.source import compile_source
+
+    assert compile_source(src).features[0].name == "when"

@@ -367,9 +367,10 @@ def resolve_features(
     """Declarations for the model's *n_columns* inputs: the spec's, else *derived()*.
 
     Declared names must equal the names the file gives its columns (a guard against a wrong
-    column order), unless some of those are not valid feature names, which the spec renames.
+    column order), unless some of those are not valid (or reserved) feature names, which the
+    spec renames.
     """
-    from clefprove.model.source import parse_features
+    from clefprove.model.source import RESERVED_FEATURE_NAMES, parse_features
 
     if spec is not None and spec.features is not None:
         feats = [dict(f) if isinstance(f, dict) else f for f in spec.features]
@@ -378,7 +379,9 @@ def resolve_features(
                 f"the model reads {n_columns} input columns but the features spec declares "
                 f"{len(feats)}"
             )
-        if model_names and all(n.isidentifier() for n in model_names):
+        if model_names and all(
+            n.isidentifier() and n not in RESERVED_FEATURE_NAMES for n in model_names
+        ):
             declared = [f.get("name") if isinstance(f, dict) else None for f in feats]
             if list(model_names) != declared:
                 raise ImportModelError(
@@ -500,4 +503,4 @@ def model_name(path: str | os.PathLike[str]) -> str:
 
 
 def dumps_compact(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False)
