@@ -90,6 +90,9 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._await_listening()
+
+    def _await_listening(self) -> None:
         deadline = time.monotonic() + 300
         assert self.proc.stderr is not None
         while time.monotonic() < deadline:
@@ -110,6 +113,38 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(timeout=60)
+
+
+BASELINE = """
+import socket, sys, uvicorn
+ANSWER = sys.argv[1].encode()
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(ANSWER)).encode())]
+async def app(scope, receive, send):
+    message = await receive()
+    while message.get("more_body"):
+        message = await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": ANSWER})
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+sock.listen(2048)
+sys.stderr.write("listening on http://127.0.0.1:%d\\n" % sock.getsockname()[1])
+sys.stderr.flush()
+uvicorn.Server(uvicorn.Config(app, loop="auto", http="auto", lifespan="off", log_level="warning",
+               access_log=False, server_header=False, backlog=2048)).run(sockets=[sock])
+"""
+
+
+class Baseline(Server):
+    """The ceiling: uvicorn as configured by serve, answering a fixed decision (no parsing,
+    no evaluation, no metrics), measured in the same run."""
+
+    def __init__(self, answer: bytes) -> None:
+        SERVERS.append(self)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", BASELINE, answer.decode()], stderr=subprocess.PIPE, text=True
+        )
+        self._await_listening()
 
 
 def reload(server: Server, data: bytes) -> tuple[int, float, dict[str, Any]]:
@@ -137,8 +172,9 @@ def run_wrk(
             f"wrk.body = {json.dumps(BODY)}\n"
             'wrk.headers["Content-Type"] = "application/json"\n'
         )
-        if rate is not None:
-            fh.write(f"function delay() return {connections * 1000.0 / rate:.3f} end\n")
+        if rate is not None:  # uniform in [0, 2 * mean]: connections never march in step
+            mean = connections * 1000.0 / rate
+            fh.write(f"function delay() return math.random() * {2 * mean:.3f} end\n")
         script = fh.name
     try:
         out = subprocess.run(
@@ -160,7 +196,9 @@ def run_wrk(
         ).stdout
     finally:
         os.unlink(script)
-    lat = {p: _unit(v) for p, v in re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M)}
+    lat = {p: _unit(v) for p, v in re.findall(r"^\s+(50|99)(?:\.0+)?%\s+(\S+)\s*$", out, re.M)}
+    if set(lat) != {"50", "99"}:
+        raise SystemExit(f"cannot read wrk's latency distribution:\n{out}")
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
@@ -200,8 +238,8 @@ def run_python(
                 latencies.append(time.perf_counter() - t0)
                 if not head.startswith(b"HTTP/1.1 200"):
                     failed += 1
-                if rate is not None:
-                    await asyncio.sleep(connections / rate)
+                if rate is not None:  # uniform in [0, 2 * mean], as for wrk
+                    await asyncio.sleep(random.random() * 2 * connections / rate)
         finally:
             writer.close()
 
@@ -281,13 +319,21 @@ def main() -> None:
     try:
         # --- throughput and latency
         srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
+        import httpx
+
+        ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
         rows = []
         load(srv, 16, 2.0)  # warm-up
+        load(ceiling, 16, 2.0)
         for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
             r = load(srv, c, args.seconds, rate)
+            b = load(ceiling, c, args.seconds, rate)
             rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
                          f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
-                         f"{r['p99'] * 1e3:.2f} ms", int(r["failed"])])  # fmt: skip
+                         f"{r['p99'] * 1e3:.2f} ms", int(r["failed"]),
+                         f"{b['rps']:,.0f} / {b['p99'] * 1e3:.2f} ms",
+                         f"{r['rps'] / b['rps']:.2f}"])  # fmt: skip
+        ceiling.stop()
         # --- during reloads: baseline then the same load while reloading back to back
         conns = 1000
         base = load(srv, conns, args.seconds, args.rate)
@@ -318,7 +364,8 @@ def main() -> None:
             "failed": sum(p["failed"] for p in parts),
         }
         print("\n## POST /decide, one input per request (depth-12 example)\n")
-        print(table(["connections", "load", "requests/s", "P50", "P99", "failed"], rows))
+        print(table(["connections", "load", "requests/s", "P50", "P99", "failed",
+                     "bare uvicorn req/s / P99", "ratio req/s"], rows))  # fmt: skip
         print(f"\n## {args.reloads} reloads under load ({conns} connections, "
               f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
         print(table(

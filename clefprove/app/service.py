@@ -137,8 +137,13 @@ class Service:
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._diff_pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the workers now: a check or a diff still running is of no use to anyone, and
+        the interpreter would otherwise wait for it at exit."""
+        for pool in (self._pool, self._diff_pool):
+            # ProcessPoolExecutor has no public way to stop a running task before Python 3.14
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _submit(self, staged: Path) -> cf.Future[Verdict]:
         return self._pool.submit(gate_file, str(staged), self.settings)
@@ -291,6 +296,7 @@ def _counted(result: ReloadResult) -> str:
 
 
 def read_model_file(path: str, limit: int) -> bytes:
+    """The bytes of the file *path*, refused (one line) past *limit* bytes."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)

@@ -300,11 +300,15 @@ def test_body_limit_is_413(serve) -> None:
     with srv.client() as c:
         r = c.post("/decide", json=[{}] * 100)
         assert r.status_code == 413 and "error" in r.json()
+        chunked = c.post("/decide", content=iter([b"[", b"{}, " * 100, b"{}]"]))  # no length
+        assert chunked.status_code == 413
+        assert c.post("/decide", content=iter([b"[{}, ", b"{}]"])).status_code == 200
         assert c.post("/decide", json={}).status_code == 200
         assert c.get("/healthz").json() == {"status": "ok"}
         assert c.get("/readyz").json()["status"] == "ready"
         assert c.get("/nowhere").status_code == 404
         assert c.get("/decide").status_code == 405
+    assert srv.stop() == 0  # SIGTERM: a graceful stop
 
 
 def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
