@@ -271,9 +271,10 @@ def variant_of_example() -> bytes:
     return write_clef(compile_source(src, origin="variant"))
 
 
-def big_model(depth: int = 16, seed: int = 0) -> bytes:
+def big_model(depth: int = 16, seed: int = 0, update: bool = False) -> bytes:
     """A complete tree of *depth* (2**(depth+1)-1 nodes) on the example's features that never
-    allows (so every invariant of invariants/ holds, and each leaf must be shown to)."""
+    allows (so every invariant of invariants/ holds, and each leaf must be shown to); *update*:
+    the same with one leaf's confidence changed (a model's next version)."""
     rng = random.Random(seed)
     src = json.loads(SOURCE.read_text())
     features = {f["name"]: f for f in src["features"]}
@@ -293,8 +294,13 @@ def big_model(depth: int = 16, seed: int = 0) -> bytes:
         return {"feature": name, "threshold": t, "left": left, "right": right}
 
     box = {n: (float(features[n]["min"]), float(features[n]["max"])) for n in numeric}
-    src["name"], src["version"] = "edge-big", f"{depth}.{seed}"
+    src["name"], src["version"] = "edge-big", f"{depth}.{seed}" + ("+1" if update else "")
     src["tree"] = node(0, copy.deepcopy(box))
+    if update:
+        t = src["tree"]
+        while "action" not in t:
+            t = t["right"]
+        t["confidence"] = 0.85 if t["confidence"] != 0.85 else 0.86
     return write_clef(compile_source(src, origin="big"))
 
 
@@ -305,6 +311,9 @@ def main() -> None:
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
+    ap.add_argument(
+        "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
+    )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
@@ -314,106 +323,128 @@ def main() -> None:
           f"load average before: {os.getloadavg()[0]:.2f}")  # fmt: skip
 
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    variant = variant_of_example()
-    example = EXAMPLE.read_bytes()
+    parts = set(args.parts.split(","))
     try:
-        # --- throughput and latency
-        srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
-        import httpx
-
-        ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
-        rows = []
-        load(srv, 16, 2.0)  # warm-up
-        load(ceiling, 16, 2.0)
-        for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
-            r = load(srv, c, args.seconds, rate)
-            b = load(ceiling, c, args.seconds, rate)
-            rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
-                         f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
-                         f"{r['p99'] * 1e3:.2f} ms", int(r["failed"]),
-                         f"{b['rps']:,.0f} / {b['p99'] * 1e3:.2f} ms",
-                         f"{r['rps'] / b['rps']:.2f}"])  # fmt: skip
-        ceiling.stop()
-        # --- during reloads: baseline then the same load while reloading back to back
-        conns = 1000
-        base = load(srv, conns, args.seconds, args.rate)
-        statuses: list[int] = []
-        reload_times: list[float] = []
-        done = threading.Event()
-
-        def reloader() -> None:
-            for i in range(args.reloads):
-                status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
-                statuses.append(status)
-                reload_times.append(secs)
-            done.set()
-
-        result: dict[str, Any] = {}
-        t = threading.Thread(target=reloader)
-        t.start()
-        while not done.is_set():  # keep the load on for as long as the reloads take
-            part = load(srv, conns, min(args.seconds, 5.0), args.rate)
-            result.setdefault("parts", []).append(part)
-        t.join()
-        srv.stop()
-        parts = result["parts"]
-        during = {
-            "rps": statistics.mean(p["rps"] for p in parts),
-            "p50": max(p["p50"] for p in parts),
-            "p99": max(p["p99"] for p in parts),
-            "failed": sum(p["failed"] for p in parts),
-        }
-        print("\n## POST /decide, one input per request (depth-12 example)\n")
-        print(table(["connections", "load", "requests/s", "P50", "P99", "failed",
-                     "bare uvicorn req/s / P99", "ratio req/s"], rows))  # fmt: skip
-        print(f"\n## {args.reloads} reloads under load ({conns} connections, "
-              f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
-        print(table(
-            ["run", "requests/s", "P50", "P99", "failed"],
-            [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
-              f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
-             ["during reloads (worst part)", f"{during['rps']:,.0f}",
-              f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
-              int(during["failed"])]],
-        ))  # fmt: skip
-        print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
-              f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
-              f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
-              f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
-
-        # --- reload times, no other load
-        big = big_model()
-        big2 = big_model(seed=1)
-        rows = []
-        for name, first, data, other in (
-            ("depth-12 example (1,201 nodes)", EXAMPLE, variant, example),
-            ("synthetic complete tree (131,071 nodes)", None, big, big2),
-        ):
-            if first is None:
-                first = work / "big.clef"
-                first.write_bytes(big2)
-            cold = Server(first, work, "--no-cache", "--store", str(work / "cold"))
-            times = [reload(cold, d)[1] for d in (data, other, data)]
-            cold.stop()
-            cache = work / f"cache-{len(rows)}"
-            warm = Server(first, work, "--cache", str(cache), "--store", str(work / "warm"))
-            reload(warm, data)  # fills the cache for the second model too
-            warm_times = []
-            for d in (other, data) * 3:
-                status, secs, body = reload(warm, d)
-                assert status == 200, body
-                warm_times.append(secs)
-            warm.stop()
-            rows.append([name, f"{statistics.median(times) * 1e3:.1f} ms",
-                         f"{statistics.median(warm_times) * 1e3:.1f} ms",
-                         f"{len(data):,} bytes"])  # fmt: skip
-        print("\n## POST /reload round trip (gate in the worker, diff, store, swap)\n")
-        print(table(["model", "cold (--no-cache)", "with the proof cache", "file"], rows))
+        if parts & {"decide", "reloads"}:
+            srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
+            load(srv, 16, 2.0)  # warm-up
+            if "decide" in parts:
+                decide_section(srv, load, args)
+            if "reloads" in parts:
+                reloads_section(srv, load, args)
+            srv.stop()
+        if "reload-time" in parts:
+            reload_time_section(work)
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         for server in SERVERS:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def decide_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+    import httpx
+
+    ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
+    load(ceiling, 16, 2.0)
+    rows = []
+    for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
+        r = load(srv, c, args.seconds, rate)
+        b = load(ceiling, c, args.seconds, rate)
+        rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
+                     f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
+                     f"{r['p99'] * 1e3:.2f} ms", int(r["failed"]),
+                     f"{b['rps']:,.0f} / {b['p99'] * 1e3:.2f} ms",
+                     f"{r['rps'] / b['rps']:.2f}"])  # fmt: skip
+    ceiling.stop()
+    print("\n## POST /decide, one input per request (depth-12 example)\n")
+    print(table(["connections", "load", "requests/s", "P50", "P99", "failed",
+                 "bare uvicorn req/s / P99", "ratio req/s"], rows))  # fmt: skip
+    sys.stdout.flush()
+
+
+def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+    """The paced load before and while reloads run back to back."""
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    conns = 1000
+    base = load(srv, conns, args.seconds, args.rate)
+    statuses: list[int] = []
+    reload_times: list[float] = []
+    done = threading.Event()
+
+    def reloader() -> None:
+        for i in range(args.reloads):
+            status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+            statuses.append(status)
+            reload_times.append(secs)
+        done.set()
+
+    parts = []
+    t = threading.Thread(target=reloader)
+    t.start()
+    while not done.is_set():  # keep the load on for as long as the reloads take
+        parts.append(load(srv, conns, min(args.seconds, 5.0), args.rate))
+    t.join()
+    during = {
+        "rps": statistics.mean(p["rps"] for p in parts),
+        "p50": max(p["p50"] for p in parts),
+        "p99": max(p["p99"] for p in parts),
+        "failed": sum(p["failed"] for p in parts),
+    }
+    print(f"\n## {args.reloads} reloads under load ({conns} connections, "
+          f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
+    print(table(
+        ["run", "requests/s", "P50", "P99", "failed"],
+        [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
+          f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
+         [f"during reloads (worst of {len(parts)} parts)", f"{during['rps']:,.0f}",
+          f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
+          int(during["failed"])]],
+    ))  # fmt: skip
+    print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
+          f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
+          f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
+          f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
+    sys.stdout.flush()
+
+
+def reload_time_section(work: Path) -> None:
+    """Reload round trips with no other load: cold (no cache) and with the proof cache."""
+    rows = []
+    models = (
+        ("depth-12 example (1,201 nodes)", EXAMPLE.read_bytes(), variant_of_example()),
+        ("synthetic complete tree (131,071 nodes)", big_model(), big_model(update=True)),
+    )
+    for k, (name, first_bytes, update) in enumerate(models):
+        first = work / f"first-{k}.clef"
+        first.write_bytes(first_bytes)
+        cold = Server(first, work, "--no-cache", "--store", str(work / f"cold-{k}"))
+        cold_times, cold_checks = [], []
+        for d in (update, first_bytes, update):
+            status, secs, body = reload(cold, d)
+            assert status == 200, body
+            cold_times.append(secs)
+            cold_checks.append(body["summary"]["seconds"])
+        cold.stop()
+        warm = Server(first, work, "--cache", str(work / f"cache-{k}"),
+                      "--store", str(work / f"warm-{k}"))  # fmt: skip
+        reload(warm, update)  # the first reload of the update fills the cache for it
+        warm_times, warm_checks = [], []
+        for d in (first_bytes, update) * 3:
+            status, secs, body = reload(warm, d)
+            assert status == 200, body
+            warm_times.append(secs)
+            warm_checks.append(body["summary"]["seconds"])
+        warm.stop()
+        rows.append([name, f"{statistics.median(cold_times) * 1e3:.1f} ms",
+                     f"{statistics.median(cold_checks) * 1e3:.1f} ms",
+                     f"{statistics.median(warm_times) * 1e3:.1f} ms",
+                     f"{statistics.median(warm_checks) * 1e3:.1f} ms",
+                     f"{len(update):,} bytes"])  # fmt: skip
+    print("\n## POST /reload round trip, no other load (medians)\n")
+    print(table(["model", "cold (--no-cache)", "its check", "with the proof cache",
+                 "its check", "file"], rows))  # fmt: skip
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ MAX_DECIDE_BYTES = 1 << 20
 MAX_MODEL_BYTES = 256 << 20
 #: Admitted models remembered for /rollback (their bytes are in the store).
 HISTORY = 64
+#: CPU niceness of the worker that computes behaviour diffs.
+DIFF_NICENESS = 19
 
 
 class ReloadResult(enum.Enum):
@@ -125,15 +127,20 @@ class Service:
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._pool = self._new_pool()  # the gate
-        self._diff_pool = self._new_pool()  # behaviour diffs, never in an admission's way
+        # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
+        # decisions or of an admission
+        self._diff_pool = self._new_pool(DIFF_NICENESS)
         self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
     @staticmethod
-    def _new_pool() -> cf.ProcessPoolExecutor:
+    def _new_pool(niceness: int = 0) -> cf.ProcessPoolExecutor:
         # spawn: a fork of a process running an event loop and threads is not safe
         return cf.ProcessPoolExecutor(
-            1, mp_context=multiprocessing.get_context("spawn"), initializer=worker_init
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_init,
+            initargs=(niceness,),
         )
 
     def close(self) -> None:
@@ -166,7 +173,7 @@ class Service:
         except asyncio.CancelledError:
             return
         except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool()
+            self._diff_pool = self._new_pool(DIFF_NICENESS)
         except Exception as exc:  # never fatal: the diff is information, not a verdict
             _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
@@ -210,7 +217,11 @@ class Service:
             model, staged = self._prepare(data, path)
         except ClefproveError as exc:
             return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
-        verdict = self._submit(staged).result()
+        try:
+            verdict = self._submit(staged).result()
+        except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
+            self.store.discard(staged)
+            return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
         return self._conclude(model, staged, verdict, f"startup {path}", path)
 
     async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
@@ -234,12 +245,12 @@ class Service:
                 return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             try:
                 verdict = await asyncio.wrap_future(self._submit(staged))
-            except cf.BrokenExecutor:  # the worker died (killed, out of memory): start anew
+            except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
                 self.store.discard(staged)
-                self._pool = self._new_pool()
-                return Outcome(
-                    ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
-                )
+                if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
+                    self._pool = self._new_pool()
+                    exc = RuntimeError("the gate worker died")
+                return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
             out = self._conclude(model, staged, verdict, origin, label)
