@@ -50,28 +50,28 @@ class Verdict:
         return self.exit_code == 0
 
 
-_CACHES: dict[str, Any] = {}
+#: The worker process's proof cache, opened once by :func:`worker_init` for its lifetime.
+_worker_cache: Any = None
 
 
-def worker_init(niceness: int = 0) -> None:
-    """In a worker: SIGHUP and Ctrl-C are the service's to handle (a terminal or a process
-    manager may send them to the whole process group); *niceness* lowers its CPU priority."""
+def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
+    """In a worker: open the proof cache once; SIGHUP and Ctrl-C are the service's to handle
+    (a terminal or a process manager may send them to the whole process group); *niceness*
+    lowers its CPU priority."""
+    global _worker_cache
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if niceness:
         os.nice(niceness)
+    if cache_dir is not None:
+        from clefprove.incremental import ProofCache
+
+        _worker_cache = ProofCache(cache_dir)
 
 
 def _cache(directory: str | None) -> Any:
-    """The worker's proof cache for *directory*, opened once per process."""
-    if directory is None:
-        return None
-    cache = _CACHES.get(directory)
-    if cache is None:
-        from clefprove.incremental.store import ProofCache
-
-        cache = _CACHES[directory] = ProofCache(directory)
-    return cache
+    """The worker's proof cache (None when the service runs without one)."""
+    return _worker_cache if directory is not None else None
 
 
 def gate_file(path: str, settings: GateSettings) -> Verdict:

@@ -21,7 +21,7 @@ from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
 from clefprove.incremental import diff as df
-from clefprove.incremental.store import ProofCache
+from clefprove.incremental.cache import ProofCache
 from clefprove.verify.verdicts import HOLDS, VIOLATED, RelationalCounterexample, Report
 
 

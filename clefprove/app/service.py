@@ -126,21 +126,21 @@ class Service:
         self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-        self._pool = self._new_pool()  # the gate
+        self._pool = self._new_pool(settings.cache_dir)  # the gate
         # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
         # decisions or of an admission
-        self._diff_pool = self._new_pool(DIFF_NICENESS)
+        self._diff_pool = self._new_pool(None, DIFF_NICENESS)
         self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
     @staticmethod
-    def _new_pool(niceness: int = 0) -> cf.ProcessPoolExecutor:
+    def _new_pool(cache_dir: str | None, niceness: int = 0) -> cf.ProcessPoolExecutor:
         # spawn: a fork of a process running an event loop and threads is not safe
         return cf.ProcessPoolExecutor(
             1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=worker_init,
-            initargs=(niceness,),
+            initargs=(cache_dir, niceness),
         )
 
     def close(self) -> None:
@@ -173,7 +173,7 @@ class Service:
         except asyncio.CancelledError:
             return
         except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool(DIFF_NICENESS)
+            self._diff_pool = self._new_pool(None, DIFF_NICENESS)
         except Exception as exc:  # never fatal: the diff is information, not a verdict
             _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
@@ -248,7 +248,7 @@ class Service:
             except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
                 self.store.discard(staged)
                 if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
-                    self._pool = self._new_pool()
+                    self._pool = self._new_pool(self.settings.cache_dir)
                     exc = RuntimeError("the gate worker died")
                 return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
