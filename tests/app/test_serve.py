@@ -318,7 +318,7 @@ def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ig
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CLEFPROVE_CACHE": str(cwd / ".proof-cache")},
         timeout=120,
     )
 
