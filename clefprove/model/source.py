@@ -7,6 +7,7 @@ model compiled in memory is byte-for-byte the model a `.clef` file would give.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -305,7 +306,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model:
     membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
     meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
     data = encode_clef(name, version, features, actions, nodes, membership, builder.max_depth, meta)
-    return load_bytes(data, origin=origin)
+    return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
 
 
 class DuplicateKeyError(ValueError):
