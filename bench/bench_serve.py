@@ -90,6 +90,9 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self._await_listening()
+
+    def _await_listening(self) -> None:
         deadline = time.monotonic() + 300
         assert self.proc.stderr is not None
         while time.monotonic() < deadline:
@@ -110,6 +113,38 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(timeout=60)
+
+
+BASELINE = """
+import socket, sys, uvicorn
+ANSWER = sys.argv[1].encode()
+HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(ANSWER)).encode())]
+async def app(scope, receive, send):
+    message = await receive()
+    while message.get("more_body"):
+        message = await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+    await send({"type": "http.response.body", "body": ANSWER})
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+sock.listen(2048)
+sys.stderr.write("listening on http://127.0.0.1:%d\\n" % sock.getsockname()[1])
+sys.stderr.flush()
+uvicorn.Server(uvicorn.Config(app, loop="auto", http="auto", lifespan="off", log_level="warning",
+               access_log=False, server_header=False, backlog=2048)).run(sockets=[sock])
+"""
+
+
+class Baseline(Server):
+    """The ceiling: uvicorn as configured by serve, answering a fixed decision (no parsing,
+    no evaluation, no metrics), measured in the same run."""
+
+    def __init__(self, answer: bytes) -> None:
+        SERVERS.append(self)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", BASELINE, answer.decode()], stderr=subprocess.PIPE, text=True
+        )
+        self._await_listening()
 
 
 def reload(server: Server, data: bytes) -> tuple[int, float, dict[str, Any]]:
@@ -137,8 +172,9 @@ def run_wrk(
             f"wrk.body = {json.dumps(BODY)}\n"
             'wrk.headers["Content-Type"] = "application/json"\n'
         )
-        if rate is not None:
-            fh.write(f"function delay() return {connections * 1000.0 / rate:.3f} end\n")
+        if rate is not None:  # uniform in [0, 2 * mean]: connections never march in step
+            mean = connections * 1000.0 / rate
+            fh.write(f"function delay() return math.random() * {2 * mean:.3f} end\n")
         script = fh.name
     try:
         out = subprocess.run(
@@ -160,7 +196,9 @@ def run_wrk(
         ).stdout
     finally:
         os.unlink(script)
-    lat = {p: _unit(v) for p, v in re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M)}
+    lat = {p: _unit(v) for p, v in re.findall(r"^\s+(50|99)(?:\.0+)?%\s+(\S+)\s*$", out, re.M)}
+    if set(lat) != {"50", "99"}:
+        raise SystemExit(f"cannot read wrk's latency distribution:\n{out}")
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
@@ -200,8 +238,8 @@ def run_python(
                 latencies.append(time.perf_counter() - t0)
                 if not head.startswith(b"HTTP/1.1 200"):
                     failed += 1
-                if rate is not None:
-                    await asyncio.sleep(connections / rate)
+                if rate is not None:  # uniform in [0, 2 * mean], as for wrk
+                    await asyncio.sleep(random.random() * 2 * connections / rate)
         finally:
             writer.close()
 
@@ -233,9 +271,10 @@ def variant_of_example() -> bytes:
     return write_clef(compile_source(src, origin="variant"))
 
 
-def big_model(depth: int = 16, seed: int = 0) -> bytes:
+def big_model(depth: int = 16, seed: int = 0, update: bool = False) -> bytes:
     """A complete tree of *depth* (2**(depth+1)-1 nodes) on the example's features that never
-    allows (so every invariant of invariants/ holds, and each leaf must be shown to)."""
+    allows (so every invariant of invariants/ holds, and each leaf must be shown to); *update*:
+    the same with one leaf's confidence changed (a model's next version)."""
     rng = random.Random(seed)
     src = json.loads(SOURCE.read_text())
     features = {f["name"]: f for f in src["features"]}
@@ -255,8 +294,13 @@ def big_model(depth: int = 16, seed: int = 0) -> bytes:
         return {"feature": name, "threshold": t, "left": left, "right": right}
 
     box = {n: (float(features[n]["min"]), float(features[n]["max"])) for n in numeric}
-    src["name"], src["version"] = "edge-big", f"{depth}.{seed}"
+    src["name"], src["version"] = "edge-big", f"{depth}.{seed}" + ("+1" if update else "")
     src["tree"] = node(0, copy.deepcopy(box))
+    if update:
+        t = src["tree"]
+        while "action" not in t:
+            t = t["right"]
+        t["confidence"] = 0.85 if t["confidence"] != 0.85 else 0.86
     return write_clef(compile_source(src, origin="big"))
 
 
@@ -267,6 +311,9 @@ def main() -> None:
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
+    ap.add_argument(
+        "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
+    )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
@@ -276,97 +323,128 @@ def main() -> None:
           f"load average before: {os.getloadavg()[0]:.2f}")  # fmt: skip
 
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    variant = variant_of_example()
-    example = EXAMPLE.read_bytes()
+    parts = set(args.parts.split(","))
     try:
-        # --- throughput and latency
-        srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
-        rows = []
-        load(srv, 16, 2.0)  # warm-up
-        for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
-            r = load(srv, c, args.seconds, rate)
-            rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
-                         f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
-                         f"{r['p99'] * 1e3:.2f} ms", int(r["failed"])])  # fmt: skip
-        # --- during reloads: baseline then the same load while reloading back to back
-        conns = 1000
-        base = load(srv, conns, args.seconds, args.rate)
-        statuses: list[int] = []
-        reload_times: list[float] = []
-        done = threading.Event()
-
-        def reloader() -> None:
-            for i in range(args.reloads):
-                status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
-                statuses.append(status)
-                reload_times.append(secs)
-            done.set()
-
-        result: dict[str, Any] = {}
-        t = threading.Thread(target=reloader)
-        t.start()
-        while not done.is_set():  # keep the load on for as long as the reloads take
-            part = load(srv, conns, min(args.seconds, 5.0), args.rate)
-            result.setdefault("parts", []).append(part)
-        t.join()
-        srv.stop()
-        parts = result["parts"]
-        during = {
-            "rps": statistics.mean(p["rps"] for p in parts),
-            "p50": max(p["p50"] for p in parts),
-            "p99": max(p["p99"] for p in parts),
-            "failed": sum(p["failed"] for p in parts),
-        }
-        print("\n## POST /decide, one input per request (depth-12 example)\n")
-        print(table(["connections", "load", "requests/s", "P50", "P99", "failed"], rows))
-        print(f"\n## {args.reloads} reloads under load ({conns} connections, "
-              f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
-        print(table(
-            ["run", "requests/s", "P50", "P99", "failed"],
-            [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
-              f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
-             ["during reloads (worst part)", f"{during['rps']:,.0f}",
-              f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
-              int(during["failed"])]],
-        ))  # fmt: skip
-        print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
-              f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
-              f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
-              f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
-
-        # --- reload times, no other load
-        big = big_model()
-        big2 = big_model(seed=1)
-        rows = []
-        for name, first, data, other in (
-            ("depth-12 example (1,201 nodes)", EXAMPLE, variant, example),
-            ("synthetic complete tree (131,071 nodes)", None, big, big2),
-        ):
-            if first is None:
-                first = work / "big.clef"
-                first.write_bytes(big2)
-            cold = Server(first, work, "--no-cache", "--store", str(work / "cold"))
-            times = [reload(cold, d)[1] for d in (data, other, data)]
-            cold.stop()
-            cache = work / f"cache-{len(rows)}"
-            warm = Server(first, work, "--cache", str(cache), "--store", str(work / "warm"))
-            reload(warm, data)  # fills the cache for the second model too
-            warm_times = []
-            for d in (other, data) * 3:
-                status, secs, body = reload(warm, d)
-                assert status == 200, body
-                warm_times.append(secs)
-            warm.stop()
-            rows.append([name, f"{statistics.median(times) * 1e3:.1f} ms",
-                         f"{statistics.median(warm_times) * 1e3:.1f} ms",
-                         f"{len(data):,} bytes"])  # fmt: skip
-        print("\n## POST /reload round trip (gate in the worker, diff, store, swap)\n")
-        print(table(["model", "cold (--no-cache)", "with the proof cache", "file"], rows))
+        if parts & {"decide", "reloads"}:
+            srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
+            load(srv, 16, 2.0)  # warm-up
+            if "decide" in parts:
+                decide_section(srv, load, args)
+            if "reloads" in parts:
+                reloads_section(srv, load, args)
+            srv.stop()
+        if "reload-time" in parts:
+            reload_time_section(work)
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         for server in SERVERS:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def decide_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+    import httpx
+
+    ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
+    load(ceiling, 16, 2.0)
+    rows = []
+    for c, rate in ((1, None), (64, None), (1000, None), (1000, args.rate)):
+        r = load(srv, c, args.seconds, rate)
+        b = load(ceiling, c, args.seconds, rate)
+        rows.append([c, "as fast as answered" if rate is None else f"paced at {rate:,.0f}/s",
+                     f"{r['rps']:,.0f}", f"{r['p50'] * 1e3:.2f} ms",
+                     f"{r['p99'] * 1e3:.2f} ms", int(r["failed"]),
+                     f"{b['rps']:,.0f} / {b['p99'] * 1e3:.2f} ms",
+                     f"{r['rps'] / b['rps']:.2f}"])  # fmt: skip
+    ceiling.stop()
+    print("\n## POST /decide, one input per request (depth-12 example)\n")
+    print(table(["connections", "load", "requests/s", "P50", "P99", "failed",
+                 "bare uvicorn req/s / P99", "ratio req/s"], rows))  # fmt: skip
+    sys.stdout.flush()
+
+
+def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+    """The paced load before and while reloads run back to back."""
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    conns = 1000
+    base = load(srv, conns, args.seconds, args.rate)
+    statuses: list[int] = []
+    reload_times: list[float] = []
+    done = threading.Event()
+
+    def reloader() -> None:
+        for i in range(args.reloads):
+            status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+            statuses.append(status)
+            reload_times.append(secs)
+        done.set()
+
+    parts = []
+    t = threading.Thread(target=reloader)
+    t.start()
+    while not done.is_set():  # keep the load on for as long as the reloads take
+        parts.append(load(srv, conns, min(args.seconds, 5.0), args.rate))
+    t.join()
+    during = {
+        "rps": statistics.mean(p["rps"] for p in parts),
+        "p50": max(p["p50"] for p in parts),
+        "p99": max(p["p99"] for p in parts),
+        "failed": sum(p["failed"] for p in parts),
+    }
+    print(f"\n## {args.reloads} reloads under load ({conns} connections, "
+          f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
+    print(table(
+        ["run", "requests/s", "P50", "P99", "failed"],
+        [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
+          f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
+         [f"during reloads (worst of {len(parts)} parts)", f"{during['rps']:,.0f}",
+          f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
+          int(during["failed"])]],
+    ))  # fmt: skip
+    print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
+          f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
+          f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
+          f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
+    sys.stdout.flush()
+
+
+def reload_time_section(work: Path) -> None:
+    """Reload round trips with no other load: cold (no cache) and with the proof cache."""
+    rows = []
+    models = (
+        ("depth-12 example (1,201 nodes)", EXAMPLE.read_bytes(), variant_of_example()),
+        ("synthetic complete tree (131,071 nodes)", big_model(), big_model(update=True)),
+    )
+    for k, (name, first_bytes, update) in enumerate(models):
+        first = work / f"first-{k}.clef"
+        first.write_bytes(first_bytes)
+        cold = Server(first, work, "--no-cache", "--store", str(work / f"cold-{k}"))
+        cold_times, cold_checks = [], []
+        for d in (update, first_bytes, update):
+            status, secs, body = reload(cold, d)
+            assert status == 200, body
+            cold_times.append(secs)
+            cold_checks.append(body["summary"]["seconds"])
+        cold.stop()
+        warm = Server(first, work, "--cache", str(work / f"cache-{k}"),
+                      "--store", str(work / f"warm-{k}"))  # fmt: skip
+        reload(warm, update)  # the first reload of the update fills the cache for it
+        warm_times, warm_checks = [], []
+        for d in (first_bytes, update) * 3:
+            status, secs, body = reload(warm, d)
+            assert status == 200, body
+            warm_times.append(secs)
+            warm_checks.append(body["summary"]["seconds"])
+        warm.stop()
+        rows.append([name, f"{statistics.median(cold_times) * 1e3:.1f} ms",
+                     f"{statistics.median(cold_checks) * 1e3:.1f} ms",
+                     f"{statistics.median(warm_times) * 1e3:.1f} ms",
+                     f"{statistics.median(warm_checks) * 1e3:.1f} ms",
+                     f"{len(update):,} bytes"])  # fmt: skip
+    print("\n## POST /reload round trip, no other load (medians)\n")
+    print(table(["model", "cold (--no-cache)", "its check", "with the proof cache",
+                 "its check", "file"], rows))  # fmt: skip
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ their digest is the one the worker checked.
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass
 from typing import Any
@@ -53,12 +54,15 @@ class Verdict:
 _worker_cache: Any = None
 
 
-def worker_init(cache_dir: str | None = None) -> None:
-    """In the worker: open the proof cache once; SIGHUP and Ctrl-C are the service's to handle
-    (a terminal or a process manager may send them to the whole process group)."""
+def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
+    """In a worker: open the proof cache once; SIGHUP and Ctrl-C are the service's to handle
+    (a terminal or a process manager may send them to the whole process group); *niceness*
+    lowers its CPU priority."""
     global _worker_cache
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if niceness:
+        os.nice(niceness)
     if cache_dir is not None:
         from clefprove.incremental import ProofCache
 
@@ -77,16 +81,15 @@ def gate_file(path: str, settings: GateSettings) -> Verdict:
     The behaviour diff against the served model is not part of it (:func:`diff_files` runs
     after the swap): it never changes the verdict, and it costs more than a cached check."""
     from clefprove.app.gate import run_gate
-    from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load
 
     try:
         # load(), not load_model(): a genuine .clef file, never a JSON source compiled on the way
         model = load(path)
-        program = load_invariants(list(settings.invariants), model)
+        program = _program(settings.invariants, model)
         res = run_gate(
             path,
-            settings.invariants,
+            program,
             None,
             _cache(settings.cache_dir),
             jobs=settings.jobs,
@@ -103,6 +106,31 @@ def gate_file(path: str, settings: GateSettings) -> Verdict:
         tuple((inv.name, inv.digest) for inv in program.invariants),
         res.seconds,
     )
+
+
+_PROGRAMS: dict[tuple[Any, ...], Any] = {}
+
+
+def _program(invariants: tuple[str, ...], model: Any) -> Any:
+    """The invariants checked against *model*'s features and actions, parsed again only when
+    an .inv file or the model's interface changes (versions of one model share it)."""
+    from clefprove.dsl.files import expand_paths
+    from clefprove.dsl.loader import load_invariants
+
+    stamps = []
+    for p in expand_paths(list(invariants)):
+        try:
+            st = p.stat()
+        except OSError:  # vanished meanwhile: load_invariants says so
+            return load_invariants(list(invariants), model)
+        stamps.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino))
+    key = (tuple(stamps), model.features, model.actions)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        if len(_PROGRAMS) >= 16:
+            _PROGRAMS.clear()
+        program = _PROGRAMS[key] = load_invariants(list(invariants), model)
+    return program
 
 
 def diff_files(old: str, new: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from clefprove.dsl.checked import CheckedProgram
 from clefprove.incremental import diff as df
 from clefprove.incremental.cache import ProofCache
 from clefprove.verify.verdicts import Report
@@ -61,12 +62,15 @@ class GateResult:
 
 def run_gate(
     new: str | os.PathLike[str],
-    invariants: Sequence[str | os.PathLike[str]],
+    invariants: Sequence[str | os.PathLike[str]] | CheckedProgram,
     previous: str | os.PathLike[str] | None = None,
     cache: ProofCache | None = None,
     **check_options: Any,
 ) -> GateResult:
-    """Run the gate (see module docstring); raises ClefproveError on bad input."""
+    """Run the gate (see module docstring); raises ClefproveError on bad input.
+
+    *invariants* are .inv paths, or a program already checked against *new*'s features and
+    actions (a caller that gates many versions of one model parses the files once)."""
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
     from clefprove.verify.api import check
@@ -74,7 +78,10 @@ def run_gate(
     t0 = time.perf_counter()
     model = load_model(new, clef_only=True)  # full validation, digest included
     old = load_model(previous) if previous is not None else None
-    program = load_invariants(list(invariants), model)
+    if isinstance(invariants, CheckedProgram):
+        program = invariants
+    else:
+        program = load_invariants(list(invariants), model)
     report = check(model, program, cache=cache, model_path=str(new), **check_options)
     d = None
     if old is not None:

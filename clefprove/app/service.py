@@ -45,6 +45,8 @@ MAX_DECIDE_BYTES = 1 << 20
 MAX_MODEL_BYTES = 256 << 20
 #: Admitted models remembered for /rollback (their bytes are in the store).
 HISTORY = 64
+#: CPU niceness of the worker that computes behaviour diffs.
+DIFF_NICENESS = 19
 
 
 class ReloadResult(enum.Enum):
@@ -125,23 +127,30 @@ class Service:
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._pool = self._new_pool(settings.cache_dir)  # the gate
-        self._diff_pool = self._new_pool(None)  # behaviour diffs, never in an admission's way
+        # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
+        # decisions or of an admission
+        self._diff_pool = self._new_pool(None, DIFF_NICENESS)
         self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
     @staticmethod
-    def _new_pool(cache_dir: str | None) -> cf.ProcessPoolExecutor:
+    def _new_pool(cache_dir: str | None, niceness: int = 0) -> cf.ProcessPoolExecutor:
         # spawn: a fork of a process running an event loop and threads is not safe
         return cf.ProcessPoolExecutor(
             1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=worker_init,
-            initargs=(cache_dir,),
+            initargs=(cache_dir, niceness),
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._diff_pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the workers now: a check or a diff still running is of no use to anyone, and
+        the interpreter would otherwise wait for it at exit."""
+        for pool in (self._pool, self._diff_pool):
+            # ProcessPoolExecutor has no public way to stop a running task before Python 3.14
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _submit(self, staged: Path) -> cf.Future[Verdict]:
         return self._pool.submit(gate_file, str(staged), self.settings)
@@ -164,7 +173,7 @@ class Service:
         except asyncio.CancelledError:
             return
         except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool(None)
+            self._diff_pool = self._new_pool(None, DIFF_NICENESS)
         except Exception as exc:  # never fatal: the diff is information, not a verdict
             _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
@@ -208,7 +217,11 @@ class Service:
             model, staged = self._prepare(data, path)
         except ClefproveError as exc:
             return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
-        verdict = self._submit(staged).result()
+        try:
+            verdict = self._submit(staged).result()
+        except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
+            self.store.discard(staged)
+            return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
         return self._conclude(model, staged, verdict, f"startup {path}", path)
 
     async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
@@ -232,12 +245,12 @@ class Service:
                 return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             try:
                 verdict = await asyncio.wrap_future(self._submit(staged))
-            except cf.BrokenExecutor:  # the worker died (killed, out of memory): start anew
+            except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
                 self.store.discard(staged)
-                self._pool = self._new_pool(self.settings.cache_dir)
-                return Outcome(
-                    ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
-                )
+                if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
+                    self._pool = self._new_pool(self.settings.cache_dir)
+                    exc = RuntimeError("the gate worker died")
+                return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
             out = self._conclude(model, staged, verdict, origin, label)
@@ -294,6 +307,7 @@ def _counted(result: ReloadResult) -> str:
 
 
 def read_model_file(path: str, limit: int) -> bytes:
+    """The bytes of the file *path*, refused (one line) past *limit* bytes."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)

@@ -35,7 +35,9 @@ class Server:
     """``clefprove serve`` as a subprocess; stderr is collected line by line."""
 
     def __init__(self, args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-        full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+        # a proof cache of its own: the session's shared one is for the CLI tests' runs
+        cache = str(cwd / ".proof-cache")
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CLEFPROVE_CACHE": cache, **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "clefprove", "serve", *args, "--addr", "127.0.0.1:0"],
             cwd=cwd,

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -300,11 +301,15 @@ def test_body_limit_is_413(serve) -> None:
     with srv.client() as c:
         r = c.post("/decide", json=[{}] * 100)
         assert r.status_code == 413 and "error" in r.json()
+        chunked = c.post("/decide", content=iter([b"[", b"{}, " * 100, b"{}]"]))  # no length
+        assert chunked.status_code == 413
+        assert c.post("/decide", content=iter([b"[{}, ", b"{}]"])).status_code == 200
         assert c.post("/decide", json={}).status_code == 200
         assert c.get("/healthz").json() == {"status": "ok"}
         assert c.get("/readyz").json()["status"] == "ready"
         assert c.get("/nowhere").status_code == 404
         assert c.get("/decide").status_code == 405
+    assert srv.stop() == 0  # SIGTERM: a graceful stop
 
 
 def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
@@ -313,7 +318,7 @@ def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ig
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CLEFPROVE_CACHE": str(cwd / ".proof-cache")},
         timeout=120,
     )
 
@@ -369,3 +374,34 @@ def test_the_verifier_alone_never_imports_the_service_stack(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)  # fmt: skip
     assert r.stdout.splitlines()[-1] == "[] 0"
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Child processes of *pid*: pid -> command line."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == pid:
+            out[int(entry)] = cmdline
+    return out
+
+
+def test_a_dead_gate_worker_is_an_internal_error_then_replaced(serve, tmp_path) -> None:
+    other = compiled(tmp_path, "block.clef", all_block_source())
+    srv = serve(SAFE, INVARIANTS, "--token-file", token_file(tmp_path))
+    served = srv.sha()
+    workers = [p for p, cmd in _children(srv.proc.pid).items() if "spawn_main" in cmd]
+    assert len(workers) == 1  # the gate's worker (the diff's starts with the first diff)
+    os.kill(workers[0], signal.SIGKILL)
+    with srv.client() as c:
+        r = c.post("/reload", content=other.read_bytes(), headers=auth())
+        assert r.status_code == 500 and r.json()["error"].startswith("internal error")
+        assert srv.sha() == served
+        r = c.post("/reload", content=other.read_bytes(), headers=auth())
+        assert r.status_code == 200 and srv.sha() == r.json()["model"]["sha256"] != served
