@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "clefprove"
 #: Stages that share a rank are siblings and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "version", "status"),
-    ("fileio",),
+    ("fileio", "memo"),
     ("model",),
     ("eval",),
     ("geometry",),

@@ -48,6 +48,7 @@ COMMANDS = (
     "gate",
     "export_coq",
     "report",
+    "serve",
 )
 
 

@@ -11,10 +11,13 @@ A variable is a feature index (``>= 0``) or :data:`CONFIDENCE`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+from clefprove.memo import Derived
 
 #: Variable id of the decision's confidence inside a :class:`Linear` term.
 CONFIDENCE = -1
@@ -134,6 +137,8 @@ class CheckedInvariant:
     ensure: Formula | Relational
     #: The invariant's text exactly as it was parsed (reports quote it; not part of its meaning).
     source: str | None = field(default=None, compare=False, repr=False)
+    #: What later stages derive from this invariant (normal forms per domain), kept here.
+    derived: Derived = field(default_factory=Derived, compare=False, repr=False)
 
     @property
     def is_relational(self) -> bool:
@@ -144,7 +149,7 @@ class CheckedInvariant:
         """A canonical text of the checked form (names, positions and layout excluded)."""
         return f"(invariant (when {canonical(self.when)}) (ensure {canonical(self.ensure)}))"
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of :attr:`canonical`: the cache key of this invariant's meaning."""
         return hashlib.sha256(self.canonical.encode()).hexdigest()

@@ -21,14 +21,11 @@ class ProofCache(CacheStore):
     """A proof cache in *directory*; ``check`` calls :meth:`check_program` when given one."""
 
     def check_program(
-        self,
-        model: Model,
-        program: ck.CheckedProgram,
-        settings: CheckOptions,
-        counterexamples: int,
+        self, model: Model, program: ck.CheckedProgram, options: CheckOptions
     ) -> list[InvariantResult]:
-        """The results of every invariant of *program*, reusing proofs (equal to a fresh run)."""
-        return walk.check_program(self, model, program, settings, counterexamples)
+        """The results of every invariant of *program*, reusing proofs (equal to a fresh run):
+        the incremental :class:`~clefprove.verify.api.RunStrategy`."""
+        return walk.check_program(self, model, program, options, options.counterexamples)
 
 
 def open_cache(

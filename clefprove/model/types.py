@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.memo import Derived
+
 #: Deepest tree a model may hold (root has depth 0).  SPEC requires at least 64.
 MAX_TREE_DEPTH = 128
 
@@ -138,6 +140,8 @@ class Model:
     #: True when the model was compiled in memory from a JSON source: ``sha256`` is then the
     #: digest of bytes no file holds, and is never shown as the input file's digest.
     from_source: bool = field(default=False, compare=False)
+    #: What later stages derive from this model (box tables, hashes, encoders), kept here.
+    derived: Derived = field(default_factory=Derived, repr=False, hash=False, compare=False)
 
     @property
     def n_nodes(self) -> int:

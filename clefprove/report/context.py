@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
-from clefprove.geometry.boxes import path_to
+from clefprove.geometry.boxes import context_box, path_to
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import action_shares
-from clefprove.report.tree import box_at, layout, window
+from clefprove.report.tree import layout, window
 from clefprove.report.wording import confidence
 from clefprove.verify.verdicts import Report
 
@@ -96,7 +96,7 @@ def _join_or(items: Sequence[str]) -> str:
 
 def plain_conditions(model: Model, leaf: int) -> list[str]:
     """The inputs that reach *leaf*, one sentence per feature the path narrows."""
-    box = box_at(model, leaf)
+    box = context_box(model, leaf)
     above: dict[int, float] = {}  # float features: strict lower threshold
     at_most: dict[int, float] = {}
     for node, went_left in path_to(model, leaf):

@@ -69,32 +69,24 @@ class Prepared:
     tag: str = "query"  # names SMT-LIB dumps
 
 
-#: Normal forms already computed in this process (see :func:`prepare`); bounded.
-_PREPARED: dict[tuple[int, tuple[Any, ...], int, int], Prepared] = {}
-_PREPARED_MAX = 512
-
-
 def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
     """Normalize ``when and not ensure`` of a non-relational invariant for *model*.
 
     The result depends on the model only through its features (types, bounds, vocabularies)
-    and its number of actions, so it is memoised per invariant object and domain: a process
-    that checks version after version of a model (a deploy hook, a service) normalises each
-    invariant once."""
+    and its number of actions, so the invariant keeps it per domain: a process that checks
+    version after version of a model (a deploy hook, a service) normalises each invariant
+    once."""
     if invariant.is_relational:
         raise ValueError("relational invariants are not decided by the path engine")
-    key = (id(invariant), model.features, len(model.actions), dnf_cap)
-    hit = _PREPARED.get(key)
-    if hit is not None and hit.invariant is invariant:
-        return hit
+    key = ("verify.prepare", model.features, len(model.actions), dnf_cap)
+    return invariant.derived.get(key, lambda: _prepare(model, invariant, dnf_cap))
+
+
+def _prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
     norm = nm.Normalizer(model)
     v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure))))  # type: ignore[arg-type]
     when = norm.nnf(invariant.when)
-    out = Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
-    if len(_PREPARED) >= _PREPARED_MAX:
-        _PREPARED.clear()
-    _PREPARED[key] = out
-    return out
+    return Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
 
 
 @dataclass(frozen=True, eq=False)

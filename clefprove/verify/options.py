@@ -9,7 +9,6 @@ new field cannot be forgotten in a key: a field without a declaration is an erro
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
@@ -54,11 +53,8 @@ class CheckOptions:
         whole("rlimit", self.rlimit, 1)
         whole("dnf_cap", self.dnf_cap, 1)
         t = self.timeout
-        if t is not None and (
-            isinstance(t, bool)
-            or not isinstance(t, int | float)
-            or not (math.isfinite(t) and t > 0)
-        ):
+        number = isinstance(t, int | float) and not isinstance(t, bool)
+        if t is not None and not (number and t > 0):  # inf means no limit; NaN is refused
             raise ClefproveError(f"timeout must be a positive number of seconds, not {t!r}")
         if not isinstance(self.shortcuts, bool):
             raise ClefproveError(f"shortcuts must be true or false, not {self.shortcuts!r}")
