@@ -430,13 +430,13 @@ def test_report_prints_a_summary_line_when_it_exits_1(work: Path) -> None:
     assert res.stdout.startswith("r.html: 5 invariants: 2 hold, 3 violated, 0 unknown;")
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted([*COMMANDS, "serve"]))
 def test_help_shows_defaults_exit_statuses_and_no_markup(work: Path, command: str) -> None:
     res = run(command, "--help", cwd=work)
     assert res.returncode == 0
     assert "exit status:" in res.stdout and "4        internal error" in res.stdout
     assert "``" not in res.stdout and "[/" not in res.stdout and ":class:" not in res.stdout
-    if command in ("check", "gate", "report"):
+    if command in ("check", "gate", "report", "serve"):
         assert "(default: 3)" in res.stdout  # --counterexamples
 
 
