@@ -454,3 +454,31 @@ def test_missing_onnx_hints_at_the_extra(work: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert "pip install 'clefprove[import]'" in res.stderr
     assert len(res.stderr.splitlines()) == 1
+
+
+# --- gate speaks the CI formats too ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "github", "gitlab", "json"])
+def test_gate_writes_every_ci_format(work: Path, fmt: str) -> None:
+    check = run("check", "model.clef", "edge.inv", "--no-cache", "--format", fmt, cwd=work)
+    gate = run("gate", "model.clef", "edge.inv", "--no-cache", "--format", fmt, cwd=work)
+    assert gate.returncode == check.returncode == 1, gate.stderr
+    if fmt == "json":
+        assert json.loads(gate.stdout)["gate"] == "fail"
+        assert json.loads(gate.stdout)["check"]["summary"]["violated"] == 3
+    elif fmt in ("sarif", "gitlab"):
+        g, c = json.loads(gate.stdout), json.loads(check.stdout)
+        if fmt == "sarif":
+            g, c = g["runs"][0]["results"], c["runs"][0]["results"]
+        assert len(g) == 3 and [r["ruleId" if fmt == "sarif" else "check_name"] for r in g] == [
+            r["ruleId" if fmt == "sarif" else "check_name"] for r in c
+        ]
+    else:
+        import re
+
+        strip = lambda t: re.sub(r'time="[0-9.]+"', "", t)  # noqa: E731
+        assert strip(gate.stdout) == strip(check.stdout)
+    by_extension = run("gate", "model.clef", "edge.inv", "--no-cache", "-o", "g.sarif", cwd=work)
+    assert by_extension.returncode == 1
+    assert json.loads((work / "g.sarif").read_text())["version"] == "2.1.0"
