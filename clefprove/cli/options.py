@@ -286,10 +286,10 @@ def load_config(start: Path | None = None) -> Config:
         if key == "cache" and value is True:
             raise ClefproveError(f"{where} must be a directory or false")
         if key == "invariants":
-            value = [value] if isinstance(value, str) else value
-            if not value or not all(isinstance(v, str) for v in value):
+            paths: list[Any] = [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+            if not paths or not all(isinstance(v, str) for v in paths):
                 raise ClefproveError(f"{where} must be a path or a non-empty list of paths")
-            value = [_relative(path, v) for v in value]
+            value = [_relative(path, v) for v in paths]
         if key in ("cache", "model") and isinstance(value, str):
             value = _relative(path, value)  # relative to the pyproject.toml, not the cwd
         values[key] = value
