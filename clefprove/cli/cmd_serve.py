@@ -24,8 +24,16 @@ INSTALL_HINT = "pip install 'clefprove[serve]'"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "serve", help="decision service that only ever serves a model that passed its invariants"
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
+        "serve",
+        "decision service that only ever serves a model that passed its invariants",
+        ok="the service stopped cleanly (SIGTERM or Ctrl-C)",
+        one="the start-up gate found an invariant violated (nothing served)",
+        verdicts=True,
+        signals=False,
     )
     p.add_argument("model", help="the .clef model to serve (gated at start-up; SIGHUP reloads it)")
     p.add_argument("invariants", nargs="+", help=".inv files or directories")
@@ -45,12 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--store", metavar="DIR", default=None, help="admitted models (default .clefprove-store)"
     )
-    cache = p.add_mutually_exclusive_group()
-    cache.add_argument("--cache", metavar="DIR", default=None, help="proof cache directory")
-    cache.add_argument("--no-cache", action="store_true", help="do not use the proof cache")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="solver processes (1)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="per solver query")  # fmt: skip
+    op.add_cache_options(p)
+    op.add_check_options(p)
+    p.set_defaults(jobs=1)  # a service shares its machine: one solver process unless told
     p.add_argument(
         "--rlimit",
         type=int,
@@ -58,7 +63,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="Z3 resource limit per query (deterministic)",
     )
-    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
     p.add_argument(
         "--max-body", type=int, default=1 << 20, metavar="BYTES", help="POST /decide body limit"
     )

@@ -50,7 +50,7 @@ EXTENSIONS = {
 _UNKNOWN = "inconclusive: nothing violated, but an invariant is unknown (solver limits)"
 
 
-def _exit_status(ok: str, one: str | None, verdicts: bool) -> str:
+def _exit_status(ok: str, one: str | None, verdicts: bool, signals: bool = True) -> str:
     lines = ["exit status:", f"  0        {ok}"]
     if one is not None:
         lines.append(f"  1        {one}")
@@ -60,7 +60,8 @@ def _exit_status(ok: str, one: str | None, verdicts: bool) -> str:
     lines.append(
         "  4        internal error (a bug in clefprove; CLEFPROVE_DEBUG=1 shows the traceback)"
     )
-    lines.append("  130/143  interrupted by SIGINT/SIGTERM")
+    if signals:
+        lines.append("  130/143  interrupted by SIGINT/SIGTERM")
     return "\n".join(lines)
 
 
@@ -92,6 +93,7 @@ def command(
     ok: str = "success",
     one: str | None = None,
     verdicts: bool = False,
+    signals: bool = True,
 ) -> argparse.ArgumentParser:
     """A sub-command parser with the shared conventions (see module docstring)."""
     p: argparse.ArgumentParser = sub.add_parser(
@@ -100,7 +102,10 @@ def command(
         description=description or help[:1].upper() + help[1:] + ".",
         formatter_class=_HelpFormatter,
         epilog=_exit_status(
-            ok, "at least one invariant is violated" if verdicts else one, verdicts
+            ok,
+            one or ("at least one invariant is violated" if verdicts else None),
+            verdicts,
+            signals,
         ),
     )
     p.add_argument(
@@ -281,10 +286,10 @@ def load_config(start: Path | None = None) -> Config:
         if key == "cache" and value is True:
             raise ClefproveError(f"{where} must be a directory or false")
         if key == "invariants":
-            value = [value] if isinstance(value, str) else value
-            if not value or not all(isinstance(v, str) for v in value):
+            paths: list[Any] = [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+            if not paths or not all(isinstance(v, str) for v in paths):
                 raise ClefproveError(f"{where} must be a path or a non-empty list of paths")
-            value = [_relative(path, v) for v in value]
+            value = [_relative(path, v) for v in paths]
         if key in ("cache", "model") and isinstance(value, str):
             value = _relative(path, value)  # relative to the pyproject.toml, not the cwd
         values[key] = value

@@ -38,20 +38,7 @@ def open_cache(
     return ProofCache(directory or os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR)
 
 
-def add_cache_arguments(parser: object) -> None:
-    """Add ``--cache DIR`` and ``--no-cache`` to an argparse parser (check, gate)."""
-    group = parser.add_mutually_exclusive_group()  # type: ignore[attr-defined]
-    group.add_argument(
-        "--cache",
-        metavar="DIR",
-        default=None,
-        help=f"proof cache directory (default {DEFAULT_DIR})",
-    )
-    group.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the proof cache"
-    )
-
-
 def cache_from_args(args: object) -> ProofCache | None:
-    """The cache selected by ``--cache`` / ``--no-cache`` (see :func:`add_cache_arguments`)."""
+    """The cache selected by ``--cache`` / ``--no-cache`` (declared in
+    ``clefprove.cli.options.add_cache_options``)."""
     return open_cache(getattr(args, "cache", None), bool(getattr(args, "no_cache", False)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -24,6 +25,9 @@ from clefprove.verify.verdicts import (
     RelationalCounterexample,
     Report,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STYLE = {HOLDS: "green", VIOLATED: "bold red", UNKNOWN: "yellow"}
 
@@ -114,7 +118,7 @@ def summary_line(report: Report) -> str:
     )
 
 
-def _single(console, i: int, c: Counterexample, verbose: bool) -> None:  # type: ignore[no-untyped-def]
+def _single(console: Console, i: int, c: Counterexample, verbose: bool) -> None:
     console.print(
         _t(
             f"  counterexample {i}: action ",
@@ -128,7 +132,7 @@ def _single(console, i: int, c: Counterexample, verbose: bool) -> None:  # type:
     console.print(_t("    input:  " + json.dumps(c.input, allow_nan=False)), soft_wrap=True)
 
 
-def _pair(console, i: int, c: RelationalCounterexample, verbose: bool) -> None:  # type: ignore[no-untyped-def]
+def _pair(console: Console, i: int, c: RelationalCounterexample, verbose: bool) -> None:
     console.print(
         _t(
             f"  counterexample {i}: a pair differing only in {c.feature}: ",

@@ -114,10 +114,14 @@ def test_internal_error_traceback_on_request(work: Path) -> None:
 def test_early_sigterm_never_prints_a_traceback(work: Path) -> None:
     """SIGTERM from the first millisecond on (the issue saw 5 tracebacks in 16 tries)."""
     argv = [sys.executable, "-m", "clefprove", "report", "model.clef", "edge.inv", "-o", "r.html"]
-    outcomes = []
-    for i in range(16):
+    outcomes: list[int] = []
+    # 16 tries across the first ~0.2 s, then (a loaded machine starts Python slowly) later ones
+    # until one signal has landed after the interpreter started running clefprove's code
+    for i in range(60):
+        if i >= 16 and any(code != -signal.SIGTERM for code in outcomes):
+            break
         proc = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.012 * i)
+        time.sleep(0.012 * i if i < 16 else 0.2 + 0.05 * (i - 16))
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
         text = err.decode(errors="replace")
@@ -127,7 +131,7 @@ def test_early_sigterm_never_prints_a_traceback(work: Path) -> None:
         assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM, 1), (i, text)
         outcomes.append(proc.returncode)
         (work / "r.html").unlink(missing_ok=True)
-    assert 128 + signal.SIGTERM in outcomes, outcomes  # the handler ran at least once
+    assert any(code != -signal.SIGTERM for code in outcomes), outcomes
 
 
 # --- (9) counterexample inputs in declaration order, fresh or cached ---------------------------
@@ -430,13 +434,13 @@ def test_report_prints_a_summary_line_when_it_exits_1(work: Path) -> None:
     assert res.stdout.startswith("r.html: 5 invariants: 2 hold, 3 violated, 0 unknown;")
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted([*COMMANDS, "serve"]))
 def test_help_shows_defaults_exit_statuses_and_no_markup(work: Path, command: str) -> None:
     res = run(command, "--help", cwd=work)
     assert res.returncode == 0
     assert "exit status:" in res.stdout and "4        internal error" in res.stdout
     assert "``" not in res.stdout and "[/" not in res.stdout and ":class:" not in res.stdout
-    if command in ("check", "gate", "report"):
+    if command in ("check", "gate", "report", "serve"):
         assert "(default: 3)" in res.stdout  # --counterexamples
 
 
@@ -454,3 +458,31 @@ def test_missing_onnx_hints_at_the_extra(work: Path) -> None:
     assert res.returncode == 2, res.stderr
     assert "pip install 'clefprove[import]'" in res.stderr
     assert len(res.stderr.splitlines()) == 1
+
+
+# --- gate speaks the CI formats too ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "github", "gitlab", "json"])
+def test_gate_writes_every_ci_format(work: Path, fmt: str) -> None:
+    check = run("check", "model.clef", "edge.inv", "--no-cache", "--format", fmt, cwd=work)
+    gate = run("gate", "model.clef", "edge.inv", "--no-cache", "--format", fmt, cwd=work)
+    assert gate.returncode == check.returncode == 1, gate.stderr
+    if fmt == "json":
+        assert json.loads(gate.stdout)["gate"] == "fail"
+        assert json.loads(gate.stdout)["check"]["summary"]["violated"] == 3
+    elif fmt in ("sarif", "gitlab"):
+        g, c = json.loads(gate.stdout), json.loads(check.stdout)
+        if fmt == "sarif":
+            g, c = g["runs"][0]["results"], c["runs"][0]["results"]
+        assert len(g) == 3 and [r["ruleId" if fmt == "sarif" else "check_name"] for r in g] == [
+            r["ruleId" if fmt == "sarif" else "check_name"] for r in c
+        ]
+    else:
+        import re
+
+        strip = lambda t: re.sub(r'time="[0-9.]+"', "", t)  # noqa: E731
+        assert strip(gate.stdout) == strip(check.stdout)
+    by_extension = run("gate", "model.clef", "edge.inv", "--no-cache", "-o", "g.sarif", cwd=work)
+    assert by_extension.returncode == 1
+    assert json.loads((work / "g.sarif").read_text())["version"] == "2.1.0"

@@ -1,0 +1,76 @@
+"""Start-up cost of the command line: this tree against a baseline revision, in the same run.
+
+The entry point installs its signal handlers and reads ``[tool.clefprove]`` before anything
+heavy is imported; this measures what that costs a CI job per invocation.
+
+    python bench/bench_cli.py [--baseline REF] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "--help": ["--help"],
+    "info": ["info", "examples/edge-allow-block.clef"],
+    "check (cache off)": ["check", "examples/edge-allow-block.clef", "invariants", "--no-cache"],
+    "check --format sarif": [
+        "check",
+        "examples/edge-allow-block.clef",
+        "invariants",
+        "--no-cache",
+        "--format",
+        "sarif",
+    ],
+}
+
+
+def median_seconds(tree: Path, argv: list[str], repeat: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "clefprove", *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default="f997aaf", help="git revision to compare against")
+    ap.add_argument("--repeat", type=int, default=9)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "base.tar"
+        subprocess.run(
+            ["git", "archive", "-o", str(archive), args.baseline, "clefprove"], cwd=ROOT, check=True
+        )
+        with tarfile.open(archive) as tar:
+            tar.extractall(Path(tmp) / "base", filter="data")
+        base = Path(tmp) / "base"
+        print(f"CLI start-up, median of {args.repeat} runs (baseline {args.baseline})")
+        print(f"{'command':<24} {'baseline':>10} {'this tree':>10} {'ratio':>7}")
+        for name, argv in COMMANDS.items():
+            b = median_seconds(base, argv, args.repeat)
+            t = median_seconds(ROOT, argv, args.repeat)
+            print(f"{name:<24} {b * 1000:>8.0f}ms {t * 1000:>8.0f}ms {t / b:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()
