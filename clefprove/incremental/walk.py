@@ -66,6 +66,7 @@ from clefprove.model.types import Model, NodeKind
 from clefprove.status import Verdict
 from clefprove.verify import api
 from clefprove.verify import engine as eg
+from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import (
@@ -409,9 +410,9 @@ def _vacuity(
             return None
 
         def vacuous_per_leaf() -> bool:
-            wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
+            wprep = eg.prepare(model, ev.when_invariant(inv), settings.dnf_cap)
             if not nm.uses_decision(wprep.violation, len(model.features)):
-                return api.when_is_vacuous(model, prep, api.domain_boxes(model), settings)
+                return ev.when_is_vacuous(model, prep, ev.domain_boxes(model), settings)
             pvw = per_leaf(wprep)
             if record is not None:
                 record(delta.LeafOutcomes(pvw.status, pvw.how))
@@ -431,10 +432,10 @@ def _vacuity(
             if remember is not None:
                 remember(answer)
             return answer
-        wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
+        wprep = eg.prepare(model, ev.when_invariant(inv), settings.dnf_cap)
         if nm.uses_decision(wprep.violation, len(model.features)):  # not reached: see above
-            return api.when_is_vacuous(model, prep, leaf_boxes(model), settings)
-        pv = eg.decide(model, wprep, api.domain_boxes(model), settings)
+            return ev.when_is_vacuous(model, prep, leaf_boxes(model), settings)
+        pv = eg.decide(model, wprep, ev.domain_boxes(model), settings)
         answer = bool(np.all(pv.status == eg.SAFE))
         if not np.any(pv.status == eg.UNKNOWN):
             out.whole.append((key, json.dumps({"vacuous": answer})))

@@ -463,7 +463,7 @@ def confirm_pair(
     """A counterexample for (x, x') if the evaluator confirms it, else None: both decode and
     re-encode exactly, lie in the domain, differ only in f, are related on f, reach *leaves*,
     satisfy ``when``, and their decisions break the property."""
-    from clefprove.verify.api import decode, describe_path
+    from clefprove.verify.evidence import decode, describe_path
 
     inv, rel = prep.invariant, prep.relation
     records = []
@@ -515,7 +515,7 @@ def check_relational(
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
     """The verdict on one relational invariant (see module docstring)."""
-    from clefprove.verify.api import _evaluator
+    from clefprove.verify.evidence import evaluator_for as _evaluator
 
     t0 = time.perf_counter()
     settings = settings or CheckOptions()
@@ -616,7 +616,7 @@ def _when_vacuous(
     model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
-    from clefprove.verify.api import when_is_vacuous
+    from clefprove.verify.evidence import when_is_vacuous
 
     probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False))
     prep = eg.prepare(model, probe, settings.dnf_cap)
