@@ -12,7 +12,7 @@ from clefprove.errors import ClefproveError
 PROGRESS_MIN_WORK = 200_000
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(sub, "check", "prove invariants for every input of a model", verdicts=True)

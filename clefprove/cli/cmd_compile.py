@@ -8,7 +8,7 @@ import sys
 from clefprove.cli.output import refuse_inputs, write_model
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(sub, "compile", "compile a JSON model source into a .clef file")

@@ -8,7 +8,7 @@ import json
 from clefprove.cli.output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(sub, "diff", "what changed between two models, and where behaviour differs")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 BATCH_LINES = 4096
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(

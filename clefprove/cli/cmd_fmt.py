@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clefprove.dsl.errors import Diagnostic
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Format everything first: a mistake in any file changes no file.
     changes: list[tuple[str, str]] = []
-    diagnostics = []
+    diagnostics: list[Diagnostic] = []
     for path in expand_paths(args.files):
         name = str(path)
         try:

@@ -10,7 +10,7 @@ from clefprove.cli.output import refuse_inputs, write_model
 FORMATS = ("onnx", "xgboost", "lightgbm")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(

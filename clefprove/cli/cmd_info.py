@@ -9,7 +9,7 @@ from typing import Any
 from clefprove.cli.output import emit
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(sub, "info", "features, actions, nodes, depth and digest of a model")

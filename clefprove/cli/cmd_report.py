@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from clefprove.model.types import Model
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
 
     p = op.command(
@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
 
-    inputs = [args.model, *([args.previous] if args.previous else [])]
-    refuse_inputs(args.output, *inputs, *expand_paths(args.invariants))
+    sources = [args.model, *([args.previous] if args.previous else [])]
+    refuse_inputs(args.output, *sources, *expand_paths(args.invariants))
     fmt = output_format(args, ("html", "md"), "html")
     model = load_model(args.model)
     previous = load_model(args.previous) if args.previous is not None else None

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from clefprove.status import ExitCode
 
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     class _Parser(argparse.ArgumentParser):
         """argparse that reports usage errors as one line and exit status 2."""
 
-        def error(self, message: str) -> None:  # type: ignore[override]
+        def error(self, message: str) -> NoReturn:
             _say(f"clefprove: error: {message}\n")
             raise SystemExit(EXIT_USAGE)
 

@@ -23,7 +23,7 @@ from typing import IO, Any
 from clefprove.errors import ClefproveError
 
 #: The keys ``[tool.clefprove]`` may hold, with the Python types each accepts.
-CONFIG_KEYS: dict[str, tuple[type, ...]] = {
+CONFIG_KEYS: dict[str, tuple[type[Any], ...]] = {
     "model": (str,),
     "invariants": (str, list),
     "jobs": (int,),
@@ -86,7 +86,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def command(
-    sub: argparse._SubParsersAction,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     help: str,
     description: str | None = None,
