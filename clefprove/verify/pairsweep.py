@@ -1,0 +1,364 @@
+"""Leaf pairs of a relational invariant found by descending the tree, without a pair matrix.
+
+Two leaves whose boxes meet on every feature but f have their lowest common ancestor on a split
+on f: a split on any other feature g separates their g-intervals (numeric: ``hi <= t < lo``;
+categorical: complementary code sets).  So the partners of a leaf A lie in the sibling subtrees
+of A's f-split ancestors, each partner in exactly one of them, and every ordered pair (A, B) is
+met exactly once, from A.  All (A, sibling) entries are descended together, one tree level per
+numpy step:
+
+* a child that cannot meet A's narrowed box on its split feature (on f: cannot be related to
+  A's f-interval) is dropped, and so is a node below which no leaf breaks the property with A's
+  action (per-node counts of leaves per severity rank / action);
+* **count mode**: a node below which *every* leaf meets A's box and is related on f contributes
+  its number of breaking leaves at once.  That is decided on per-node aggregates of the
+  narrowed leaf boxes below it (largest ``lo`` and smallest ``hi`` per column, common codes per
+  categorical column): every leaf meets ``[l, h]`` iff the largest ``lo`` is ``<= h`` and the
+  smallest ``hi`` is ``>= l``.  The work then follows the nodes where A's box boundary cuts
+  the other subtree, not the number of pairs;
+* a leaf reached is tested exactly as the pair matrix tests a cell (``pair_ok``).
+
+Counts are exact: a covered node counts only leaves that the exact test accepts, everything else
+is tested leaf by leaf.  Stable's ``delta`` enters through float64 tests with a rigorous margin
+that only ever *declines* to cover or to drop (the leaves then decide exactly).  The pair matrix
+(:meth:`clefprove.verify.relational.PairChecker.chunk`) stays the reference in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import tables
+from clefprove.model.types import FeatureType, NodeKind
+
+#: Pair entries per descent batch in enumeration mode (bounds the memory of found pairs).
+ENUM_BATCH = 1 << 12
+
+
+def stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
+    """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
+        df = float(delta) if delta < 2**1000 else math.inf
+        margin = (np.abs(gap) + abs(df)) * 2.0**-50 + 1e-300
+        sure_yes = gap + margin < df
+        sure_no = gap - margin > df
+        unsure = ~(sure_yes | sure_no) | ~np.isfinite(gap) | (not math.isfinite(df))
+    out = np.asarray(sure_yes & ~unsure).copy()
+    if unsure.any():
+        la, ha, lb, hb = np.broadcast_arrays(lo_a, hi_a, lo_b, hi_b)
+        for idx in zip(*np.nonzero(unsure), strict=True):
+            g = max(
+                Fraction(float(lb[idx])) - Fraction(float(ha[idx])),
+                Fraction(float(la[idx])) - Fraction(float(hb[idx])),
+                Fraction(0),
+            )
+            out[idx] = g <= delta
+    return out
+
+
+def _surely(diff: np.ndarray, delta: Fraction, below: bool) -> np.ndarray:
+    """Where the float64 difference *diff* (one rounding) is surely ``< delta`` (*below*) or
+    surely ``> delta``; False wherever rounding could matter (never a wrong True)."""
+    df = float(delta) if delta < 2**1000 else math.inf
+    if not math.isfinite(df):
+        return np.zeros(diff.shape, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        margin = (np.abs(diff) + abs(df)) * 2.0**-50 + 1e-300
+        out = (diff + margin < df) if below else (diff - margin > df)
+        return out & np.isfinite(diff)
+
+
+@dataclass(frozen=True, eq=False)
+class _Aggregates:
+    """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
+
+    max_lo: np.ndarray  # (N, C) float64 for the columns in ``cols``
+    min_hi: np.ndarray  # (N, C)
+    common: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes every leaf below has
+    union: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes some leaf below has
+    ranks: np.ndarray  # (N, R + 1) int64: leaves below with rank < r
+
+
+class PairSweep:
+    """The pair search of one relational invariant over *pc* (a ``PairChecker``: its live
+    boxes, narrowed sides, columns and collapsed code masks)."""
+
+    def __init__(self, pc: Any) -> None:
+        self.pc = pc
+        model = pc.model
+        nodes = model.nodes
+        n = nodes.shape[0]
+        self.kind = nodes["kind"]
+        self.left = nodes["left"].astype(np.int64)
+        self.right = nodes["right"].astype(np.int64)
+        self.feat = nodes["feature"].astype(np.int64)
+        tab = tables(model)
+        self.left_hi = tab.left_hi
+        self.right_lo = tab.right_lo
+        self.parent = tab.parent
+        self.depth = nodes["depth"].astype(np.int64)
+        self.n_rows = pc.boxes.size
+        self.row_of = np.full(n, -1, dtype=np.int64)
+        self.row_of[pc.boxes.leaves] = np.arange(self.n_rows)
+        self.f = pc.f
+        self.rel = pc.prep.relation
+        self.monotone = isinstance(self.rel, ck.Monotone)
+        self.delta = self.rel.delta if isinstance(self.rel, ck.Stable) else None
+        acts = pc.actions
+        # Severity rank per row (monotone), or the action itself (symmetric forms: "breaks"
+        # means a different action, i.e. all leaves minus those of the same rank).
+        if self.monotone:
+            self.rank_row = pc.prep.rank[acts].astype(np.int64)
+        else:
+            self.rank_row = acts.astype(np.int64)
+        self.n_ranks = len(model.actions)
+        f_ordered = model.features[self.f].type is not FeatureType.CATEGORICAL
+        self.f_col = f_ordered and not isinstance(self.rel, ck.Independent)
+        self.cols = list(pc.num_cols) + ([self.f] if self.f_col else [])
+        self._aggs: dict[int, _Aggregates] = {}
+        self._levels: list[np.ndarray] | None = None
+
+    # ------------------------------------------------------------ per-node aggregates
+
+    def _internal_levels(self) -> list[np.ndarray]:
+        """Internal nodes grouped by depth, deepest first."""
+        if self._levels is None:
+            internal = np.flatnonzero(self.kind != NodeKind.LEAF)
+            d = self.depth[internal]
+            order = np.argsort(-d, kind="stable")
+            internal, d = internal[order], d[order]
+            cuts = np.flatnonzero(np.diff(d)) + 1
+            self._levels = np.split(internal, cuts) if internal.size else []
+        return self._levels
+
+    def aggregates(self, j: int) -> _Aggregates:
+        """The aggregates of side *j* (computed once per sweep)."""
+        if j in self._aggs:
+            return self._aggs[j]
+        side = self.pc.sides[j]
+        n = self.kind.shape[0]
+        rows = np.flatnonzero(side.ok)
+        nodes_of = self.pc.boxes.leaves[rows]
+        cols = self.cols
+        max_lo = np.full((n, len(cols)), -np.inf)
+        min_hi = np.full((n, len(cols)), np.inf)
+        max_lo[nodes_of] = side.rows.lo[rows][:, cols]
+        min_hi[nodes_of] = side.rows.hi[rows][:, cols]
+        counts = np.zeros((n, self.n_ranks), dtype=np.int64)
+        counts[nodes_of, self.rank_row[rows]] = 1
+        common: dict[int, np.ndarray] = {}
+        union: dict[int, np.ndarray] = {}
+        for g, m in self.pc.cat_f32[j].items():
+            mb = m > 0
+            c = np.ones((n, mb.shape[1]), dtype=bool)
+            u = np.zeros((n, mb.shape[1]), dtype=bool)
+            c[nodes_of] = mb[rows]
+            u[nodes_of] = mb[rows]
+            common[g], union[g] = c, u
+        for level in self._internal_levels():
+            lc, rc = self.left[level], self.right[level]
+            max_lo[level] = np.maximum(max_lo[lc], max_lo[rc])
+            min_hi[level] = np.minimum(min_hi[lc], min_hi[rc])
+            counts[level] = counts[lc] + counts[rc]
+            for g in common:
+                common[g][level] = common[g][lc] & common[g][rc]
+                union[g][level] = union[g][lc] | union[g][rc]
+        ranks = np.zeros((n, self.n_ranks + 1), dtype=np.int64)
+        np.cumsum(counts, axis=1, out=ranks[:, 1:])
+        out = _Aggregates(max_lo, min_hi, common, union, ranks)
+        self._aggs[j] = out
+        return out
+
+    # ------------------------------------------------------------ entries
+
+    def entries(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query row, f-split ancestor, sibling child) for every f-split ancestor of each
+        query row's leaf."""
+        qs: list[np.ndarray] = []
+        ss: list[np.ndarray] = []
+        cs: list[np.ndarray] = []
+        q = queries.astype(np.int64)
+        cur = self.pc.boxes.leaves[q].astype(np.int64)
+        while q.size:
+            p = self.parent[cur]
+            keep = p >= 0
+            q, cur, p = q[keep], cur[keep], p[keep]
+            on_f = self.feat[p] == self.f
+            if on_f.any():
+                pf, cf = p[on_f], cur[on_f]
+                qs.append(q[on_f])
+                ss.append(pf)
+                cs.append(np.where(self.left[pf] == cf, self.right[pf], self.left[pf]))
+            cur = p
+        if not qs:
+            e = np.empty(0, dtype=np.int64)
+            return e, e, e
+        return np.concatenate(qs), np.concatenate(ss), np.concatenate(cs)
+
+    # ------------------------------------------------------------ tests
+
+    def _breaking(self, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Active leaves below node v whose decision breaks the property with query row q's."""
+        r = self.rank_row[q]
+        if self.monotone:  # x' (below v) must have a lower severity rank than x (the query)
+            return agg.ranks[v, r]
+        return agg.ranks[v, self.n_ranks] - (agg.ranks[v, r + 1] - agg.ranks[v, r])
+
+    def _keep_child(self, i: int, q: np.ndarray, p: np.ndarray, child: np.ndarray) -> np.ndarray:
+        """False where child *child* of split *p* cannot hold a partner of query row q."""
+        side = self.pc.sides[i]
+        keep = np.ones(q.size, dtype=bool)
+        numeric = self.kind[p] == NodeKind.NUMERIC
+        g = self.feat[p]
+        is_left = self.left[p] == child
+        not_f = numeric & (g != self.f)
+        if not_f.any():
+            k = np.flatnonzero(not_f)
+            lo = side.rows.lo[q[k], g[k]]
+            hi = side.rows.hi[q[k], g[k]]
+            lk = is_left[k]
+            drop = np.where(lk, lo > self.left_hi[p[k]], hi < self.right_lo[p[k]])
+            keep[k[drop]] = False
+        on_f = numeric & (g == self.f)
+        if on_f.any() and self.f_col:
+            k = np.flatnonzero(on_f)
+            lo = side.rows.lo[q[k], self.f]
+            hi = side.rows.hi[q[k], self.f]
+            lk = is_left[k]
+            if self.monotone:  # x'_f > x_f: a left child entirely <= lo cannot hold x'
+                drop = lk & (self.left_hi[p[k]] <= lo)
+            else:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    below = _surely(lo - self.left_hi[p[k]], self.delta, below=False)
+                    above = _surely(self.right_lo[p[k]] - hi, self.delta, below=False)
+                drop = np.where(lk, below, above)
+            keep[k[drop]] = False
+        return keep
+
+    def _covered(self, i: int, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Every active leaf below node v meets query row q's box and is related on f."""
+        side = self.pc.sides[i]
+        ok = np.ones(q.size, dtype=bool)
+        alo, ahi = side.rows.lo, side.rows.hi
+        for k, g in enumerate(self.pc.num_cols):
+            ok &= agg.max_lo[v, k] <= ahi[q, g]
+            ok &= agg.min_hi[v, k] >= alo[q, g]
+        for g, c in agg.common.items():
+            mq = self.pc.cat_f32[i].get(g)
+            if mq is not None:
+                ok &= np.any(c[v] & (mq[q] > 0), axis=1)
+        if self.f_col:
+            kf = len(self.cols) - 1
+            if self.monotone:
+                ok &= agg.min_hi[v, kf] > alo[q, self.f]
+            else:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    ok &= _surely(agg.max_lo[v, kf] - ahi[q, self.f], self.delta, below=True)
+                    ok &= _surely(alo[q, self.f] - agg.min_hi[v, kf], self.delta, below=True)
+        return ok
+
+    def _cat_meets(self, i: int, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Some active leaf below v may share codes with query row q (on every cat column)."""
+        ok = np.ones(q.size, dtype=bool)
+        for g, u in agg.union.items():
+            mq = self.pc.cat_f32[i].get(g)
+            if mq is not None:
+                ok &= np.any(u[v] & (mq[q] > 0), axis=1)
+        return ok
+
+    def pair_ok(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+        """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
+        pb narrowed by side j (without the symmetric forms' a < b)."""
+        pc = self.pc
+        sa, sb = pc.sides[i], pc.sides[j]
+        m = sa.ok[pa] & sb.ok[pb]
+        ra, rb = self.rank_row[pa], self.rank_row[pb]
+        m &= (rb < ra) if self.monotone else (ra != rb)
+        la, ha, lb, hb = sa.rows.lo, sa.rows.hi, sb.rows.lo, sb.rows.hi
+        for g in pc.num_cols:
+            m &= la[pa, g] <= hb[pb, g]
+            m &= lb[pb, g] <= ha[pa, g]
+        for g in pc.cat_cols:
+            ma, mb = pc.cat_f32[i].get(g), pc.cat_f32[j].get(g)
+            if ma is not None and mb is not None:
+                m &= np.any((ma[pa] > 0) & (mb[pb] > 0), axis=1)
+        f = self.f
+        if self.monotone:
+            m &= la[pa, f] < hb[pb, f]
+        elif self.delta is not None:
+            k = np.flatnonzero(m)
+            m[k] = stable_ok(la[pa[k], f], ha[pa[k], f], lb[pb[k], f], hb[pb[k], f], self.delta)
+        return m
+
+    # ------------------------------------------------------------ the descent
+
+    def _descend(
+        self, i: int, j: int, q: np.ndarray, s: np.ndarray, c: np.ndarray, count: bool
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Partners of the entries (query row q, split s, child c).  Count mode: per query row
+        the number of partners (covered nodes counted at once).  Else: the (row, row) pairs."""
+        agg = self.aggregates(j)
+        totals = np.zeros(self.n_rows, dtype=np.int64)
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+        keep = self._keep_child(i, q, s, c)
+        q, v = q[keep], c[keep]
+        while q.size:
+            leaf = self.kind[v] == NodeKind.LEAF
+            if leaf.any():
+                lq, lb = q[leaf], self.row_of[v[leaf]]
+                has = lb >= 0
+                lq, lb = lq[has], lb[has]
+                ok = self.pair_ok(i, j, lq, lb)
+                if count:
+                    totals += np.bincount(lq[ok], minlength=self.n_rows)
+                elif ok.any():
+                    found.append((lq[ok], lb[ok]))
+                q, v = q[~leaf], v[~leaf]
+            if not q.size:
+                break
+            brk = self._breaking(agg, q, v)
+            live = brk > 0
+            live &= self._cat_meets(i, agg, q, v)
+            q, v, brk = q[live], v[live], brk[live]
+            if count and q.size:
+                cov = self._covered(i, agg, q, v)
+                if cov.any():
+                    totals += np.bincount(q[cov], weights=brk[cov], minlength=self.n_rows).astype(
+                        np.int64
+                    )
+                    q, v = q[~cov], v[~cov]
+            if not q.size:
+                break
+            q2 = np.concatenate([q, q])
+            p2 = np.concatenate([v, v])
+            c2 = np.concatenate([self.left[v], self.right[v]])
+            keep = self._keep_child(i, q2, p2, c2)
+            q, v = q2[keep], c2[keep]
+        return totals, found
+
+    def count(self, i: int = 0, j: int = 0) -> np.ndarray:
+        """Per row of x: the number of rows x' it forms a violating pair with (exact)."""
+        q = np.flatnonzero(self.pc.sides[i].ok)
+        q, s, c = self.entries(q)
+        totals, _ = self._descend(i, j, q, s, c, count=True)
+        return totals
+
+    def pairs(self, i: int, j: int, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (a, b) box-violating pair under (Ci, Cj) with a in *queries*, sorted."""
+        q = queries[self.pc.sides[i].ok[queries]]
+        q, s, c = self.entries(q)
+        _, found = self._descend(i, j, q, s, c, count=False)
+        if not found:
+            e = np.empty(0, dtype=np.int64)
+            return e, e
+        pa = np.concatenate([a for a, _ in found])
+        pb = np.concatenate([b for _, b in found])
+        order = np.lexsort((pb, pa))
+        return pa[order], pb[order]
