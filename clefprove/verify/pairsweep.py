@@ -35,7 +35,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import tables
-from clefprove.model.types import FeatureType, NodeKind
+from clefprove.model.types import NodeKind
 
 #: Pair entries per descent batch in enumeration mode (bounds the memory of found pairs).
 ENUM_BATCH = 1 << 12
@@ -81,9 +81,14 @@ class _Aggregates:
 
     max_lo: np.ndarray  # (N, C) float64 for the columns in ``cols``
     min_hi: np.ndarray  # (N, C)
+    min_lo: np.ndarray  # (N, C): with max_hi, the hull of the boxes below
+    max_hi: np.ndarray  # (N, C)
     common: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes every leaf below has
     union: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes some leaf below has
     ranks: np.ndarray  # (N, R + 1) int64: leaves below with rank < r
+    first_row: np.ndarray  # (N,) smallest live row below (n_rows if none)
+    n_live: np.ndarray  # (N,) live rows below (active or not)
+    contiguous: bool  # the live rows below every node form one range (pre-order nodes)
 
 
 class PairSweep:
@@ -119,8 +124,9 @@ class PairSweep:
         else:
             self.rank_row = acts.astype(np.int64)
         self.n_ranks = len(model.actions)
-        f_ordered = model.features[self.f].type is not FeatureType.CATEGORICAL
-        self.f_col = f_ordered and not isinstance(self.rel, ck.Independent)
+        # Only stable needs f's column: a pair across a split on f at t has x_f <= t < x'_f
+        # (monotone holds by itself), and independent relates any two values.
+        self.f_col = self.delta is not None
         self.cols = list(pc.num_cols) + ([self.f] if self.f_col else [])
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
@@ -151,6 +157,18 @@ class PairSweep:
         min_hi = np.full((n, len(cols)), np.inf)
         max_lo[nodes_of] = side.rows.lo[rows][:, cols]
         min_hi[nodes_of] = side.rows.hi[rows][:, cols]
+        min_lo = np.full((n, len(cols)), np.inf)
+        max_hi = np.full((n, len(cols)), -np.inf)
+        min_lo[nodes_of] = max_lo[nodes_of]
+        max_hi[nodes_of] = min_hi[nodes_of]
+        # Live rows (active or not) below each node: first, last and how many.
+        live_nodes = self.pc.boxes.leaves
+        first_row = np.full(n, self.n_rows, dtype=np.int64)
+        last_row = np.full(n, -1, dtype=np.int64)
+        n_live = np.zeros(n, dtype=np.int64)
+        first_row[live_nodes] = np.arange(self.n_rows)
+        last_row[live_nodes] = np.arange(self.n_rows)
+        n_live[live_nodes] = 1
         counts = np.zeros((n, self.n_ranks), dtype=np.int64)
         counts[nodes_of, self.rank_row[rows]] = 1
         common: dict[int, np.ndarray] = {}
@@ -166,13 +184,22 @@ class PairSweep:
             lc, rc = self.left[level], self.right[level]
             max_lo[level] = np.maximum(max_lo[lc], max_lo[rc])
             min_hi[level] = np.minimum(min_hi[lc], min_hi[rc])
+            min_lo[level] = np.minimum(min_lo[lc], min_lo[rc])
+            max_hi[level] = np.maximum(max_hi[lc], max_hi[rc])
+            first_row[level] = np.minimum(first_row[lc], first_row[rc])
+            last_row[level] = np.maximum(last_row[lc], last_row[rc])
+            n_live[level] = n_live[lc] + n_live[rc]
             counts[level] = counts[lc] + counts[rc]
             for g in common:
                 common[g][level] = common[g][lc] & common[g][rc]
                 union[g][level] = union[g][lc] | union[g][rc]
         ranks = np.zeros((n, self.n_ranks + 1), dtype=np.int64)
         np.cumsum(counts, axis=1, out=ranks[:, 1:])
-        out = _Aggregates(max_lo, min_hi, common, union, ranks)
+        some = n_live > 0
+        contiguous = bool(np.all((last_row - first_row + 1)[some] == n_live[some]))
+        out = _Aggregates(
+            max_lo, min_hi, min_lo, max_hi, common, union, ranks, first_row, n_live, contiguous
+        )
         self._aggs[j] = out
         return out
 
@@ -227,14 +254,14 @@ class PairSweep:
             drop = np.where(lk, lo > self.left_hi[p[k]], hi < self.right_lo[p[k]])
             keep[k[drop]] = False
         on_f = numeric & (g == self.f)
-        if on_f.any() and self.f_col:
+        if on_f.any() and not isinstance(self.rel, ck.Independent):
             k = np.flatnonzero(on_f)
             lo = side.rows.lo[q[k], self.f]
             hi = side.rows.hi[q[k], self.f]
             lk = is_left[k]
             if self.monotone:  # x'_f > x_f: a left child entirely <= lo cannot hold x'
                 drop = lk & (self.left_hi[p[k]] <= lo)
-            else:
+            elif self.delta is not None:
                 with np.errstate(invalid="ignore", over="ignore"):
                     below = _surely(lo - self.left_hi[p[k]], self.delta, below=False)
                     above = _surely(self.right_lo[p[k]] - hi, self.delta, below=False)
@@ -254,14 +281,11 @@ class PairSweep:
             mq = self.pc.cat_f32[i].get(g)
             if mq is not None:
                 ok &= np.any(c[v] & (mq[q] > 0), axis=1)
-        if self.f_col:
+        if self.f_col:  # stable (monotone: v lies above the query's f-interval already)
             kf = len(self.cols) - 1
-            if self.monotone:
-                ok &= agg.min_hi[v, kf] > alo[q, self.f]
-            else:
-                with np.errstate(invalid="ignore", over="ignore"):
-                    ok &= _surely(agg.max_lo[v, kf] - ahi[q, self.f], self.delta, below=True)
-                    ok &= _surely(alo[q, self.f] - agg.min_hi[v, kf], self.delta, below=True)
+            with np.errstate(invalid="ignore", over="ignore"):
+                ok &= _surely(agg.max_lo[v, kf] - ahi[q, self.f], self.delta, below=True)
+                ok &= _surely(alo[q, self.f] - agg.min_hi[v, kf], self.delta, below=True)
         return ok
 
     def _cat_meets(self, i: int, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -342,6 +366,115 @@ class PairSweep:
             keep = self._keep_child(i, q2, p2, c2)
             q, v = q2[keep], c2[keep]
         return totals, found
+
+    # ------------------------------------------------------------ the dual descent
+
+    def dual_count(self) -> tuple[int, np.ndarray] | None:
+        """(number of violating pairs, per row the number of rows it pairs with) for one
+        conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
+        every split on f, then the larger node of a pair is replaced by its children until
+        the pair is decided for all its leaves at once (disjoint hulls on some column, no
+        breaking actions; or every box below one meets every box below the other and is
+        related) or both are leaves (the exact cell test).  None when the rows below some node
+        are not one range (nodes not in pre-order): :meth:`count` then serves."""
+        agg = self.aggregates(0)
+        if not agg.contiguous:
+            return None
+        n = self.n_rows
+        R = self.n_ranks
+        tot = agg.ranks[:, R]
+        cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
+        splits = np.flatnonzero((self.kind != NodeKind.LEAF) & (self.feat == self.f))
+        u, v = self.left[splits], self.right[splits]
+        total = 0
+        # Per-row partner counts through difference arrays over row ranges, one per rank.
+        diff = np.zeros(R * (n + 1), dtype=np.int64)
+        leaf_a: list[np.ndarray] = []
+        leaf_b: list[np.ndarray] = []
+        kf = len(self.cols) - 1
+        while u.size:
+            lu = self.kind[u] == NodeKind.LEAF
+            lv = self.kind[v] == NodeKind.LEAF
+            both = lu & lv
+            if both.any():
+                ra, rb = self.row_of[u[both]], self.row_of[v[both]]
+                has = (ra >= 0) & (rb >= 0)
+                ra, rb = ra[has], rb[has]
+                ok = self.pair_ok(0, 0, ra, rb)
+                total += int(np.count_nonzero(ok))
+                leaf_a.append(ra[ok])
+                leaf_b.append(rb[ok])
+                keep = ~both
+                u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
+            if not u.size:
+                break
+            cu, cv = cnt[u], cnt[v]
+            if self.monotone:  # x in u (rank r), x' in v with a lower rank
+                w_u = agg.ranks[v, :R]  # per rank of u's rows: partners in v
+                w_v = None
+                brk = np.einsum("pr,pr->p", cu, w_u)
+            else:
+                w_u = tot[v][:, None] - cv
+                w_v = tot[u][:, None] - cu
+                brk = np.einsum("pr,pr->p", cu, w_u)
+            ok = brk > 0
+            for k in range(len(self.pc.num_cols)):
+                ok &= agg.min_lo[u, k] <= agg.max_hi[v, k]
+                ok &= agg.min_lo[v, k] <= agg.max_hi[u, k]
+            for g, un in agg.union.items():
+                ok &= np.any(un[u] & un[v], axis=1)
+            if self.f_col:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    far = _surely(agg.min_lo[v, kf] - agg.max_hi[u, kf], self.delta, False)
+                    far |= _surely(agg.min_lo[u, kf] - agg.max_hi[v, kf], self.delta, False)
+                ok &= ~far
+            cov = ok.copy()
+            for k in range(len(self.pc.num_cols)):
+                cov &= agg.max_lo[u, k] <= agg.min_hi[v, k]
+                cov &= agg.max_lo[v, k] <= agg.min_hi[u, k]
+            for g, cm in agg.common.items():
+                cov &= np.any(cm[u] & cm[v], axis=1)
+            if self.f_col:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    cov &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
+                    cov &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
+            if cov.any():
+                total += int(brk[cov].sum())
+                self._add_ranges(diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
+                if w_v is not None:
+                    self._add_ranges(diff, agg.first_row[v[cov]], agg.n_live[v[cov]], w_v[cov], n)
+            go = ok & ~cov
+            u, v, lu, lv = u[go], v[go], lu[go], lv[go]
+            # Replace the node with more active leaves below (a leaf never).
+            split_u = ~lu & (lv | (tot[u] >= tot[v]))
+            su, sv = u[split_u], v[~split_u]
+            u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
+            v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
+        # Per row: partners from ranges (by its own rank) and from leaf cells.
+        acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
+        totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
+        if leaf_a:
+            a = np.concatenate(leaf_a)
+            b = np.concatenate(leaf_b)
+            totals += np.bincount(a, minlength=n)
+            if not self.monotone:
+                totals += np.bincount(b, minlength=n)
+        return total, totals
+
+    @staticmethod
+    def _add_ranges(
+        diff: np.ndarray, start: np.ndarray, length: np.ndarray, weight: np.ndarray, n: int
+    ) -> None:
+        """Add weight[p, r] to every row of rank r in rows [start, start + length) of block p
+        (rows of another rank or inactive are masked out when reading)."""
+        R = weight.shape[1]
+        base = np.arange(R) * (n + 1)
+        idx0 = (base[None, :] + start[:, None]).ravel()
+        idx1 = (base[None, :] + (start + length)[:, None]).ravel()
+        w = weight.ravel()
+        size = diff.size
+        diff += np.bincount(idx0, weights=w, minlength=size).astype(np.int64)
+        diff -= np.bincount(idx1, weights=w, minlength=size).astype(np.int64)
 
     def count(self, i: int = 0, j: int = 0) -> np.ndarray:
         """Per row of x: the number of rows x' it forms a violating pair with (exact)."""

@@ -432,12 +432,16 @@ def box_pairs(pc: PairChecker, want: int) -> _Pairs:
         return 0, [], []
     sweep = PairSweep(pc)
     if pc.exact and k == 1 and not pc.sides[0].lins:
-        totals = sweep.count()
-        total = int(totals.sum())
-        if pc.symmetric:  # every unordered pair was met from both of its leaves
-            if total % 2:
-                raise AssertionError("internal: odd count of symmetric leaf pairs")
-            total //= 2
+        dual = sweep.dual_count()
+        if dual is not None:
+            total, totals = dual
+        else:
+            totals = sweep.count()
+            total = int(totals.sum())
+            if pc.symmetric:  # every unordered pair was met from both of its leaves
+                if total % 2:
+                    raise AssertionError("internal: odd count of symmetric leaf pairs")
+                total //= 2
         first: list[tuple[int, int, int]] = []
         with_pairs = np.flatnonzero(totals > 0)
         pos = 0
