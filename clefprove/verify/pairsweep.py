@@ -79,7 +79,8 @@ def _surely(diff: np.ndarray, delta: Fraction, below: bool) -> np.ndarray:
 class _Aggregates:
     """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
 
-    max_lo: np.ndarray  # (N, C) float64 for the columns in ``cols``
+    packed: np.ndarray  # (N, 4C) float64: max_lo | min_hi | min_lo | max_hi over ``cols``
+    max_lo: np.ndarray  # (N, C) views into packed
     min_hi: np.ndarray  # (N, C)
     min_lo: np.ndarray  # (N, C): with max_hi, the hull of the boxes below
     max_hi: np.ndarray  # (N, C)
@@ -153,12 +154,16 @@ class PairSweep:
         rows = np.flatnonzero(side.ok)
         nodes_of = self.pc.boxes.leaves[rows]
         cols = self.cols
-        max_lo = np.full((n, len(cols)), -np.inf)
-        min_hi = np.full((n, len(cols)), np.inf)
+        nc = len(cols)
+        packed = np.empty((n, 4 * nc))
+        max_lo, min_hi = packed[:, :nc], packed[:, nc : 2 * nc]
+        min_lo, max_hi = packed[:, 2 * nc : 3 * nc], packed[:, 3 * nc :]
+        max_lo[:] = -np.inf
+        min_hi[:] = np.inf
+        min_lo[:] = np.inf
+        max_hi[:] = -np.inf
         max_lo[nodes_of] = side.rows.lo[rows][:, cols]
         min_hi[nodes_of] = side.rows.hi[rows][:, cols]
-        min_lo = np.full((n, len(cols)), np.inf)
-        max_hi = np.full((n, len(cols)), -np.inf)
         min_lo[nodes_of] = max_lo[nodes_of]
         max_hi[nodes_of] = min_hi[nodes_of]
         # Live rows (active or not) below each node: first, last and how many.
@@ -182,10 +187,15 @@ class PairSweep:
             common[g], union[g] = c, u
         for level in self._internal_levels():
             lc, rc = self.left[level], self.right[level]
-            max_lo[level] = np.maximum(max_lo[lc], max_lo[rc])
-            min_hi[level] = np.minimum(min_hi[lc], min_hi[rc])
-            min_lo[level] = np.minimum(min_lo[lc], min_lo[rc])
-            max_hi[level] = np.maximum(max_hi[lc], max_hi[rc])
+            pl, pr = packed[lc], packed[rc]
+            packed[level, : 2 * nc] = np.where(
+                np.arange(2 * nc) < nc, np.maximum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
+                np.minimum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
+            )
+            packed[level, 2 * nc :] = np.where(
+                np.arange(2 * nc) < nc, np.minimum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
+                np.maximum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
+            )
             first_row[level] = np.minimum(first_row[lc], first_row[rc])
             last_row[level] = np.maximum(last_row[lc], last_row[rc])
             n_live[level] = n_live[lc] + n_live[rc]
@@ -198,7 +208,17 @@ class PairSweep:
         some = n_live > 0
         contiguous = bool(np.all((last_row - first_row + 1)[some] == n_live[some]))
         out = _Aggregates(
-            max_lo, min_hi, min_lo, max_hi, common, union, ranks, first_row, n_live, contiguous
+            packed,
+            max_lo,
+            min_hi,
+            min_lo,
+            max_hi,
+            common,
+            union,
+            ranks,
+            first_row,
+            n_live,
+            contiguous,
         )
         self._aggs[j] = out
         return out
@@ -391,6 +411,7 @@ class PairSweep:
         diff = np.zeros(R * (n + 1), dtype=np.int64)
         leaf_a: list[np.ndarray] = []
         leaf_b: list[np.ndarray] = []
+        one_rows: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, partners) from 1-D counts
         kf = len(self.cols) - 1
         while u.size:
             lu = self.kind[u] == NodeKind.LEAF
@@ -418,9 +439,15 @@ class PairSweep:
                 w_v = tot[u][:, None] - cu
                 brk = np.einsum("pr,pr->p", cu, w_u)
             ok = brk > 0
-            for k in range(len(self.pc.num_cols)):
-                ok &= agg.min_lo[u, k] <= agg.max_hi[v, k]
-                ok &= agg.min_lo[v, k] <= agg.max_hi[u, k]
+            u, v, lu, lv, brk, w_u = u[ok], v[ok], lu[ok], lv[ok], brk[ok], w_u[ok]
+            if w_v is not None:
+                w_v = w_v[ok]
+            nc, n_num = len(self.cols), len(self.pc.num_cols)
+            bu, bv = agg.packed[u], agg.packed[v]
+            # Hulls meet on every column (else no pair below), per column the cores meet.
+            ok = np.all(bu[:, 2 * nc : 2 * nc + n_num] <= bv[:, 3 * nc : 3 * nc + n_num], axis=1)
+            ok &= np.all(bv[:, 2 * nc : 2 * nc + n_num] <= bu[:, 3 * nc : 3 * nc + n_num], axis=1)
+            miss = (bu[:, :n_num] > bv[:, nc : nc + n_num]) | (bv[:, :n_num] > bu[:, nc : nc + n_num])
             for g, un in agg.union.items():
                 ok &= np.any(un[u] & un[v], axis=1)
             if self.f_col:
@@ -428,21 +455,26 @@ class PairSweep:
                     far = _surely(agg.min_lo[v, kf] - agg.max_hi[u, kf], self.delta, False)
                     far |= _surely(agg.min_lo[u, kf] - agg.max_hi[v, kf], self.delta, False)
                 ok &= ~far
-            cov = ok.copy()
-            for k in range(len(self.pc.num_cols)):
-                cov &= agg.max_lo[u, k] <= agg.min_hi[v, k]
-                cov &= agg.max_lo[v, k] <= agg.min_hi[u, k]
+            rest = ok.copy()  # every other column met as well
             for g, cm in agg.common.items():
-                cov &= np.any(cm[u] & cm[v], axis=1)
+                rest &= np.any(cm[u] & cm[v], axis=1)
             if self.f_col:
                 with np.errstate(invalid="ignore", over="ignore"):
-                    cov &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
-                    cov &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
+                    rest &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
+                    rest &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
+            n_miss = miss.sum(axis=1)
+            cov = rest & (n_miss == 0)
             if cov.any():
                 total += int(brk[cov].sum())
                 self._add_ranges(diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
                 if w_v is not None:
                     self._add_ranges(diff, agg.first_row[v[cov]], agg.n_live[v[cov]], w_v[cov], n)
+            # Met on all columns but one: a one-dimensional interval count by sorting.
+            one = rest & (n_miss == 1) & ~(lu & lv)
+            if one.any():
+                col = np.asarray(self.pc.num_cols)[np.argmax(miss[one], axis=1)]
+                total += self._count_1d(u[one], v[one], col, one_rows)
+                cov |= one
             go = ok & ~cov
             u, v, lu, lv = u[go], v[go], lu[go], lv[go]
             # Replace the node with more active leaves below (a leaf never).
@@ -459,7 +491,76 @@ class PairSweep:
             totals += np.bincount(a, minlength=n)
             if not self.monotone:
                 totals += np.bincount(b, minlength=n)
+        for rows, partners in one_rows:
+            totals += np.bincount(rows, weights=partners, minlength=n).astype(np.int64)
         return total, totals
+
+    def _block_rows(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(block index, row) of every active row below each node of *nodes*."""
+        agg = self.aggregates(0)
+        start, length = agg.first_row[nodes], agg.n_live[nodes]
+        block = np.repeat(np.arange(nodes.size), length)
+        offs = np.arange(block.size) - np.repeat(np.cumsum(length) - length, length)
+        rows = np.repeat(start, length) + offs
+        keep = self.pc.sides[0].ok[rows]
+        return block[keep], rows[keep]
+
+    def _count_1d(
+        self,
+        us: np.ndarray,
+        vs: np.ndarray,
+        col: np.ndarray,
+        out: list[tuple[np.ndarray, np.ndarray]],
+    ) -> int:
+        """Violating pairs of the blocks (us[p], vs[p]) whose boxes all meet except on column
+        col[p]: per row of x, the breaking rows x' whose col-interval meets its own,
+        ``#(lo' <= hi) - #(hi' < lo)`` per rank by binary search in the sorted ends (keys
+        made of the block and the value's rank among all values, so exact).  Appends
+        (rows, partners) to *out* for both sides (symmetric forms) or the x side."""
+        lo, hi = self.pc.sides[0].rows.lo, self.pc.sides[0].rows.hi
+        ba, ra = self._block_rows(us)
+        bb, rb = self._block_rows(vs)
+        a_lo, a_hi = lo[ra, col[ba]], hi[ra, col[ba]]
+        b_lo, b_hi = lo[rb, col[bb]], hi[rb, col[bb]]
+        values, codes = np.unique(np.concatenate([a_lo, a_hi, b_lo, b_hi]), return_inverse=True)
+        codes = codes.astype(np.int64) + 1
+        width = values.size + 2
+        na, nb = ra.size, rb.size
+        ka_lo, ka_hi = ba * width + codes[:na], ba * width + codes[na : 2 * na]
+        kb_lo = bb * width + codes[2 * na : 2 * na + nb]
+        kb_hi = bb * width + codes[2 * na + nb :]
+        total = 0
+        sides = [(ra, ka_lo, ka_hi, rb, kb_lo, kb_hi, True)]
+        if not self.monotone:
+            sides.append((rb, kb_lo, kb_hi, ra, ka_lo, ka_hi, False))
+        for rx, kx_lo, kx_hi, ry, ky_lo, ky_hi, count_it in sides:
+            rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
+            partners = np.zeros(rx.size, dtype=np.int64)
+            for r in range(self.n_ranks):
+                brk = (r < rank_x) if self.monotone else (r != rank_x)
+                if not brk.any():
+                    continue
+                sel = rank_y == r
+                if not sel.any():
+                    continue
+                ylo, yhi = np.sort(ky_lo[sel]), np.sort(ky_hi[sel])
+                x = np.flatnonzero(brk)
+                meets = np.searchsorted(ylo, kx_hi[x], "right") - np.searchsorted(
+                    yhi, kx_lo[x], "left"
+                )
+                # Both counts include the y rows of earlier blocks alike: they cancel.
+                partners[x] += meets - self._before(ylo, yhi, kx_lo[x] // width * width)
+            if count_it:
+                total += int(partners.sum())
+            out.append((rx, partners))
+        return total
+
+    @staticmethod
+    def _before(ylo: np.ndarray, yhi: np.ndarray, block_start: np.ndarray) -> np.ndarray:
+        """Rows of earlier blocks counted by both searches: #(lo' < start) - #(hi' < start)."""
+        return np.searchsorted(ylo, block_start, "left") - np.searchsorted(
+            yhi, block_start, "left"
+        )
 
     @staticmethod
     def _add_ranges(
