@@ -376,6 +376,46 @@ class Evaluator:
         raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
 
 
+class NodeWalker:
+    """One input at a time, straight on the node records: no derived tables, nothing that
+    grows with the tree is built (counterexample confirmation on a large model).  Same
+    semantics as :class:`Evaluator` (clip into the domain, ``x <= t`` goes left, a code in
+    the split's set goes left), checked against it in the tests."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        nodes = model.nodes
+        self._fields = (nodes["kind"], nodes["feature"], nodes["value"], nodes["left"])
+        self._right, self._aux = nodes["right"], nodes["aux"]
+        self._lo = [f.min for f in model.features]
+        self._hi = [f.max for f in model.features]
+        self._size = [len(f.values) for f in model.features]
+
+    def evaluate_one(self, x: Sequence[float] | np.ndarray) -> Decision:
+        """The decision for one encoded input (a sequence of n_features floats)."""
+        xs = x.tolist() if isinstance(x, np.ndarray) else list(x)
+        if len(xs) != len(self._lo):
+            raise InputError(f"expected {len(self._lo)} values, got {len(xs)}")
+        if not all(math.isfinite(v) for v in xs):
+            j = next(j for j, v in enumerate(xs) if not math.isfinite(v))
+            raise InputError(f"{self.model.features[j].name}: value {xs[j]} is not finite")
+        kind, feat, value, left = self._fields
+        i = 0
+        for _ in range(self.model.max_depth + 1):
+            k = int(kind[i])
+            if k == _LEAF:
+                return Decision(int(self._aux[i]), float(value[i]), i)
+            f = int(feat[i])
+            v = min(max(xs[f], self._lo[f]), self._hi[f])
+            if k == _NUMERIC:
+                go_left = v <= float(value[i])
+            else:
+                code = int(min(max(v, 0.0), self._size[f] - 1))
+                go_left = bool(self.model.membership[int(self._aux[i]) + code])
+            i = int(left[i]) if go_left else int(self._right[i])
+        raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
+
+
 def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.ndarray]:
     """Arrays of *m* items carved from one block, each starting at a different offset within
     a 4 KiB page: separately allocated large arrays are page-aligned, and streaming over

@@ -281,14 +281,11 @@ def domain_boxes(model: Model) -> LeafBoxes:
 
 
 def _evaluator(model: Model) -> Any:
-    """The model's evaluator, built once per model object (a derived cache)."""
-    ev = model.__dict__.get("_clefprove_verify_evaluator")
-    if ev is None:
-        from clefprove.eval.evaluator import Evaluator
+    """The single-input evaluator that confirms counterexamples: it walks the node records
+    directly, so confirming a few witnesses builds nothing that grows with the tree."""
+    from clefprove.eval.evaluator import NodeWalker
 
-        ev = Evaluator(model)
-        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
-    return ev
+    return NodeWalker(model)
 
 
 def decode(model: Model, x: np.ndarray) -> dict[str, Any]:

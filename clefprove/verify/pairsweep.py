@@ -189,11 +189,13 @@ class PairSweep:
             lc, rc = self.left[level], self.right[level]
             pl, pr = packed[lc], packed[rc]
             packed[level, : 2 * nc] = np.where(
-                np.arange(2 * nc) < nc, np.maximum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
+                np.arange(2 * nc) < nc,
+                np.maximum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
                 np.minimum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
             )
             packed[level, 2 * nc :] = np.where(
-                np.arange(2 * nc) < nc, np.minimum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
+                np.arange(2 * nc) < nc,
+                np.minimum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
                 np.maximum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
             )
             first_row[level] = np.minimum(first_row[lc], first_row[rc])
@@ -447,8 +449,10 @@ class PairSweep:
             # Hulls meet on every column (else no pair below), per column the cores meet.
             ok = np.all(bu[:, 2 * nc : 2 * nc + n_num] <= bv[:, 3 * nc : 3 * nc + n_num], axis=1)
             ok &= np.all(bv[:, 2 * nc : 2 * nc + n_num] <= bu[:, 3 * nc : 3 * nc + n_num], axis=1)
-            miss = (bu[:, :n_num] > bv[:, nc : nc + n_num]) | (bv[:, :n_num] > bu[:, nc : nc + n_num])
-            for g, un in agg.union.items():
+            miss = (bu[:, :n_num] > bv[:, nc : nc + n_num]) | (
+                bv[:, :n_num] > bu[:, nc : nc + n_num]
+            )
+            for un in agg.union.values():
                 ok &= np.any(un[u] & un[v], axis=1)
             if self.f_col:
                 with np.errstate(invalid="ignore", over="ignore"):
@@ -456,7 +460,7 @@ class PairSweep:
                     far |= _surely(agg.min_lo[u, kf] - agg.max_hi[v, kf], self.delta, False)
                 ok &= ~far
             rest = ok.copy()  # every other column met as well
-            for g, cm in agg.common.items():
+            for cm in agg.common.values():
                 rest &= np.any(cm[u] & cm[v], axis=1)
             if self.f_col:
                 with np.errstate(invalid="ignore", over="ignore"):
@@ -558,9 +562,7 @@ class PairSweep:
     @staticmethod
     def _before(ylo: np.ndarray, yhi: np.ndarray, block_start: np.ndarray) -> np.ndarray:
         """Rows of earlier blocks counted by both searches: #(lo' < start) - #(hi' < start)."""
-        return np.searchsorted(ylo, block_start, "left") - np.searchsorted(
-            yhi, block_start, "left"
-        )
+        return np.searchsorted(ylo, block_start, "left") - np.searchsorted(yhi, block_start, "left")
 
     @staticmethod
     def _add_ranges(
