@@ -474,7 +474,11 @@ class PairSweep:
                 if w_v is not None:
                     self._add_ranges(diff, agg.first_row[v[cov]], agg.n_live[v[cov]], w_v[cov], n)
             # Met on all columns but one: a one-dimensional interval count by sorting.
+            # Only for blocks of comparable sides (or small ones): a large node met by many
+            # small ones is cheaper to descend than to list once per small one.
+            tu, tv = tot[u], tot[v]
             one = rest & (n_miss == 1) & ~(lu & lv)
+            one &= ((tu <= 4 * tv) & (tv <= 4 * tu)) | (tu + tv <= 32)
             if one.any():
                 col = np.asarray(self.pc.num_cols)[np.argmax(miss[one], axis=1)]
                 total += self._count_1d(u[one], v[one], col, one_rows)
