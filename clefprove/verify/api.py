@@ -253,6 +253,8 @@ def when_is_vacuous(
     model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: eg.Settings
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
+    if prep.invariant.when == ck.Const(True):  # no 'when': satisfiable by every input
+        return False
     wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
     n_feat = len(model.features)
     if nm.uses_decision(wprep.violation, n_feat):
