@@ -4,8 +4,10 @@ Semantics are exactly SPEC §2: an encoded input (see :mod:`clefprove.model.type
 into each feature's ``[min, max]``; a numeric split goes left when ``x <= threshold`` in float64;
 a categorical split goes left when the code is in the split's set.
 
-Batch evaluation walks all rows down the tree together, in exactly ``model.max_depth``
-vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there).  Rows
+Batch evaluation walks all rows down the tree together, at most ``model.max_depth``
+vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there; below
+the heap levels, every :data:`COMPACT_EVERY` levels the rows standing on a leaf are written out
+and the others walk on alone, so a deep unbalanced tree costs about its mean row depth).  Rows
 are processed in cache-sized chunks, and every step is a handful of ``np.take`` gathers into
 preallocated buffers.  Per-model lookup arrays are derived once from the node records:
 
@@ -25,6 +27,9 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
 Each step is then: gather the split feature, add the row offsets, gather ``x``, gather the
 threshold, compare, advance the state (4 gathers, or 3 in the heap levels).  The node records
 themselves are never copied: the derived arrays above are computed once per model.
+
+:class:`NodeWalker` evaluates one input straight on the node records (nothing derived), for
+callers that evaluate a few inputs of a large model (counterexample confirmation).
 
 See docs/performance.md for measurements.
 """

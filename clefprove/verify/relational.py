@@ -5,7 +5,10 @@ equal on every feature except f, both satisfy ``when``, are related on f (``x_f 
 monotone, ``|x_f - x'_f| <= delta`` for stable, anything for independent) and whose decisions
 break the property (severity drops from A to B for monotone; the actions differ otherwise).
 
-Decided exactly on boxes, vectorised over the leaf-pair matrix in row chunks:
+Decided exactly on boxes.  The pairs are found by descending the tree
+(:mod:`clefprove.verify.pairsweep`: only pairs across a split on f can meet, and with one
+conjunction they are counted in blocks, not listed); the leaf-pair matrix in row chunks
+(:func:`matrix_pairs`) is the reference it is tested against.  What a pair must satisfy:
 
 1. pairs are filtered by action (only pairs whose actions differ, or drop in severity, matter),
    by feasibility and by a per-leaf three-valued test of ``when``;
