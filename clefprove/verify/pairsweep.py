@@ -129,6 +129,15 @@ class PairSweep:
         # (monotone holds by itself), and independent relates any two values.
         self.f_col = self.delta is not None
         self.cols = list(pc.num_cols) + ([self.f] if self.f_col else [])
+        # Per feature, for the dual descent's choice of the node to split: its column among
+        # num_cols, or slot C ("may help": categorical, f for stable) or C + 1 ("cannot":
+        # f for monotone / independent, features no box restricts).
+        c = len(pc.num_cols)
+        self._miss_col = np.full(len(model.features), c + 1, dtype=np.int64)
+        self._miss_col[list(pc.num_cols)] = np.arange(c)
+        self._miss_col[list(pc.cat_cols)] = c
+        if self.delta is not None:
+            self._miss_col[self.f] = c
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
 
@@ -484,9 +493,16 @@ class PairSweep:
                 total += self._count_1d(u[one], v[one], col, one_rows)
                 cov |= one
             go = ok & ~cov
-            u, v, lu, lv = u[go], v[go], lu[go], lv[go]
-            # Replace the node with more active leaves below (a leaf never).
-            split_u = ~lu & (lv | (tot[u] >= tot[v]))
+            u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
+            # Replace a node whose split is on a column where the pair is not yet met (its
+            # children can be), else the one with more active leaves below (a leaf never).
+            cut = np.concatenate(
+                [miss, np.ones((u.size, 1), dtype=bool), np.zeros((u.size, 1), dtype=bool)], axis=1
+            )
+            on_u = cut[np.arange(u.size), self._miss_col[self.feat[u]]] & ~lu
+            on_v = cut[np.arange(u.size), self._miss_col[self.feat[v]]] & ~lv
+            larger = tot[u] >= tot[v]
+            split_u = ~lu & (lv | (on_u & ~on_v) | ((on_u == on_v) & larger))
             su, sv = u[split_u], v[~split_u]
             u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
             v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
