@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "clefprove"
 #: Stages from the bottom up; a module may import its own stage and the stages below it.
 #: Stages that share a rank are siblings and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "version"),
-    ("fileio",),
+    ("errors", "version", "status"),
+    ("fileio", "memo"),
     ("model",),
     ("eval",),
     ("geometry",),

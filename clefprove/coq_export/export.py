@@ -54,10 +54,11 @@ from clefprove.coq_export.terms import (
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
 from clefprove.model.types import Feature, Model
+from clefprove.status import Certificate
 
 #: Library files, in dependency order (package data, copies of coq/*.v).
 
-PROVED, REFUTED, SKIPPED = "proved", "refuted", "not exported"
+PROVED, REFUTED, SKIPPED = Certificate.PROVED, Certificate.REFUTED, Certificate.SKIPPED
 
 #: Names derived from an invariant's identifier in Invariants.v.
 SUFFIXES = (

@@ -13,7 +13,7 @@ from clefprove.dsl import checked as ck
 from clefprove.incremental import walk
 from clefprove.incremental.store import DEFAULT_DIR, CacheStore
 from clefprove.model.types import Model
-from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
 
 
@@ -21,14 +21,11 @@ class ProofCache(CacheStore):
     """A proof cache in *directory*; ``check`` calls :meth:`check_program` when given one."""
 
     def check_program(
-        self,
-        model: Model,
-        program: ck.CheckedProgram,
-        settings: eg.Settings,
-        counterexamples: int,
+        self, model: Model, program: ck.CheckedProgram, options: CheckOptions
     ) -> list[InvariantResult]:
-        """The results of every invariant of *program*, reusing proofs (equal to a fresh run)."""
-        return walk.check_program(self, model, program, settings, counterexamples)
+        """The results of every invariant of *program*, reusing proofs (equal to a fresh run):
+        the incremental :class:`~clefprove.verify.api.RunStrategy`."""
+        return walk.check_program(self, model, program, options, options.counterexamples)
 
 
 def open_cache(

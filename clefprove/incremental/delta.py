@@ -48,6 +48,7 @@ from clefprove.geometry.boxes import (
 )
 from clefprove.model.types import NODE_DTYPE, Model, NodeKind
 from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 
 _MAGIC = b"CLFTREE3"
 #: magic, nodes, membership bytes; padded to 24 bytes so that the node records are aligned.
@@ -339,7 +340,7 @@ def reuse(
     al: Alignment,
     old: LeafOutcomes,
     boxes_for: Callable[[np.ndarray], LeafBoxes],
-    settings: eg.Settings,
+    settings: CheckOptions,
 ) -> tuple[eg.PathVerdicts, int]:
     """Outcomes of *prep* on every leaf of the new model, reusing the old outcome of each
     unchanged leaf where it is a fact about its box; *boxes_for(leaves)* gives the boxes of

@@ -34,6 +34,7 @@ from clefprove.smt.paths import (
     model_values,
     query_from_boxes,
 )
+from clefprove.status import SolverAnswer
 
 
 @dataclass(frozen=True)
@@ -132,11 +133,11 @@ class _PairSession:
                 s.add(*self.enc.box(pq.b))
             r = s.check()
             if r == z3.unsat:
-                return "unsat", None
+                return SolverAnswer.UNSAT, None
             if r != z3.sat:
-                return "unknown", None
+                return SolverAnswer.UNKNOWN, None
             w = self._witness(pq, self._values(s.model()))
-            return ("sat", w) if w is not None else ("unknown", None)
+            return (SolverAnswer.SAT, w) if w is not None else (SolverAnswer.UNKNOWN, None)
         finally:
             s.pop()
 

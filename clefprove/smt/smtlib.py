@@ -28,8 +28,9 @@ from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
 from clefprove.fileio import write_atomic
 from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.status import SolverAnswer
 
-STATUSES = ("sat", "unsat", "unknown")
+STATUSES = tuple(SolverAnswer)
 
 
 def query_name(invariant: str, leaf: int) -> str:

@@ -40,8 +40,10 @@ from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
 from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.pairsweep import PairSweep, stable_ok
 from clefprove.verify.verdicts import (
     InvariantResult,
@@ -59,7 +61,7 @@ CHUNK_CELLS = 1 << 19
 #: not leave the verdict resting on unconfirmed pairs.
 EXTRA_CONFIRM = 16
 
-_UNSAT, _SAT, _UND = 0, 1, 2
+_UNSAT, _SAT, _UND = BoxAnswer.UNSAT, BoxAnswer.SAT, BoxAnswer.UNDECIDED
 
 
 def describe(model: Model, rel: ck.Relational) -> str:
@@ -605,7 +607,7 @@ def check_relational(
     model: Model,
     inv: ck.CheckedInvariant,
     severity: tuple[int, ...] | None,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
@@ -613,7 +615,7 @@ def check_relational(
     from clefprove.verify.api import _evaluator
 
     t0 = time.perf_counter()
-    settings = settings or eg.Settings()
+    settings = settings or CheckOptions()
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
     want = max(counterexamples, 1) + EXTRA_CONFIRM
@@ -691,7 +693,7 @@ def check_relational(
 
 
 def _when_vacuous(
-    model: Model, inv: ck.CheckedInvariant, settings: eg.Settings, boxes: LeafBoxes
+    model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     from clefprove.verify.api import when_is_vacuous

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGE = ROOT / "invariants" / "edge.inv"
@@ -17,13 +17,7 @@ PRETTY = "invariant t:\n  when is_tor\n  ensure action != allow\n"
 
 
 def fmt(*args: str, stdin: bytes | None = None, cwd: Path | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", "fmt", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_cli("fmt", *args, stdin=stdin, cwd=cwd, text=False, timeout=60)
 
 
 def test_check_passes_on_canonical_files() -> None:

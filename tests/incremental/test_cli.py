@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clefprove.model.clef import write_clef
+from tests.helpers import run_cli
 from tests.incremental import models as M
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run clefprove in *cwd* with the default cache location (``cwd/.clefprove-cache``)."""
-    env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return run_cli(*args, cwd=cwd, unset=["CLEFPROVE_CACHE"])
 
 
 def _models(tmp: Path) -> tuple[Path, Path, Path]:

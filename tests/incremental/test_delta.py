@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from clefprove.geometry.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
 from clefprove.incremental import delta
 from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 from tests.incremental import models as M
 
 
@@ -115,7 +116,7 @@ def test_reused_outcomes_equal_fresh_outcomes(data) -> None:
             delta.LeafOutcomes(before.status, before.how).encode(), old_boxes.size
         )
         prep = eg.prepare(model, inv)
-        pv, decided = delta.reuse(model, prep, al, old, boxes_for, eg.Settings())
+        pv, decided = delta.reuse(model, prep, al, old, boxes_for, CheckOptions())
         fresh = eg.decide(model, prep, fresh_boxes)
         assert np.array_equal(pv.status, fresh.status), name
         decided_by_boxes = fresh.how != eg.HOW_SOLVER

@@ -8,7 +8,6 @@ import contextlib
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from clefprove.model.importers.common import (
     float64_condition,
 )
 from clefprove.model.types import Model, NodeKind
+from tests.helpers import run_cli
 
 # --------------------------------------------------------------------------- helpers
 
@@ -630,13 +630,7 @@ def test_lightgbm_refuses_forests_and_other_objectives(tmp_path) -> None:
 
 
 def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from clefprove.eval.evaluator import Evaluator
 from clefprove.geometry.boxes import leaf_boxes
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
+from clefprove.verify.options import CheckOptions
 from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -19,7 +20,7 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 
 def _leaf_verdicts(model, inv, shortcuts=True):
     prep = eg.prepare(model, inv)
-    pv = eg.decide(model, prep, leaf_boxes(model), eg.Settings(shortcuts=shortcuts))
+    pv = eg.decide(model, prep, leaf_boxes(model), CheckOptions(shortcuts=shortcuts))
     leaves = pv.boxes.leaves
     return (
         {int(leaves[r]) for r in pv.violating},
