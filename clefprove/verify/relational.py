@@ -428,13 +428,20 @@ ENUM_ROWS = 1 << 13
 _Pairs = tuple[int, list[tuple[int, int, int]], list[tuple[int, int]]]
 
 
-def box_pairs(pc: PairChecker, want: int) -> _Pairs:
+#: Up to this many leaf pairs the pair matrix is cheaper than the descent's per-level steps.
+MATRIX_CELLS = 1 << 20
+
+
+def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _Pairs:
     """(number of box-violating pairs, the first *want* of them in (row a, row b) order with
     their conjunction pair, the undecided pairs in that order) -- what the pair matrix gives
-    (:func:`matrix_pairs`), found by the tree descent of :mod:`clefprove.verify.pairsweep`."""
+    (:func:`matrix_pairs`, used up to *matrix_cells* pairs), found by the tree descent of
+    :mod:`clefprove.verify.pairsweep`."""
     k = len(pc.sides)
     if k == 0:
         return 0, [], []
+    if pc.boxes.size**2 <= (MATRIX_CELLS if matrix_cells is None else matrix_cells):
+        return matrix_pairs(pc, want)
     sweep = PairSweep(pc)
     if pc.exact and k == 1 and not pc.sides[0].lins:
         dual = sweep.dual_count()
