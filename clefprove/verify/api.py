@@ -28,7 +28,6 @@ from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     Counterexample,
     InvariantResult,
@@ -118,6 +117,8 @@ def check(
     results: list[InvariantResult] = []
     for i, inv in enumerate(program.invariants):
         if inv.is_relational:
+            from clefprove.verify.relational import check_relational  # only when needed
+
             assert boxes is not None
             results.append(
                 check_relational(mdl, inv, program.severity, settings, counterexamples, boxes)
