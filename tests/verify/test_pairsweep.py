@@ -72,3 +72,42 @@ def test_check_reports_the_same_through_descent_and_matrix(data):
     assert dataclasses.replace(by_descent, seconds=0.0) == dataclasses.replace(
         by_matrix, seconds=0.0
     )
+
+
+def _breadth_first(model):
+    """The same tree with its nodes numbered breadth first (valid, not pre-order)."""
+    import numpy as np
+
+    from clefprove.model.clef import encode_clef, load_bytes
+
+    nodes = model.nodes
+    order = [0]
+    for i in order:
+        if nodes["kind"][i] != 0:
+            order += [int(nodes["left"][i]), int(nodes["right"][i])]
+    new_of = np.empty(len(order), dtype=np.int64)
+    new_of[order] = np.arange(len(order))
+    out = nodes[order].copy()
+    leaf = out["kind"] == 0
+    out["left"] = np.where(leaf, np.arange(len(order)), new_of[out["left"]])
+    out["right"] = np.where(leaf, np.arange(len(order)), new_of[out["right"]])
+    data = encode_clef(
+        model.name,
+        model.version,
+        model.features,
+        model.actions,
+        out,
+        model.membership,
+        model.max_depth,
+    )
+    return load_bytes(data)
+
+
+@FAST
+@given(st.data())
+def test_descent_without_pre_order_nodes(data):
+    """Nodes not in pre-order (rows below a node not one range): the per-leaf descent counts,
+    with the same results as the matrix."""
+    model = _breadth_first(data.draw(pair_models(all_int=False)))
+    inv, severity = data.draw(relational_invariants(model))
+    _same_as_matrix(model, inv, severity)
