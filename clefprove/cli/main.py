@@ -37,6 +37,7 @@ COMMANDS = (
     "gate",
     "export_coq",
     "report",
+    "serve",
 )
 
 
