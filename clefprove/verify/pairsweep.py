@@ -37,8 +37,8 @@ from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import tables
 from clefprove.model.types import NodeKind
 
-#: Pair entries per descent batch in enumeration mode (bounds the memory of found pairs).
-ENUM_BATCH = 1 << 12
+#: Node pairs the dual descent steps at once (its per-pair temporaries are ~0.5 KB).
+DUAL_BATCH = 1 << 18
 
 
 def stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
@@ -420,11 +420,16 @@ class PairSweep:
         total = 0
         # Per-row partner counts through difference arrays over row ranges, one per rank.
         diff = np.zeros(R * (n + 1), dtype=np.int64)
-        leaf_a: list[np.ndarray] = []
-        leaf_b: list[np.ndarray] = []
-        one_rows: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, partners) from 1-D counts
+        # Per-row partners from leaf cells and 1-D counts: (rows, partners), summed into
+        # `extra` whenever they hold many rows (bounded memory).
+        one_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        extra = np.zeros(n, dtype=np.int64)
         kf = len(self.cols) - 1
-        while u.size:
+        stack = [(u, v)]  # node pairs, in pieces of at most DUAL_BATCH (bounded memory)
+        while stack:
+            u, v = stack.pop()
+            if not u.size:
+                continue
             lu = self.kind[u] == NodeKind.LEAF
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
@@ -434,12 +439,13 @@ class PairSweep:
                 ra, rb = ra[has], rb[has]
                 ok = self.pair_ok(0, 0, ra, rb)
                 total += int(np.count_nonzero(ok))
-                leaf_a.append(ra[ok])
-                leaf_b.append(rb[ok])
+                one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
+                if not self.monotone:
+                    one_rows.append((rb[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 keep = ~both
                 u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
             if not u.size:
-                break
+                continue
             cu, cv = cnt[u], cnt[v]
             if self.monotone:  # x in u (rank r), x' in v with a lower rank
                 w_u = agg.ranks[v, :R]  # per rank of u's rows: partners in v
@@ -506,18 +512,26 @@ class PairSweep:
             su, sv = u[split_u], v[~split_u]
             u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
             v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
+            for k in range(0, u.size, DUAL_BATCH):
+                stack.append((u[k : k + DUAL_BATCH], v[k : k + DUAL_BATCH]))
+            if sum(r.size for r, _ in one_rows) > 4 * DUAL_BATCH:
+                self._flush(one_rows, extra)
         # Per row: partners from ranges (by its own rank) and from leaf cells.
         acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
         totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
-        if leaf_a:
-            a = np.concatenate(leaf_a)
-            b = np.concatenate(leaf_b)
-            totals += np.bincount(a, minlength=n)
-            if not self.monotone:
-                totals += np.bincount(b, minlength=n)
-        for rows, partners in one_rows:
-            totals += np.bincount(rows, weights=partners, minlength=n).astype(np.int64)
-        return total, totals
+        self._flush(one_rows, extra)
+        return total, totals + extra
+
+    @staticmethod
+    def _flush(found: list[tuple[np.ndarray, np.ndarray]], into: np.ndarray) -> None:
+        """Add the partners of *found* (row, count) to *into* per row, and empty it."""
+        if found:
+            rows = np.concatenate([r for r, _ in found])
+            weights = np.concatenate([w for _, w in found]).astype(np.float64)
+            into += np.rint(np.bincount(rows, weights=weights, minlength=into.size)).astype(
+                np.int64
+            )
+            found.clear()
 
     def _block_rows(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(block index, row) of every active row below each node of *nodes*."""
