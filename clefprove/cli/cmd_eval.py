@@ -24,10 +24,17 @@ BATCH_LINES = 4096
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate JSON-lines inputs on a model, one decision per line")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
+        "eval",
+        "evaluate JSON-lines inputs on a model, one decision per line",
+        one="at least one input line was bad (it got an error line)",
+    )
+    op.add_model(p)
     p.add_argument(
-        "--input", default="-", metavar="FILE", help="JSON lines to evaluate ('-': stdin, default)"
+        "--input", default="-", metavar="FILE", help="JSON lines to evaluate ('-': stdin)"
     )
     p.add_argument(
         "--explain",

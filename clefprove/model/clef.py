@@ -147,9 +147,11 @@ def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") ->
         raise ClefFormatError(f"{origin}: {exc}") from None
 
 
-def load_model(path: str | os.PathLike[str]) -> Model:
+def load_model(path: str | os.PathLike[str], clef_only: bool = False) -> Model:
     """Load a model from a `.clef` file or a JSON source file (chosen by content).
 
+    With *clef_only* (the gate, a service reload), anything but a genuine `.clef` file (its
+    magic bytes) is refused: a deploy check must vouch for the exact bytes the runtime maps.
     A pipe (``/dev/stdin``, a shell's ``<(...)``) cannot be mapped: it is read into memory.
     """
     p = Path(path)
@@ -162,8 +164,14 @@ def load_model(path: str | os.PathLike[str]) -> Model:
         raise ClefproveError(f"{path}: is a directory, not a model") from None
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if regular and not head:
+        raise ClefFormatError(f"{path}: empty file, not a model")
     json_like = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"{", b"")
     json_source = head != MAGIC and json_like
+    if clef_only and head != MAGIC:
+        what = "it holds JSON model source" if json_source else "wrong magic bytes"
+        hint = "; compile it with 'clefprove compile' first" if json_source else ""
+        raise ClefFormatError(f"{path}: not a .clef file ({what}){hint}")
     if not regular:
         if rest is None:
             raise ClefFormatError(f"{path}: {_short_reason(head, len(head))}")
@@ -226,10 +234,12 @@ def _parse(buf: Any, origin: str) -> Model:
         raise ClefFormatError("corrupted header (bad header size or flags)")
     # The digest is checked first: after it, any defect is a crafted file, not corruption.
     body = memoryview(buf)[: size - DIGEST_SIZE]
-    digest = hashlib.sha256(body).digest()
+    hasher = hashlib.sha256(body)
     body.release()
+    digest = hasher.digest()
     if digest != bytes(buf[size - DIGEST_SIZE :]):
         raise ClefFormatError("SHA-256 digest mismatch: the file is truncated or corrupted")
+    hasher.update(digest)  # the model's identity is the digest of the whole file (sha256sum's)
     if n_trees != 1:
         raise ClefFormatError(
             f"the file holds {n_trees} trees; this clefprove reads single-tree models only"
@@ -265,7 +275,7 @@ def _parse(buf: Any, origin: str) -> Model:
         nodes=nodes,
         membership=membership,
         max_depth=int(max_depth),
-        sha256=digest.hex(),
+        sha256=hasher.hexdigest(),
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )

@@ -184,7 +184,9 @@ def _actions(
     return names, out
 
 
-def _convert_tree(tree: Any, features: tuple[Feature, ...], class_to_action: list[str]) -> dict:
+def _convert_tree(
+    tree: Any, features: tuple[Feature, ...], class_to_action: list[str]
+) -> dict[str, Any]:
     left, right = tree.children_left, tree.children_right
     feature, threshold = tree.feature, tree.threshold
     value = tree.value[:, 0, :]

@@ -7,6 +7,7 @@ model compiled in memory is byte-for-byte the model a `.clef` file would give.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -198,6 +199,10 @@ def feature_to_json(f: Feature) -> dict[str, Any]:
     return out
 
 
+#: One node record, the fields of NODE_DTYPE: (value, left, right, aux, feature, kind, depth).
+_Record = tuple[float, int, int, int, int, int, int]
+
+
 class _TreeBuilder:
     """Flattens the JSON tree into pre-order node records and a membership table."""
 
@@ -205,7 +210,7 @@ class _TreeBuilder:
         self.features = features
         self.feature_index = {f.name: i for i, f in enumerate(features)}
         self.action_index = {a: i for i, a in enumerate(actions)}
-        self.records: list[tuple[float, int, int, int, int, int, int]] = []
+        self.records: list[_Record] = []
         self.membership = bytearray()
         self.rows: dict[bytes, int] = {}
         self.max_depth = 0
@@ -236,7 +241,7 @@ class _TreeBuilder:
             if len(self.records) + len(stack) > 2**32 - 1:
                 raise _fail(path, "too many nodes")
 
-    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> tuple:
+    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> _Record:
         _check_keys(obj, _LEAF_KEYS, path)
         action = _require(obj, "action", path)
         if not isinstance(action, str) or action not in self.action_index:
@@ -247,7 +252,7 @@ class _TreeBuilder:
             raise _fail(f"{path}.confidence", f"{obj['confidence']} is outside [0, 1]")
         return (conf, index, index, self.action_index[action], 0, NodeKind.LEAF, depth)
 
-    def _split(self, obj: dict[str, Any], path: str, depth: int) -> tuple:
+    def _split(self, obj: dict[str, Any], path: str, depth: int) -> _Record:
         _check_keys(obj, _SPLIT_KEYS, path)
         name = _require(obj, "feature", path)
         if not isinstance(name, str) or name not in self.feature_index:
@@ -305,7 +310,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model:
     membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
     meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
     data = encode_clef(name, version, features, actions, nodes, membership, builder.max_depth, meta)
-    return load_bytes(data, origin=origin)
+    return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
 
 
 class DuplicateKeyError(ValueError):

@@ -128,9 +128,27 @@ def check(
         if progress is not None:
             progress(i + 1, total)
     info = ModelInfo(
-        model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+        model_path or path,
+        mdl.sha256,
+        mdl.n_nodes,
+        mdl.n_leaves,
+        mdl.name,
+        mdl.version,
+        mdl.from_source,
     )
-    return Report(info, tuple(results), time.perf_counter() - start)
+    # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
+    # output is the same whether a result was decided now or reused.
+    order = tuple(f.name for f in mdl.features)
+    regions: dict[int, tuple[str, ...]] = {}
+
+    def region_of(leaf: int) -> tuple[str, ...]:
+        if leaf not in regions:
+            regions[leaf] = describe_region(mdl, leaf)
+        return regions[leaf]
+
+    return Report(
+        info, tuple(r.finished(order, region_of) for r in results), time.perf_counter() - start
+    )
 
 
 class RunStrategy(Protocol):
@@ -343,11 +361,18 @@ def confirm(
     xs = xe.tolist()
     if not ck.evaluate(inv.when, xs, d.action, d.confidence):
         return None
-    if ck.evaluate(inv.ensure, xs, d.action, d.confidence):  # type: ignore[arg-type]
+    if ck.evaluate(inv.ensure_formula, xs, d.action, d.confidence):
         return None
     return Counterexample(
         record, model.actions[d.action], float(d.confidence), leaf, describe_path(model, leaf)
     )
+
+
+def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
+    """The box of inputs that reach *leaf*, one bound pair per feature its path narrows."""
+    from clefprove.model.describe import region_conditions
+
+    return tuple(region_conditions(model, [*(n for n, _ in path_to(model, leaf)), leaf]))
 
 
 def describe_path(model: Model, leaf: int) -> tuple[str, ...]:

@@ -41,7 +41,9 @@ from clefprove.model.types import NodeKind
 DUAL_BATCH = 1 << 18
 
 
-def stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
+def stable_ok(
+    lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
+) -> np.ndarray:
     """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
     with np.errstate(over="ignore", invalid="ignore"):
         gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)

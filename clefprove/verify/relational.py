@@ -234,7 +234,7 @@ class PairChecker:
         act = self.actions
         if self.prep.rank is not None:
             r = self.prep.rank[act]
-            m = r[None, :] < r[a0:a1, None]
+            m: np.ndarray = r[None, :] < r[a0:a1, None]
         else:
             m = act[None, :] != act[a0:a1, None]
         m &= self.live[a0:a1, None] & self.live[None, :]
@@ -246,7 +246,7 @@ class PairChecker:
         """Pairs (A in chunk, B) whose narrowed boxes meet on non-f features and are related
         on f (Ci narrows A, Cj narrows B); *base* already filtered."""
         sa, sb = self.sides[i], self.sides[j]
-        m = base & sa.ok[a0:a1, None] & sb.ok[None, :]
+        m: np.ndarray = base & sa.ok[a0:a1, None] & sb.ok[None, :]
         if not m.any():
             return m
         la, ha = sa.rows.lo[a0:a1], sa.rows.hi[a0:a1]
@@ -578,8 +578,8 @@ def confirm_pair(
         xe = _encode(model, rec)
         if not np.array_equal(xe, xi):
             return None
-        for i, f in enumerate(model.features):
-            if not (f.min <= xe[i] <= f.max):
+        for i, feature in enumerate(model.features):
+            if not (feature.min <= xe[i] <= feature.max):
                 return None
         d = evaluator.evaluate_one(xe)
         if int(d.leaf) != leaf:
