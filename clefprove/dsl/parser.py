@@ -107,7 +107,8 @@ def _keeping_lexer() -> BasicLexer:
 
 def _lex_all(text: str) -> Iterator[Token]:
     """Every token of *text*, ignored ones included (as ``lark_parser().lex(text, True)``)."""
-    return LexerThread.from_text(_keeping_lexer(), text).lex(None)
+    tokens: Iterator[Token] = LexerThread.from_text(_keeping_lexer(), text).lex(None)  # type: ignore[no-untyped-call]
+    return tokens
 
 
 @dataclass(frozen=True)

@@ -65,16 +65,20 @@ def stable_ok(
     return out
 
 
-def _surely(diff: np.ndarray, delta: Fraction, below: bool) -> np.ndarray:
+def _surely(diff: np.ndarray, delta: Fraction | None, below: bool) -> np.ndarray:
     """Where the float64 difference *diff* (one rounding) is surely ``< delta`` (*below*) or
-    surely ``> delta``; False wherever rounding could matter (never a wrong True)."""
+    surely ``> delta``; False wherever rounding could matter (never a wrong True), and
+    everywhere without a delta."""
+    if delta is None:
+        return np.zeros(diff.shape, dtype=bool)
     df = float(delta) if delta < 2**1000 else math.inf
     if not math.isfinite(df):
         return np.zeros(diff.shape, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         margin = (np.abs(diff) + abs(df)) * 2.0**-50 + 1e-300
-        out = (diff + margin < df) if below else (diff - margin > df)
-        return out & np.isfinite(diff)
+        out: np.ndarray = (diff + margin < df) if below else (diff - margin > df)
+        out &= np.isfinite(diff)
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,9 +271,12 @@ class PairSweep:
     def _breaking(self, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Active leaves below node v whose decision breaks the property with query row q's."""
         r = self.rank_row[q]
+        out: np.ndarray
         if self.monotone:  # x' (below v) must have a lower severity rank than x (the query)
-            return agg.ranks[v, r]
-        return agg.ranks[v, self.n_ranks] - (agg.ranks[v, r + 1] - agg.ranks[v, r])
+            out = agg.ranks[v, r]
+        else:
+            out = agg.ranks[v, self.n_ranks] - (agg.ranks[v, r + 1] - agg.ranks[v, r])
+        return out
 
     def _keep_child(self, i: int, q: np.ndarray, p: np.ndarray, child: np.ndarray) -> np.ndarray:
         """False where child *child* of split *p* cannot hold a partner of query row q."""
@@ -335,7 +342,7 @@ class PairSweep:
         pb narrowed by side j (without the symmetric forms' a < b)."""
         pc = self.pc
         sa, sb = pc.sides[i], pc.sides[j]
-        m = sa.ok[pa] & sb.ok[pb]
+        m: np.ndarray = sa.ok[pa] & sb.ok[pb]
         ra, rb = self.rank_row[pa], self.rank_row[pb]
         m &= (rb < ra) if self.monotone else (ra != rb)
         la, ha, lb, hb = sa.rows.lo, sa.rows.hi, sb.rows.lo, sb.rows.hi
