@@ -228,6 +228,44 @@ def bench_batch(depths: list[int], rows: int, repeat: int) -> list[list[str]]:
     return out
 
 
+def bench_deep(rows: int, repeat: int) -> list[list[str]]:
+    """Deep, unbalanced trees (scikit-learn without depth limit), same run as their predict."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from clefprove.model.sklearn import from_sklearn
+
+    X, _ = EX.generate(rows, seed=99)
+    out = []
+    for n_train in (125_000, 1_000_000):
+        progress(f"training an unlimited-depth tree on {n_train:,} rows ...")
+        Xt, yt = EX.generate(n_train)
+        clf = DecisionTreeClassifier(random_state=20261129).fit(Xt, yt)
+        model = from_sklearn(clf, features=EX.FEATURES, actions=EX.ACTIONS, name="d", version="1")
+        ev = Evaluator(model)
+        res = ev.evaluate(X)
+        agree = bool(
+            (np.array(model.actions)[res.actions] == np.array(EX.ACTIONS)[clf.predict(X)]).all()
+        )
+        mean_depth = float(model.nodes["depth"][res.leaves].mean())
+        t_sk, t_ours = [], []
+        for _ in range(repeat):
+            t_sk += time_call(lambda c=clf: c.predict(X), repeat=1)
+            t_ours += time_call(lambda e=ev: e.evaluate(X), repeat=1)
+        sk, ours = median(t_sk), median(t_ours)
+        out.append(
+            [
+                f"{model.max_depth} (mean row depth {mean_depth:.0f})",
+                f"{model.n_nodes:,}",
+                f"{sk * 1e3:.0f} ms",
+                f"{ours * 1e3:.0f} ms",
+                f"**{sk / ours:.2f}x**",
+                f"{min(t_sk) / min(t_ours):.2f}x",
+                "yes" if agree else "NO",
+            ]
+        )
+    return out
+
+
 def bench_ablation(rows: int, repeat: int) -> list[list[str]]:
     """The depth-12 example under variations of the evaluator's knobs (same run)."""
     X, _ = EX.generate(rows, seed=99)
@@ -302,9 +340,18 @@ def bench_cli(lines: int) -> list[list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions and depths")
+    ap.add_argument(
+        "--batch-only", action="store_true", help="only the batch tables (depth 12 and deep trees)"
+    )
     args = ap.parse_args()
     quick = args.quick
     print(f"## bench_eval ({machine()})\n")
+    if args.batch_only:
+        header = ["max depth", "nodes", "sklearn predict", "clefprove", "ratio (medians)"]
+        header += ["ratio (best runs)", "agree"]
+        rows = [r[:1] + r[1:2] + r[3:5] + r[6:9] for r in bench_batch([12], 1_000_000, 5)]
+        print(table(header, rows + bench_deep(1_000_000, 5)))
+        return
 
     print("### Loading\n")
     load_rows = bench_load_example(50 if quick else 500)
@@ -331,6 +378,22 @@ def main() -> None:
                 "agree",
             ],
             bench_batch(depths, 1_000_000, 3 if quick else 7),
+        )
+    )
+    print()
+    print("### Deep, unbalanced trees, 1,000,000 rows, same tree, same run\n")
+    print(
+        table(
+            [
+                "max depth",
+                "nodes",
+                "sklearn predict",
+                "clefprove",
+                "ratio (medians)",
+                "ratio (best runs)",
+                "agree",
+            ],
+            bench_deep(1_000_000, 3 if quick else 5),
         )
     )
     print()

@@ -7,6 +7,11 @@ leaf boxes recomputed in every call) for SPEC §3's three relational examples an
 ``clefprove check`` command (interpreter start included) for the three SPEC examples.
 
 Run: ``python bench/bench_relational.py [--depths 12 16 20] [--repeat 5]``.
+
+``--scaling`` instead times the three SPEC §3 forms on large deep trees (scikit-learn without
+depth limit, and ExtraTree, on growing data), the tree descent against the pair matrix in the
+same run (the matrix timed on evenly spaced row chunks and extrapolated when it would take
+minutes), with the growth exponent in leaves between consecutive sizes.
 """
 
 from __future__ import annotations
@@ -55,12 +60,94 @@ invariant rtt_stable_linear_when:
 SPEC3 = INVARIANTS.split("invariant stable_when_slow_legacy")[0]
 
 
+def _matrix_seconds(pc, budget_chunks: int = 24) -> tuple[float, bool]:
+    """CPU seconds of the pair matrix over every row chunk; estimated from *budget_chunks*
+    evenly spaced chunks when there are more (second value: estimated)."""
+    from clefprove.verify.relational import CHUNK_CELLS
+
+    n = pc.actions.size
+    step = max(1, CHUNK_CELLS // max(1, n))
+    starts = list(range(0, n, step))
+    chosen = starts if len(starts) <= budget_chunks else starts[:: len(starts) // budget_chunks]
+    t0 = time.process_time()
+    for a0 in chosen:
+        pc.chunk(a0, min(n, a0 + step))
+    spent = time.process_time() - t0
+    return spent * len(starts) / len(chosen), len(chosen) < len(starts)
+
+
+def scaling() -> None:
+    import math
+
+    from bench.common import extra_tree_model
+    from clefprove.dsl.loader import parse_text
+    from clefprove.verify.relational import EXTRA_CONFIRM, PairChecker, box_pairs, prepare
+
+    cache = Path(tempfile.gettempdir()) / "clefprove-bench-trees"
+    cache.mkdir(exist_ok=True)
+    out = []
+    for kind, sizes in (("cart", (125_000, 1_000_000)), ("extra", (40_000, 300_000))):
+        last: dict[str, tuple[int, float]] = {}
+        for rows in sizes:
+            model = extra_tree_model(rows, cache=cache, cart=kind == "cart")
+            program = parse_text(SPEC3, model, "bench.inv")
+            for inv in program.invariants:
+                t0 = time.process_time()
+                pc = PairChecker(model, prepare(model, inv, program.severity))
+                n_pairs, _, _ = box_pairs(pc, 3 + EXTRA_CONFIRM)
+                ours = time.process_time() - t0
+                matrix, est = _matrix_seconds(pc)
+                leaves = model.n_leaves
+                growth = ""
+                if inv.name in last:
+                    l0, t_prev = last[inv.name]
+                    growth = f"{math.log(ours / t_prev) / math.log(leaves / l0):.2f}"
+                last[inv.name] = (leaves, ours)
+                out.append(
+                    (
+                        kind,
+                        f"{model.n_nodes:,}",
+                        model.max_depth,
+                        inv.name,
+                        f"{n_pairs:,}",
+                        f"{ours:.2f}",
+                        f"{'~' if est else ''}{matrix:.1f}",
+                        f"{matrix / ours:.0f}x",
+                        growth,
+                    )
+                )
+                print(" | ".join(map(str, out[-1])), flush=True)
+    print()
+    print(machine())
+    print()
+    print(
+        table(
+            [
+                "tree",
+                "nodes",
+                "depth",
+                "invariant",
+                "violating pairs",
+                "descent s (CPU)",
+                "pair matrix s (CPU, ~ = est.)",
+                "speed-up",
+                "growth exponent in leaves",
+            ],
+            out,
+        )
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--depths", type=int, nargs="+", default=[12, 16, 20])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--scaling", action="store_true", help="large deep trees instead")
     args = ap.parse_args()
+    if args.scaling:
+        scaling()
+        return
 
     mk = example_module()
 

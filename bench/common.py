@@ -82,3 +82,32 @@ def _cpus() -> int:
 def progress(msg: str) -> None:
     sys.stderr.write(msg + "\n")
     sys.stderr.flush()
+
+
+def extra_tree_model(
+    rows: int, seed: int = 20261129, cache: Path | None = None, cart: bool = False
+) -> Any:
+    """A large, deep, unbalanced tree on the example data: scikit-learn's ExtraTreeClassifier
+    (random thresholds, grown until pure) on *rows* synthetic requests, converted exactly
+    (about 0.4 nodes per row: 300,000 rows give ~120K nodes of depth ~50); with *cart*, a
+    DecisionTreeClassifier without depth limit (~0.13 nodes per row, depth ~100 at 400,000
+    rows).  Cached as ``.clef`` in *cache* when given."""
+    from clefprove.model.clef import load_model, write_clef
+    from clefprove.model.sklearn import from_sklearn
+
+    if cache is not None:
+        path = cache / f"{'cart' if cart else 'extra'}-{rows}-{seed}.clef"
+        if path.exists():
+            return load_model(path)
+    from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
+
+    mk = example_module()
+    X, y = mk.generate(rows, seed)
+    kind = DecisionTreeClassifier if cart else ExtraTreeClassifier
+    clf = kind(random_state=seed).fit(X, y)
+    model = from_sklearn(
+        clf, features=mk.FEATURES, actions=mk.ACTIONS, name="edge-extra", version="1.0.0"
+    )
+    if cache is not None:
+        path.write_bytes(write_clef(model))
+    return model

@@ -10,12 +10,14 @@ their digest is the one the worker checked.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clefprove.errors import ClefproveError
+from clefprove.memo import Derived
 
 
 @dataclass(frozen=True)
@@ -50,15 +52,23 @@ class Verdict:
         return self.exit_code == 0
 
 
-#: The worker process's proof cache, opened once by :func:`worker_init` for its lifetime.
-_worker_cache: Any = None
+@dataclass
+class _WorkerState:
+    """What the gate worker keeps for its lifetime: the proof cache it opened once, and the
+    programs it checked, by the content of their files and the model's interface."""
+
+    cache: Any = None
+    programs: Derived = field(default_factory=lambda: Derived(limit=16))
+
+
+#: The worker process's state (set up by :func:`worker_init`).
+_worker = _WorkerState()
 
 
 def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
     """In a worker: open the proof cache once; SIGHUP and Ctrl-C are the service's to handle
     (a terminal or a process manager may send them to the whole process group); *niceness*
     lowers its CPU priority."""
-    global _worker_cache
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if niceness:
@@ -66,12 +76,12 @@ def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
     if cache_dir is not None:
         from clefprove.incremental import ProofCache
 
-        _worker_cache = ProofCache(cache_dir)
+        _worker.cache = ProofCache(cache_dir)
 
 
 def _cache(directory: str | None) -> Any:
     """The worker's proof cache (None when the service runs without one)."""
-    return _worker_cache if directory is not None else None
+    return _worker.cache if directory is not None else None
 
 
 def gate_file(path: str, settings: GateSettings) -> Verdict:
@@ -108,28 +118,26 @@ def gate_file(path: str, settings: GateSettings) -> Verdict:
     )
 
 
-_PROGRAMS: dict[tuple[Any, ...], Any] = {}
-
-
 def _program(invariants: tuple[str, ...], model: Any) -> Any:
     """The invariants checked against *model*'s features and actions, parsed again only when
-    an .inv file or the model's interface changes (versions of one model share it)."""
-    from clefprove.dsl.files import expand_paths
+    an .inv file's content or the model's interface changes (versions of one model share it).
+    Keyed by the files' digests, never their timestamps: a reload is always checked against
+    exactly the invariants on disk."""
+    from clefprove.dsl.files import expand_paths, read_bytes
     from clefprove.dsl.loader import load_invariants
 
-    stamps = []
-    for p in expand_paths(list(invariants)):
-        try:
-            st = p.stat()
-        except OSError:  # vanished meanwhile: load_invariants says so
-            return load_invariants(list(invariants), model)
-        stamps.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino))
-    key = (tuple(stamps), model.features, model.actions)
-    program = _PROGRAMS.get(key)
-    if program is None:
-        if len(_PROGRAMS) >= 16:
-            _PROGRAMS.clear()
-        program = _PROGRAMS[key] = load_invariants(list(invariants), model)
+    try:
+        digests = tuple(
+            (str(p), hashlib.sha256(read_bytes(p)).hexdigest())
+            for p in expand_paths(list(invariants))
+        )
+    except ClefproveError:  # unreadable or vanished meanwhile: load_invariants says so
+        return load_invariants(list(invariants), model)
+    key = ("app.program", digests, model.features, model.actions)
+    program = _worker.programs.get(key, lambda: load_invariants(list(invariants), model))
+    if tuple((f.path, f.sha256) for f in program.sources) != digests:
+        # a file changed between reading its digest and parsing it: never use that entry
+        return load_invariants(list(invariants), model)
     return program
 
 

@@ -8,6 +8,7 @@ first use, and cached (``cache=True`` keeps the grammar analysis between process
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import math
@@ -21,6 +22,7 @@ from typing import Any, NoReturn
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+from lark.lexer import BasicLexer, LexerThread
 from lark.tree import Meta
 
 from clefprove.dsl import ast
@@ -92,6 +94,21 @@ def lark_parser() -> Lark:
         maybe_placeholders=True,
         cache=True,
     )
+
+
+@cache
+def _keeping_lexer() -> BasicLexer:
+    """The lexer that also returns whitespace and comments, built once per process
+    (``Lark.lex(dont_ignore=True)`` builds and compiles a new one on every call)."""
+    conf = copy.copy(lark_parser().lexer_conf)
+    conf.ignore = ()
+    return BasicLexer(conf)
+
+
+def _lex_all(text: str) -> Iterator[Token]:
+    """Every token of *text*, ignored ones included (as ``lark_parser().lex(text, True)``)."""
+    tokens: Iterator[Token] = LexerThread.from_text(_keeping_lexer(), text).lex(None)  # type: ignore[no-untyped-call]
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -220,7 +237,7 @@ class _FileParser:
     def run(self) -> ParseResult:
         tokens: list[Token] = []
         comments: list[ast.Comment] = []
-        for tok in lark_parser().lex(self.text, dont_ignore=True):
+        for tok in _lex_all(self.text):
             if tok.type == "WS":
                 continue
             if tok.type == "COMMENT":

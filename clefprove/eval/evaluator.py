@@ -4,8 +4,10 @@ Semantics are exactly SPEC §2: an encoded input (see :mod:`clefprove.model.type
 into each feature's ``[min, max]``; a numeric split goes left when ``x <= threshold`` in float64;
 a categorical split goes left when the code is in the split's set.
 
-Batch evaluation walks all rows down the tree together, in exactly ``model.max_depth``
-vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there).  Rows
+Batch evaluation walks all rows down the tree together, at most ``model.max_depth``
+vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there; below
+the heap levels, every :data:`COMPACT_EVERY` levels the rows standing on a leaf are written out
+and the others walk on alone, so a deep unbalanced tree costs about its mean row depth).  Rows
 are processed in cache-sized chunks, and every step is a handful of ``np.take`` gathers into
 preallocated buffers.  Per-model lookup arrays are derived once from the node records:
 
@@ -25,6 +27,9 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
 Each step is then: gather the split feature, add the row offsets, gather ``x``, gather the
 threshold, compare, advance the state (4 gathers, or 3 in the heap levels).  The node records
 themselves are never copied: the derived arrays above are computed once per model.
+
+:class:`NodeWalker` evaluates one input straight on the node records (nothing derived), for
+callers that evaluate a few inputs of a large model (counterexample confirmation).
 
 See docs/performance.md for measurements.
 """
@@ -48,6 +53,11 @@ DEFAULT_CHUNK_ROWS = 16384
 
 #: Tree levels evaluated in the heap layout (2**(levels+1) slots of derived tables).
 HEAP_LEVELS = 12
+
+#: Below the heap levels, every this many levels the rows standing on a leaf are written out
+#: and dropped, when at least 1/COMPACT_FRACTION of the walking rows are done.
+COMPACT_EVERY = 4
+COMPACT_FRACTION = 4
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
@@ -175,6 +185,7 @@ class Evaluator:
             self._child2 = child2
             self._t_feat, self._t_thr = np.repeat(feat, 2), np.repeat(thr, 2)
             self._t_general = np.repeat(general, 2)
+            self._t_leaf = np.repeat(leaf, 2)
             self._h_to_t = 2 * slot_node
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
         self._root_children = (2, 3) if h else (int(2 * first[0]), int(2 * second[0]))
@@ -256,29 +267,55 @@ class Evaluator:
                 np.add(s, root_l, out=s)
             else:
                 s.fill(1 if h else 0)
+            out_leaves = leaves[start : start + m]
+            live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
+            idx = None
             for d in range(first_step, depth):
                 heap = d < h
                 if d == h and h:
                     self._h_to_t.take(s, out=s_next, mode="clip")
                     s, s_next = s_next, s
+                if not heap and (d - h) % COMPACT_EVERY == 0 and d > h:
+                    # Rows standing on a leaf are done: write them out and walk on with the
+                    # others only (deep unbalanced trees end most rows far above max_depth).
+                    done = self._t_leaf.take(s[:live], mode="clip")
+                    n_done = int(np.count_nonzero(done))
+                    if n_done * COMPACT_FRACTION >= live:
+                        if idx is None:
+                            idx = np.arange(m, dtype=np.intp)
+                        at_leaf = np.flatnonzero(done)
+                        walking = np.flatnonzero(~done)
+                        sl, il = s[:live], idx[:live]
+                        out_leaves[il.take(at_leaf)] = sl.take(at_leaf) >> 1
+                        live -= n_done
+                        sl.take(walking, out=s_next[:live])
+                        s, s_next = s_next, s
+                        il.take(walking, out=fi[:live])
+                        idx[:live] = fi[:live]
+                        np.multiply(idx[:live], F, out=rowoff[:live])
+                        if live == 0:
+                            break
+                sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
                 feat_s, thr_s = (self._h_feat, self._h_thr) if heap else (self._t_feat, self._t_thr)
-                feat_s.take(s, out=fi, mode="clip")
-                np.add(fi, rowoff, out=fi)
-                flat.take(fi, out=xv, mode="clip")
-                thr_s.take(s, out=tv, mode="clip")
-                np.greater(xv, tv, out=go)
+                feat_s.take(sv, out=fv, mode="clip")
+                np.add(fv, rowoff[:live], out=fv)
+                flat.take(fv, out=xvv, mode="clip")
+                thr_s.take(sv, out=tvv, mode="clip")
+                np.greater(xvv, tvv, out=gv)
                 if general_at[d]:
-                    self._categorical_lookup(s, xv, go, b, heap)
+                    self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
                 if heap:
-                    np.left_shift(s, 1, out=s)
-                    np.add(s, go, out=s)
+                    np.left_shift(sv, 1, out=sv)
+                    np.add(sv, gv, out=sv)
                 else:
-                    np.add(s, go, out=s)
-                    self._child2.take(s, out=s_next, mode="clip")
+                    np.add(sv, gv, out=sv)
+                    self._child2.take(sv, out=s_next[:live], mode="clip")
                     s, s_next = s_next, s
 
-            out_leaves = leaves[start : start + m]
-            if depth <= h:
+            if idx is not None:
+                out_leaves[idx[:live]] = s[:live] >> 1
+                np.multiply(np.arange(m, dtype=np.intp), F, out=rowoff)  # reused by the next chunk
+            elif depth <= h:
                 self._h_node.take(s, out=out_leaves, mode="clip")
             else:
                 np.right_shift(s, 1, out=out_leaves)
@@ -287,11 +324,11 @@ class Evaluator:
         return BatchResult(actions, confidences, leaves)
 
     def _categorical_lookup(
-        self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, b: _Buffers, heap: bool
+        self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, flag: np.ndarray, heap: bool
     ) -> None:
         """Overwrite ``go`` for the rows standing on a general categorical split."""
-        (self._h_general if heap else self._t_general).take(s, out=b.flag, mode="clip")
-        rows = np.flatnonzero(b.flag)
+        (self._h_general if heap else self._t_general).take(s, out=flag, mode="clip")
+        rows = np.flatnonzero(flag)
         if rows.size == 0:
             return
         at = self._h_node[s[rows]] if heap else s[rows] >> 1
@@ -342,6 +379,46 @@ class Evaluator:
             else:
                 code = min(max(xs[feats[i]], 0.0), catmax[i])
                 i = lefts[i] if int(code) in self._cat_sets[i] else rights[i]
+        raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
+
+
+class NodeWalker:
+    """One input at a time, straight on the node records: no derived tables, nothing that
+    grows with the tree is built (counterexample confirmation on a large model).  Same
+    semantics as :class:`Evaluator` (clip into the domain, ``x <= t`` goes left, a code in
+    the split's set goes left), checked against it in the tests."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        nodes = model.nodes
+        self._fields = (nodes["kind"], nodes["feature"], nodes["value"], nodes["left"])
+        self._right, self._aux = nodes["right"], nodes["aux"]
+        self._lo = [f.min for f in model.features]
+        self._hi = [f.max for f in model.features]
+        self._size = [len(f.values) for f in model.features]
+
+    def evaluate_one(self, x: Sequence[float] | np.ndarray) -> Decision:
+        """The decision for one encoded input (a sequence of n_features floats)."""
+        xs = x.tolist() if isinstance(x, np.ndarray) else list(x)
+        if len(xs) != len(self._lo):
+            raise InputError(f"expected {len(self._lo)} values, got {len(xs)}")
+        if not all(math.isfinite(v) for v in xs):
+            j = next(j for j, v in enumerate(xs) if not math.isfinite(v))
+            raise InputError(f"{self.model.features[j].name}: value {xs[j]} is not finite")
+        kind, feat, value, left = self._fields
+        i = 0
+        for _ in range(self.model.max_depth + 1):
+            k = int(kind[i])
+            if k == _LEAF:
+                return Decision(int(self._aux[i]), float(value[i]), i)
+            f = int(feat[i])
+            v = min(max(xs[f], self._lo[f]), self._hi[f])
+            if k == _NUMERIC:
+                go_left = v <= float(value[i])
+            else:
+                code = int(min(max(v, 0.0), self._size[f] - 1))
+                go_left = bool(self.model.membership[int(self._aux[i]) + code])
+            i = int(left[i]) if go_left else int(self._right[i])
         raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
 
 

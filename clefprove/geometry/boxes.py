@@ -186,15 +186,32 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     out_lo: list[np.ndarray] = []
     out_hi: list[np.ndarray] = []
     out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cats}
+    # From the root every leaf is reached: each level's leaves go straight to their row (the
+    # leaf's rank in node order), so nothing is gathered up and sorted at the end.
+    whole = root == 0
+    if whole:
+        is_leaf_node = kind == NodeKind.LEAF
+        row_of = np.cumsum(is_leaf_node) - 1
+        n_rows = int(row_of[-1]) + 1 if row_of.size else 0
+        all_lo = np.empty((n_rows, n_feat + 1), dtype=np.float64)
+        all_hi = np.empty((n_rows, n_feat + 1), dtype=np.float64)
+        all_cats = {f: np.empty((n_rows, m.shape[1]), dtype=bool) for f, m in cats.items()}
 
     while frontier.size:
         is_leaf = kind[frontier] == NodeKind.LEAF
         if is_leaf.any():
-            out_leaves.append(frontier[is_leaf])
-            out_lo.append(lo[is_leaf])
-            out_hi.append(hi[is_leaf])
-            for f, m in cats.items():
-                out_cats[f].append(m[is_leaf])
+            if whole:
+                at = row_of[frontier[is_leaf]]
+                all_lo[at] = lo[is_leaf]
+                all_hi[at] = hi[is_leaf]
+                for f, m in cats.items():
+                    all_cats[f][at] = m[is_leaf]
+            else:
+                out_leaves.append(frontier[is_leaf])
+                out_lo.append(lo[is_leaf])
+                out_hi.append(hi[is_leaf])
+                for f, m in cats.items():
+                    out_cats[f].append(m[is_leaf])
         if is_leaf.all():
             break
         inner = ~is_leaf
@@ -202,6 +219,9 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
             model, frontier[inner], lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
         )
 
+    if whole:
+        leaves = np.flatnonzero(is_leaf_node).astype(np.int64)
+        return complete_boxes(model, leaves, all_lo, all_hi, all_cats)
     leaves = np.concatenate(out_leaves) if out_leaves else np.empty(0, dtype=np.int64)
     order = np.argsort(leaves, kind="stable")
     leaves = leaves[order]

@@ -33,7 +33,6 @@ from clefprove.verify.evidence import (
     when_is_vacuous,
 )
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     Counterexample,
     InvariantResult,
@@ -123,6 +122,8 @@ def check(
     results: list[InvariantResult] = []
     for i, inv in enumerate(program.invariants):
         if inv.is_relational:
+            from clefprove.verify.relational import check_relational  # only when needed
+
             assert boxes is not None
             results.append(
                 check_relational(mdl, inv, program.severity, settings, counterexamples, boxes)

@@ -34,6 +34,8 @@ def when_is_vacuous(
     model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: CheckOptions
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
+    if prep.invariant.when == ck.Const(True):  # no 'when': satisfiable by every input
+        return False
     wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
     n_feat = len(model.features)
     if nm.uses_decision(wprep.violation, n_feat):
@@ -58,12 +60,13 @@ def domain_boxes(model: Model) -> LeafBoxes:
     )
 
 
-
 def evaluator_for(model: Model) -> Any:
-    """The model's evaluator (built once, kept by the model)."""
-    from clefprove.eval.evaluator import Evaluator
+    """The single-input evaluator that confirms counterexamples (kept by the model): it walks
+    the node records directly, so confirming a few witnesses builds nothing that grows with
+    the tree."""
+    from clefprove.eval.evaluator import NodeWalker
 
-    return model.derived.get(("eval.evaluator",), lambda: Evaluator(model))
+    return model.derived.get(("eval.walker",), lambda: NodeWalker(model))
 
 
 def decode(model: Model, x: np.ndarray) -> dict[str, Any]:

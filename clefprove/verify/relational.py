@@ -5,7 +5,10 @@ equal on every feature except f, both satisfy ``when``, are related on f (``x_f 
 monotone, ``|x_f - x'_f| <= delta`` for stable, anything for independent) and whose decisions
 break the property (severity drops from A to B for monotone; the actions differ otherwise).
 
-Decided exactly on boxes, vectorised over the leaf-pair matrix in row chunks:
+Decided exactly on boxes.  The pairs are found by descending the tree
+(:mod:`clefprove.verify.pairsweep`: only pairs across a split on f can meet, and with one
+conjunction they are counted in blocks, not listed); the leaf-pair matrix in row chunks
+(:func:`matrix_pairs`) is the reference it is tested against.  What a pair must satisfy:
 
 1. pairs are filtered by action (only pairs whose actions differ, or drop in severity, matter),
    by feasibility and by a per-leaf three-valued test of ``when``;
@@ -24,7 +27,6 @@ Every printed counterexample is confirmed by the evaluator (both decisions), see
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -42,6 +44,7 @@ from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
+from clefprove.verify.pairsweep import PairSweep, stable_ok
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -146,30 +149,6 @@ def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | 
 
 
 # ---------------------------------------------------------------- the pair matrix
-
-
-def _stable_ok(
-    lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
-) -> np.ndarray:
-    """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
-        df = float(delta) if delta < 2**1000 else math.inf
-        margin = (np.abs(gap) + abs(df)) * 2.0**-50 + 1e-300
-        sure_yes = gap + margin < df
-        sure_no = gap - margin > df
-        unsure = ~(sure_yes | sure_no) | ~np.isfinite(gap) | (not math.isfinite(df))
-    out = np.asarray(sure_yes & ~unsure).copy()
-    if unsure.any():
-        la, ha, lb, hb = np.broadcast_arrays(lo_a, hi_a, lo_b, hi_b)
-        for idx in zip(*np.nonzero(unsure), strict=True):
-            g = max(
-                Fraction(float(lb[idx])) - Fraction(float(ha[idx])),
-                Fraction(float(la[idx])) - Fraction(float(hb[idx])),
-                Fraction(0),
-            )
-            out[idx] = g <= delta
-    return out
 
 
 def _distinct_columns(masks: list[np.ndarray]) -> np.ndarray:
@@ -286,7 +265,7 @@ class PairChecker:
             m &= la[:, f, None] < hb[None, :, f]
         elif isinstance(rel, ck.Stable):
             pa, pb = np.nonzero(m)  # only the surviving pairs
-            m[pa, pb] = _stable_ok(la[pa, f], ha[pa, f], lb[pb, f], hb[pb, f], rel.delta)
+            m[pa, pb] = stable_ok(la[pa, f], ha[pa, f], lb[pb, f], hb[pb, f], rel.delta)
         return m
 
     def _lin_status(self, i: int, j: int, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
@@ -441,6 +420,131 @@ class PairChecker:
         return nice(la, ha), nice(lb, hb)
 
 
+# ---------------------------------------------------------------- all pairs
+
+#: Query rows per enumeration chunk (pairs found in one chunk are combined across (Ci, Cj)).
+ENUM_ROWS = 1 << 13
+
+_Pairs = tuple[int, list[tuple[int, int, int]], list[tuple[int, int]]]
+
+
+#: Up to this many leaf pairs the pair matrix is cheaper than the descent's per-level steps.
+MATRIX_CELLS = 1 << 20
+
+
+def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _Pairs:
+    """(number of box-violating pairs, the first *want* of them in (row a, row b) order with
+    their conjunction pair, the undecided pairs in that order) -- what the pair matrix gives
+    (:func:`matrix_pairs`, used up to *matrix_cells* pairs), found by the tree descent of
+    :mod:`clefprove.verify.pairsweep`."""
+    k = len(pc.sides)
+    if k == 0:
+        return 0, [], []
+    if pc.boxes.size**2 <= (MATRIX_CELLS if matrix_cells is None else matrix_cells):
+        return matrix_pairs(pc, want)
+    sweep = PairSweep(pc)
+    if pc.exact and k == 1 and not pc.sides[0].lins:
+        dual = sweep.dual_count()
+        if dual is not None:
+            total, totals = dual
+        else:
+            totals = sweep.count()
+            total = int(totals.sum())
+            if pc.symmetric:  # every unordered pair was met from both of its leaves
+                if total % 2:
+                    raise AssertionError("internal: odd count of symmetric leaf pairs")
+                total //= 2
+        first: list[tuple[int, int, int]] = []
+        with_pairs = np.flatnonzero(totals > 0)
+        pos = 0
+        while len(first) < want and pos < with_pairs.size:
+            batch = with_pairs[pos : pos + 8]
+            pos += 8
+            pa, pb = sweep.pairs(0, 0, batch)
+            if pc.symmetric:
+                keep = pa < pb
+                pa, pb = pa[keep], pb[keep]
+            for a, b in zip(pa[: want - len(first)].tolist(), pb.tolist(), strict=False):
+                first.append((a, b, 0))
+        return total, first, []
+    return _enumerated_pairs(pc, sweep, want)
+
+
+def _enumerated_pairs(pc: PairChecker, sweep: PairSweep, want: int) -> _Pairs:
+    """Several conjunctions, linear literals or no DNF: the candidate pairs of every (Ci, Cj)
+    are listed (output-sensitive) per chunk of rows and combined as the matrix combines them:
+    SAT if some (Ci, Cj) decides it (conjunction index: the first such), else undecided if
+    some (Ci, Cj) leaves it open."""
+    k = len(pc.sides)
+    n = pc.boxes.size
+    n_sat = 0
+    first: list[tuple[int, int, int]] = []
+    undecided: list[tuple[int, int]] = []
+    for r0 in range(0, n, ENUM_ROWS):
+        rows = np.arange(r0, min(n, r0 + ENUM_ROWS))
+        keys, stat, conj = [], [], []
+        for i in range(k):
+            for j in range(k):
+                pa, pb = sweep.pairs(i, j, rows)
+                if pc.symmetric:
+                    keep = pa < pb
+                    pa, pb = pa[keep], pb[keep]
+                if not pa.size:
+                    continue
+                if not pc.exact:
+                    st = np.full(pa.size, _UND, dtype=np.int8)
+                elif pc.sides[i].lins or pc.sides[j].lins:
+                    st = pc._lin_status(i, j, pa, pb)
+                else:
+                    st = np.full(pa.size, _SAT, dtype=np.int8)
+                keys.append(pa * n + pb)
+                stat.append(st)
+                conj.append(np.full(pa.size, i * k + j, dtype=np.int64))
+        if not keys:
+            continue
+        key = np.concatenate(keys)
+        st = np.concatenate(stat)
+        cj = np.concatenate(conj)
+        live = st != _UNSAT
+        key, st, cj = key[live], st[live], cj[live]
+        order = np.lexsort((cj, st != _SAT, key))  # per key: SAT first, lowest (i, j) first
+        key, st, cj = key[order], st[order], cj[order]
+        head = np.ones(key.size, dtype=bool)
+        head[1:] = key[1:] != key[:-1]
+        key, st, cj = key[head], st[head], cj[head]
+        sat = st == _SAT
+        n_sat += int(np.count_nonzero(sat))
+        if len(first) < want:
+            ks, cs = key[sat][: want - len(first)], cj[sat][: want - len(first)]
+            first.extend(zip((ks // n).tolist(), (ks % n).tolist(), cs.tolist(), strict=True))
+        ku = key[~sat]
+        undecided.extend(zip((ku // n).tolist(), (ku % n).tolist(), strict=True))
+    return n_sat, first, undecided
+
+
+def matrix_pairs(pc: PairChecker, want: int) -> _Pairs:
+    """:func:`box_pairs` by the leaf-pair matrix in row chunks (quadratic): the reference."""
+    n = pc.actions.size
+    n_sat = 0
+    first: list[tuple[int, int, int]] = []
+    undecided: list[tuple[int, int]] = []
+    step = max(1, CHUNK_CELLS // max(1, n))
+    for a0 in range(0, n, step):
+        a1 = min(n, a0 + step)
+        out = pc.chunk(a0, a1)
+        if out is None:
+            continue
+        sat = out.status == _SAT
+        n_sat += int(np.count_nonzero(sat))
+        if len(first) < want:
+            pa, pb = np.nonzero(sat)
+            for ra, rb in zip(pa[: want - len(first)].tolist(), pb.tolist(), strict=False):
+                first.append((ra + a0, rb, int(out.conj[ra, rb])))
+        ua, ub = np.nonzero(out.status == _UND)
+        undecided.extend(zip((ua + a0).tolist(), ub.tolist(), strict=True))
+    return n_sat, first, undecided
+
+
 # ---------------------------------------------------------------- confirmation
 
 
@@ -521,25 +625,8 @@ def check_relational(
     settings = settings or CheckOptions()
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
-    n = pc.actions.size
     want = max(counterexamples, 1) + EXTRA_CONFIRM
-    n_sat = 0
-    first: list[tuple[int, int, int]] = []  # (row a, row b, conj) box-decided, in order
-    undecided: list[tuple[int, int]] = []
-    step = max(1, CHUNK_CELLS // max(1, n))
-    for a0 in range(0, n, step):
-        a1 = min(n, a0 + step)
-        out = pc.chunk(a0, a1)
-        if out is None:
-            continue
-        sat = out.status == _SAT
-        n_sat += int(np.count_nonzero(sat))
-        if len(first) < want:
-            pa, pb = np.nonzero(sat)
-            for ra, rb in zip(pa[: want - len(first)].tolist(), pb.tolist(), strict=False):
-                first.append((ra + a0, rb, int(out.conj[ra, rb])))
-        ua, ub = np.nonzero(out.status == _UND)
-        undecided.extend(zip((ua + a0).tolist(), ub.tolist(), strict=True))
+    n_sat, first, undecided = box_pairs(pc, want)
 
     solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     n_unknown = 0

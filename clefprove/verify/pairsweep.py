@@ -1,0 +1,642 @@
+"""Leaf pairs of a relational invariant found by descending the tree, without a pair matrix.
+
+Two leaves whose boxes meet on every feature but f have their lowest common ancestor on a split
+on f: a split on any other feature g separates their g-intervals (numeric: ``hi <= t < lo``;
+categorical: complementary code sets).  So the partners of a leaf A lie in the sibling subtrees
+of A's f-split ancestors, each partner in exactly one of them, and every ordered pair (A, B) is
+met exactly once, from A.  All (A, sibling) entries are descended together, one tree level per
+numpy step:
+
+* a child that cannot meet A's narrowed box on its split feature (on f: cannot be related to
+  A's f-interval) is dropped, and so is a node below which no leaf breaks the property with A's
+  action (per-node counts of leaves per severity rank / action);
+* **count mode**: a node below which *every* leaf meets A's box and is related on f contributes
+  its number of breaking leaves at once.  That is decided on per-node aggregates of the
+  narrowed leaf boxes below it (largest ``lo`` and smallest ``hi`` per column, common codes per
+  categorical column): every leaf meets ``[l, h]`` iff the largest ``lo`` is ``<= h`` and the
+  smallest ``hi`` is ``>= l``.  The work then follows the nodes where A's box boundary cuts
+  the other subtree, not the number of pairs;
+* a leaf reached is tested exactly as the pair matrix tests a cell (``pair_ok``).
+
+Counts are exact: a covered node counts only leaves that the exact test accepts, everything else
+is tested leaf by leaf.  Stable's ``delta`` enters through float64 tests with a rigorous margin
+that only ever *declines* to cover or to drop (the leaves then decide exactly).  The pair matrix
+(:meth:`clefprove.verify.relational.PairChecker.chunk`) stays the reference in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import tables
+from clefprove.model.types import NodeKind
+
+#: Node pairs the dual descent steps at once (its per-pair temporaries are ~0.5 KB).
+DUAL_BATCH = 1 << 18
+
+
+def stable_ok(
+    lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
+) -> np.ndarray:
+    """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
+        df = float(delta) if delta < 2**1000 else math.inf
+        margin = (np.abs(gap) + abs(df)) * 2.0**-50 + 1e-300
+        sure_yes = gap + margin < df
+        sure_no = gap - margin > df
+        unsure = ~(sure_yes | sure_no) | ~np.isfinite(gap) | (not math.isfinite(df))
+    out = np.asarray(sure_yes & ~unsure).copy()
+    if unsure.any():
+        la, ha, lb, hb = np.broadcast_arrays(lo_a, hi_a, lo_b, hi_b)
+        for idx in zip(*np.nonzero(unsure), strict=True):
+            g = max(
+                Fraction(float(lb[idx])) - Fraction(float(ha[idx])),
+                Fraction(float(la[idx])) - Fraction(float(hb[idx])),
+                Fraction(0),
+            )
+            out[idx] = g <= delta
+    return out
+
+
+def _surely(diff: np.ndarray, delta: Fraction | None, below: bool) -> np.ndarray:
+    """Where the float64 difference *diff* (one rounding) is surely ``< delta`` (*below*) or
+    surely ``> delta``; False wherever rounding could matter (never a wrong True), and
+    everywhere without a delta."""
+    if delta is None:
+        return np.zeros(diff.shape, dtype=bool)
+    df = float(delta) if delta < 2**1000 else math.inf
+    if not math.isfinite(df):
+        return np.zeros(diff.shape, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        margin = (np.abs(diff) + abs(df)) * 2.0**-50 + 1e-300
+        out: np.ndarray = (diff + margin < df) if below else (diff - margin > df)
+        out &= np.isfinite(diff)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Aggregates:
+    """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
+
+    packed: np.ndarray  # (N, 4C) float64: max_lo | min_hi | min_lo | max_hi over ``cols``
+    max_lo: np.ndarray  # (N, C) views into packed
+    min_hi: np.ndarray  # (N, C)
+    min_lo: np.ndarray  # (N, C): with max_hi, the hull of the boxes below
+    max_hi: np.ndarray  # (N, C)
+    common: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes every leaf below has
+    union: dict[int, np.ndarray]  # cat column -> (N, V') bool: codes some leaf below has
+    ranks: np.ndarray  # (N, R + 1) int64: leaves below with rank < r
+    first_row: np.ndarray  # (N,) smallest live row below (n_rows if none)
+    n_live: np.ndarray  # (N,) live rows below (active or not)
+    contiguous: bool  # the live rows below every node form one range (pre-order nodes)
+
+
+class PairSweep:
+    """The pair search of one relational invariant over *pc* (a ``PairChecker``: its live
+    boxes, narrowed sides, columns and collapsed code masks)."""
+
+    def __init__(self, pc: Any) -> None:
+        self.pc = pc
+        model = pc.model
+        nodes = model.nodes
+        n = nodes.shape[0]
+        self.kind = nodes["kind"]
+        self.left = nodes["left"].astype(np.int64)
+        self.right = nodes["right"].astype(np.int64)
+        self.feat = nodes["feature"].astype(np.int64)
+        tab = tables(model)
+        self.left_hi = tab.left_hi
+        self.right_lo = tab.right_lo
+        self.parent = tab.parent
+        self.depth = nodes["depth"].astype(np.int64)
+        self.n_rows = pc.boxes.size
+        self.row_of = np.full(n, -1, dtype=np.int64)
+        self.row_of[pc.boxes.leaves] = np.arange(self.n_rows)
+        self.f = pc.f
+        self.rel = pc.prep.relation
+        self.monotone = isinstance(self.rel, ck.Monotone)
+        self.delta = self.rel.delta if isinstance(self.rel, ck.Stable) else None
+        acts = pc.actions
+        # Severity rank per row (monotone), or the action itself (symmetric forms: "breaks"
+        # means a different action, i.e. all leaves minus those of the same rank).
+        if self.monotone:
+            self.rank_row = pc.prep.rank[acts].astype(np.int64)
+        else:
+            self.rank_row = acts.astype(np.int64)
+        self.n_ranks = len(model.actions)
+        # Only stable needs f's column: a pair across a split on f at t has x_f <= t < x'_f
+        # (monotone holds by itself), and independent relates any two values.
+        self.f_col = self.delta is not None
+        self.cols = list(pc.num_cols) + ([self.f] if self.f_col else [])
+        # Per feature, for the dual descent's choice of the node to split: its column among
+        # num_cols, or slot C ("may help": categorical, f for stable) or C + 1 ("cannot":
+        # f for monotone / independent, features no box restricts).
+        c = len(pc.num_cols)
+        self._miss_col = np.full(len(model.features), c + 1, dtype=np.int64)
+        self._miss_col[list(pc.num_cols)] = np.arange(c)
+        self._miss_col[list(pc.cat_cols)] = c
+        if self.delta is not None:
+            self._miss_col[self.f] = c
+        self._aggs: dict[int, _Aggregates] = {}
+        self._levels: list[np.ndarray] | None = None
+
+    # ------------------------------------------------------------ per-node aggregates
+
+    def _internal_levels(self) -> list[np.ndarray]:
+        """Internal nodes grouped by depth, deepest first."""
+        if self._levels is None:
+            internal = np.flatnonzero(self.kind != NodeKind.LEAF)
+            d = self.depth[internal]
+            order = np.argsort(-d, kind="stable")
+            internal, d = internal[order], d[order]
+            cuts = np.flatnonzero(np.diff(d)) + 1
+            self._levels = np.split(internal, cuts) if internal.size else []
+        return self._levels
+
+    def aggregates(self, j: int) -> _Aggregates:
+        """The aggregates of side *j* (computed once per sweep)."""
+        if j in self._aggs:
+            return self._aggs[j]
+        side = self.pc.sides[j]
+        n = self.kind.shape[0]
+        rows = np.flatnonzero(side.ok)
+        nodes_of = self.pc.boxes.leaves[rows]
+        cols = self.cols
+        nc = len(cols)
+        packed = np.empty((n, 4 * nc))
+        max_lo, min_hi = packed[:, :nc], packed[:, nc : 2 * nc]
+        min_lo, max_hi = packed[:, 2 * nc : 3 * nc], packed[:, 3 * nc :]
+        max_lo[:] = -np.inf
+        min_hi[:] = np.inf
+        min_lo[:] = np.inf
+        max_hi[:] = -np.inf
+        max_lo[nodes_of] = side.rows.lo[rows][:, cols]
+        min_hi[nodes_of] = side.rows.hi[rows][:, cols]
+        min_lo[nodes_of] = max_lo[nodes_of]
+        max_hi[nodes_of] = min_hi[nodes_of]
+        # Live rows (active or not) below each node: first, last and how many.
+        live_nodes = self.pc.boxes.leaves
+        first_row = np.full(n, self.n_rows, dtype=np.int64)
+        last_row = np.full(n, -1, dtype=np.int64)
+        n_live = np.zeros(n, dtype=np.int64)
+        first_row[live_nodes] = np.arange(self.n_rows)
+        last_row[live_nodes] = np.arange(self.n_rows)
+        n_live[live_nodes] = 1
+        counts = np.zeros((n, self.n_ranks), dtype=np.int64)
+        counts[nodes_of, self.rank_row[rows]] = 1
+        common: dict[int, np.ndarray] = {}
+        union: dict[int, np.ndarray] = {}
+        for g, m in self.pc.cat_f32[j].items():
+            mb = m > 0
+            c = np.ones((n, mb.shape[1]), dtype=bool)
+            u = np.zeros((n, mb.shape[1]), dtype=bool)
+            c[nodes_of] = mb[rows]
+            u[nodes_of] = mb[rows]
+            common[g], union[g] = c, u
+        for level in self._internal_levels():
+            lc, rc = self.left[level], self.right[level]
+            pl, pr = packed[lc], packed[rc]
+            packed[level, : 2 * nc] = np.where(
+                np.arange(2 * nc) < nc,
+                np.maximum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
+                np.minimum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
+            )
+            packed[level, 2 * nc :] = np.where(
+                np.arange(2 * nc) < nc,
+                np.minimum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
+                np.maximum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
+            )
+            first_row[level] = np.minimum(first_row[lc], first_row[rc])
+            last_row[level] = np.maximum(last_row[lc], last_row[rc])
+            n_live[level] = n_live[lc] + n_live[rc]
+            counts[level] = counts[lc] + counts[rc]
+            for g in common:
+                common[g][level] = common[g][lc] & common[g][rc]
+                union[g][level] = union[g][lc] | union[g][rc]
+        ranks = np.zeros((n, self.n_ranks + 1), dtype=np.int64)
+        np.cumsum(counts, axis=1, out=ranks[:, 1:])
+        some = n_live > 0
+        contiguous = bool(np.all((last_row - first_row + 1)[some] == n_live[some]))
+        out = _Aggregates(
+            packed,
+            max_lo,
+            min_hi,
+            min_lo,
+            max_hi,
+            common,
+            union,
+            ranks,
+            first_row,
+            n_live,
+            contiguous,
+        )
+        self._aggs[j] = out
+        return out
+
+    # ------------------------------------------------------------ entries
+
+    def entries(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query row, f-split ancestor, sibling child) for every f-split ancestor of each
+        query row's leaf."""
+        qs: list[np.ndarray] = []
+        ss: list[np.ndarray] = []
+        cs: list[np.ndarray] = []
+        q = queries.astype(np.int64)
+        cur = self.pc.boxes.leaves[q].astype(np.int64)
+        while q.size:
+            p = self.parent[cur]
+            keep = p >= 0
+            q, cur, p = q[keep], cur[keep], p[keep]
+            on_f = self.feat[p] == self.f
+            if on_f.any():
+                pf, cf = p[on_f], cur[on_f]
+                qs.append(q[on_f])
+                ss.append(pf)
+                cs.append(np.where(self.left[pf] == cf, self.right[pf], self.left[pf]))
+            cur = p
+        if not qs:
+            e = np.empty(0, dtype=np.int64)
+            return e, e, e
+        return np.concatenate(qs), np.concatenate(ss), np.concatenate(cs)
+
+    # ------------------------------------------------------------ tests
+
+    def _breaking(self, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Active leaves below node v whose decision breaks the property with query row q's."""
+        r = self.rank_row[q]
+        out: np.ndarray
+        if self.monotone:  # x' (below v) must have a lower severity rank than x (the query)
+            out = agg.ranks[v, r]
+        else:
+            out = agg.ranks[v, self.n_ranks] - (agg.ranks[v, r + 1] - agg.ranks[v, r])
+        return out
+
+    def _keep_child(self, i: int, q: np.ndarray, p: np.ndarray, child: np.ndarray) -> np.ndarray:
+        """False where child *child* of split *p* cannot hold a partner of query row q."""
+        side = self.pc.sides[i]
+        keep = np.ones(q.size, dtype=bool)
+        numeric = self.kind[p] == NodeKind.NUMERIC
+        g = self.feat[p]
+        is_left = self.left[p] == child
+        not_f = numeric & (g != self.f)
+        if not_f.any():
+            k = np.flatnonzero(not_f)
+            lo = side.rows.lo[q[k], g[k]]
+            hi = side.rows.hi[q[k], g[k]]
+            lk = is_left[k]
+            drop = np.where(lk, lo > self.left_hi[p[k]], hi < self.right_lo[p[k]])
+            keep[k[drop]] = False
+        on_f = numeric & (g == self.f)
+        if on_f.any() and not isinstance(self.rel, ck.Independent):
+            k = np.flatnonzero(on_f)
+            lo = side.rows.lo[q[k], self.f]
+            hi = side.rows.hi[q[k], self.f]
+            lk = is_left[k]
+            if self.monotone:  # x'_f > x_f: a left child entirely <= lo cannot hold x'
+                drop = lk & (self.left_hi[p[k]] <= lo)
+            elif self.delta is not None:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    below = _surely(lo - self.left_hi[p[k]], self.delta, below=False)
+                    above = _surely(self.right_lo[p[k]] - hi, self.delta, below=False)
+                drop = np.where(lk, below, above)
+            keep[k[drop]] = False
+        return keep
+
+    def _covered(self, i: int, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Every active leaf below node v meets query row q's box and is related on f."""
+        side = self.pc.sides[i]
+        ok = np.ones(q.size, dtype=bool)
+        alo, ahi = side.rows.lo, side.rows.hi
+        for k, g in enumerate(self.pc.num_cols):
+            ok &= agg.max_lo[v, k] <= ahi[q, g]
+            ok &= agg.min_hi[v, k] >= alo[q, g]
+        for g, c in agg.common.items():
+            mq = self.pc.cat_f32[i].get(g)
+            if mq is not None:
+                ok &= np.any(c[v] & (mq[q] > 0), axis=1)
+        if self.f_col:  # stable (monotone: v lies above the query's f-interval already)
+            kf = len(self.cols) - 1
+            with np.errstate(invalid="ignore", over="ignore"):
+                ok &= _surely(agg.max_lo[v, kf] - ahi[q, self.f], self.delta, below=True)
+                ok &= _surely(alo[q, self.f] - agg.min_hi[v, kf], self.delta, below=True)
+        return ok
+
+    def _cat_meets(self, i: int, agg: _Aggregates, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Some active leaf below v may share codes with query row q (on every cat column)."""
+        ok = np.ones(q.size, dtype=bool)
+        for g, u in agg.union.items():
+            mq = self.pc.cat_f32[i].get(g)
+            if mq is not None:
+                ok &= np.any(u[v] & (mq[q] > 0), axis=1)
+        return ok
+
+    def pair_ok(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+        """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
+        pb narrowed by side j (without the symmetric forms' a < b)."""
+        pc = self.pc
+        sa, sb = pc.sides[i], pc.sides[j]
+        m: np.ndarray = sa.ok[pa] & sb.ok[pb]
+        ra, rb = self.rank_row[pa], self.rank_row[pb]
+        m &= (rb < ra) if self.monotone else (ra != rb)
+        la, ha, lb, hb = sa.rows.lo, sa.rows.hi, sb.rows.lo, sb.rows.hi
+        for g in pc.num_cols:
+            m &= la[pa, g] <= hb[pb, g]
+            m &= lb[pb, g] <= ha[pa, g]
+        for g in pc.cat_cols:
+            ma, mb = pc.cat_f32[i].get(g), pc.cat_f32[j].get(g)
+            if ma is not None and mb is not None:
+                m &= np.any((ma[pa] > 0) & (mb[pb] > 0), axis=1)
+        f = self.f
+        if self.monotone:
+            m &= la[pa, f] < hb[pb, f]
+        elif self.delta is not None:
+            k = np.flatnonzero(m)
+            m[k] = stable_ok(la[pa[k], f], ha[pa[k], f], lb[pb[k], f], hb[pb[k], f], self.delta)
+        return m
+
+    # ------------------------------------------------------------ the descent
+
+    def _descend(
+        self, i: int, j: int, q: np.ndarray, s: np.ndarray, c: np.ndarray, count: bool
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Partners of the entries (query row q, split s, child c).  Count mode: per query row
+        the number of partners (covered nodes counted at once).  Else: the (row, row) pairs."""
+        agg = self.aggregates(j)
+        totals = np.zeros(self.n_rows, dtype=np.int64)
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+        keep = self._keep_child(i, q, s, c)
+        q, v = q[keep], c[keep]
+        while q.size:
+            leaf = self.kind[v] == NodeKind.LEAF
+            if leaf.any():
+                lq, lb = q[leaf], self.row_of[v[leaf]]
+                has = lb >= 0
+                lq, lb = lq[has], lb[has]
+                ok = self.pair_ok(i, j, lq, lb)
+                if count:
+                    totals += np.bincount(lq[ok], minlength=self.n_rows)
+                elif ok.any():
+                    found.append((lq[ok], lb[ok]))
+                q, v = q[~leaf], v[~leaf]
+            if not q.size:
+                break
+            brk = self._breaking(agg, q, v)
+            live = brk > 0
+            live &= self._cat_meets(i, agg, q, v)
+            q, v, brk = q[live], v[live], brk[live]
+            if count and q.size:
+                cov = self._covered(i, agg, q, v)
+                if cov.any():
+                    totals += np.bincount(q[cov], weights=brk[cov], minlength=self.n_rows).astype(
+                        np.int64
+                    )
+                    q, v = q[~cov], v[~cov]
+            if not q.size:
+                break
+            q2 = np.concatenate([q, q])
+            p2 = np.concatenate([v, v])
+            c2 = np.concatenate([self.left[v], self.right[v]])
+            keep = self._keep_child(i, q2, p2, c2)
+            q, v = q2[keep], c2[keep]
+        return totals, found
+
+    # ------------------------------------------------------------ the dual descent
+
+    def dual_count(self) -> tuple[int, np.ndarray] | None:
+        """(number of violating pairs, per row the number of rows it pairs with) for one
+        conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
+        every split on f, then the larger node of a pair is replaced by its children until
+        the pair is decided for all its leaves at once (disjoint hulls on some column, no
+        breaking actions; or every box below one meets every box below the other and is
+        related) or both are leaves (the exact cell test).  None when the rows below some node
+        are not one range (nodes not in pre-order): :meth:`count` then serves."""
+        agg = self.aggregates(0)
+        if not agg.contiguous:
+            return None
+        n = self.n_rows
+        R = self.n_ranks
+        tot = agg.ranks[:, R]
+        cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
+        splits = np.flatnonzero((self.kind != NodeKind.LEAF) & (self.feat == self.f))
+        u, v = self.left[splits], self.right[splits]
+        total = 0
+        # Per-row partner counts through difference arrays over row ranges, one per rank.
+        diff = np.zeros(R * (n + 1), dtype=np.int64)
+        # Per-row partners from leaf cells and 1-D counts: (rows, partners), summed into
+        # `extra` whenever they hold many rows (bounded memory).
+        one_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        extra = np.zeros(n, dtype=np.int64)
+        kf = len(self.cols) - 1
+        stack = [(u, v)]  # node pairs, in pieces of at most DUAL_BATCH (bounded memory)
+        while stack:
+            u, v = stack.pop()
+            if not u.size:
+                continue
+            lu = self.kind[u] == NodeKind.LEAF
+            lv = self.kind[v] == NodeKind.LEAF
+            both = lu & lv
+            if both.any():
+                ra, rb = self.row_of[u[both]], self.row_of[v[both]]
+                has = (ra >= 0) & (rb >= 0)
+                ra, rb = ra[has], rb[has]
+                ok = self.pair_ok(0, 0, ra, rb)
+                total += int(np.count_nonzero(ok))
+                one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
+                if not self.monotone:
+                    one_rows.append((rb[ok], np.ones(int(ok.sum()), dtype=np.int64)))
+                keep = ~both
+                u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
+            if not u.size:
+                continue
+            cu, cv = cnt[u], cnt[v]
+            if self.monotone:  # x in u (rank r), x' in v with a lower rank
+                w_u = agg.ranks[v, :R]  # per rank of u's rows: partners in v
+                w_v = None
+                brk = np.einsum("pr,pr->p", cu, w_u)
+            else:
+                w_u = tot[v][:, None] - cv
+                w_v = tot[u][:, None] - cu
+                brk = np.einsum("pr,pr->p", cu, w_u)
+            ok = brk > 0
+            u, v, lu, lv, brk, w_u = u[ok], v[ok], lu[ok], lv[ok], brk[ok], w_u[ok]
+            if w_v is not None:
+                w_v = w_v[ok]
+            nc, n_num = len(self.cols), len(self.pc.num_cols)
+            bu, bv = agg.packed[u], agg.packed[v]
+            # Hulls meet on every column (else no pair below), per column the cores meet.
+            ok = np.all(bu[:, 2 * nc : 2 * nc + n_num] <= bv[:, 3 * nc : 3 * nc + n_num], axis=1)
+            ok &= np.all(bv[:, 2 * nc : 2 * nc + n_num] <= bu[:, 3 * nc : 3 * nc + n_num], axis=1)
+            miss = (bu[:, :n_num] > bv[:, nc : nc + n_num]) | (
+                bv[:, :n_num] > bu[:, nc : nc + n_num]
+            )
+            for un in agg.union.values():
+                ok &= np.any(un[u] & un[v], axis=1)
+            if self.f_col:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    far = _surely(agg.min_lo[v, kf] - agg.max_hi[u, kf], self.delta, False)
+                    far |= _surely(agg.min_lo[u, kf] - agg.max_hi[v, kf], self.delta, False)
+                ok &= ~far
+            rest = ok.copy()  # every other column met as well
+            for cm in agg.common.values():
+                rest &= np.any(cm[u] & cm[v], axis=1)
+            if self.f_col:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    rest &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
+                    rest &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
+            n_miss = miss.sum(axis=1)
+            cov = rest & (n_miss == 0)
+            if cov.any():
+                total += int(brk[cov].sum())
+                self._add_ranges(diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
+                if w_v is not None:
+                    self._add_ranges(diff, agg.first_row[v[cov]], agg.n_live[v[cov]], w_v[cov], n)
+            # Met on all columns but one: a one-dimensional interval count by sorting.
+            # Only for blocks of comparable sides (or small ones): a large node met by many
+            # small ones is cheaper to descend than to list once per small one.
+            tu, tv = tot[u], tot[v]
+            one = rest & (n_miss == 1) & ~(lu & lv)
+            one &= ((tu <= 4 * tv) & (tv <= 4 * tu)) | (tu + tv <= 32)
+            if one.any():
+                col = np.asarray(self.pc.num_cols)[np.argmax(miss[one], axis=1)]
+                total += self._count_1d(u[one], v[one], col, one_rows)
+                cov |= one
+            go = ok & ~cov
+            u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
+            # Replace a node whose split is on a column where the pair is not yet met (its
+            # children can be), else the one with more active leaves below (a leaf never).
+            cut = np.concatenate(
+                [miss, np.ones((u.size, 1), dtype=bool), np.zeros((u.size, 1), dtype=bool)], axis=1
+            )
+            on_u = cut[np.arange(u.size), self._miss_col[self.feat[u]]] & ~lu
+            on_v = cut[np.arange(u.size), self._miss_col[self.feat[v]]] & ~lv
+            larger = tot[u] >= tot[v]
+            split_u = ~lu & (lv | (on_u & ~on_v) | ((on_u == on_v) & larger))
+            su, sv = u[split_u], v[~split_u]
+            u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
+            v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
+            for k in range(0, u.size, DUAL_BATCH):
+                stack.append((u[k : k + DUAL_BATCH], v[k : k + DUAL_BATCH]))
+            if sum(r.size for r, _ in one_rows) > 4 * DUAL_BATCH:
+                self._flush(one_rows, extra)
+        # Per row: partners from ranges (by its own rank) and from leaf cells.
+        acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
+        totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
+        self._flush(one_rows, extra)
+        return total, totals + extra
+
+    @staticmethod
+    def _flush(found: list[tuple[np.ndarray, np.ndarray]], into: np.ndarray) -> None:
+        """Add the partners of *found* (row, count) to *into* per row, and empty it."""
+        if found:
+            rows = np.concatenate([r for r, _ in found])
+            weights = np.concatenate([w for _, w in found]).astype(np.float64)
+            into += np.rint(np.bincount(rows, weights=weights, minlength=into.size)).astype(
+                np.int64
+            )
+            found.clear()
+
+    def _block_rows(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(block index, row) of every active row below each node of *nodes*."""
+        agg = self.aggregates(0)
+        start, length = agg.first_row[nodes], agg.n_live[nodes]
+        block = np.repeat(np.arange(nodes.size), length)
+        offs = np.arange(block.size) - np.repeat(np.cumsum(length) - length, length)
+        rows = np.repeat(start, length) + offs
+        keep = self.pc.sides[0].ok[rows]
+        return block[keep], rows[keep]
+
+    def _count_1d(
+        self,
+        us: np.ndarray,
+        vs: np.ndarray,
+        col: np.ndarray,
+        out: list[tuple[np.ndarray, np.ndarray]],
+    ) -> int:
+        """Violating pairs of the blocks (us[p], vs[p]) whose boxes all meet except on column
+        col[p]: per row of x, the breaking rows x' whose col-interval meets its own,
+        ``#(lo' <= hi) - #(hi' < lo)`` per rank by binary search in the sorted ends (keys
+        made of the block and the value's rank among all values, so exact).  Appends
+        (rows, partners) to *out* for both sides (symmetric forms) or the x side."""
+        lo, hi = self.pc.sides[0].rows.lo, self.pc.sides[0].rows.hi
+        ba, ra = self._block_rows(us)
+        bb, rb = self._block_rows(vs)
+        a_lo, a_hi = lo[ra, col[ba]], hi[ra, col[ba]]
+        b_lo, b_hi = lo[rb, col[bb]], hi[rb, col[bb]]
+        values, codes = np.unique(np.concatenate([a_lo, a_hi, b_lo, b_hi]), return_inverse=True)
+        codes = codes.astype(np.int64) + 1
+        width = values.size + 2
+        na, nb = ra.size, rb.size
+        ka_lo, ka_hi = ba * width + codes[:na], ba * width + codes[na : 2 * na]
+        kb_lo = bb * width + codes[2 * na : 2 * na + nb]
+        kb_hi = bb * width + codes[2 * na + nb :]
+        total = 0
+        sides = [(ra, ka_lo, ka_hi, rb, kb_lo, kb_hi, True)]
+        if not self.monotone:
+            sides.append((rb, kb_lo, kb_hi, ra, ka_lo, ka_hi, False))
+        for rx, kx_lo, kx_hi, ry, ky_lo, ky_hi, count_it in sides:
+            rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
+            partners = np.zeros(rx.size, dtype=np.int64)
+            for r in range(self.n_ranks):
+                brk = (r < rank_x) if self.monotone else (r != rank_x)
+                if not brk.any():
+                    continue
+                sel = rank_y == r
+                if not sel.any():
+                    continue
+                ylo, yhi = np.sort(ky_lo[sel]), np.sort(ky_hi[sel])
+                x = np.flatnonzero(brk)
+                meets = np.searchsorted(ylo, kx_hi[x], "right") - np.searchsorted(
+                    yhi, kx_lo[x], "left"
+                )
+                # Both counts include the y rows of earlier blocks alike: they cancel.
+                partners[x] += meets - self._before(ylo, yhi, kx_lo[x] // width * width)
+            if count_it:
+                total += int(partners.sum())
+            out.append((rx, partners))
+        return total
+
+    @staticmethod
+    def _before(ylo: np.ndarray, yhi: np.ndarray, block_start: np.ndarray) -> np.ndarray:
+        """Rows of earlier blocks counted by both searches: #(lo' < start) - #(hi' < start)."""
+        return np.searchsorted(ylo, block_start, "left") - np.searchsorted(yhi, block_start, "left")
+
+    @staticmethod
+    def _add_ranges(
+        diff: np.ndarray, start: np.ndarray, length: np.ndarray, weight: np.ndarray, n: int
+    ) -> None:
+        """Add weight[p, r] to every row of rank r in rows [start, start + length) of block p
+        (rows of another rank or inactive are masked out when reading)."""
+        R = weight.shape[1]
+        base = np.arange(R) * (n + 1)
+        idx0 = (base[None, :] + start[:, None]).ravel()
+        idx1 = (base[None, :] + (start + length)[:, None]).ravel()
+        w = weight.ravel().astype(np.int64)
+        np.add.at(diff, idx0, w)  # O(entries), not O(rows): called once per piece
+        np.subtract.at(diff, idx1, w)
+
+    def count(self, i: int = 0, j: int = 0) -> np.ndarray:
+        """Per row of x: the number of rows x' it forms a violating pair with (exact)."""
+        q = np.flatnonzero(self.pc.sides[i].ok)
+        q, s, c = self.entries(q)
+        totals, _ = self._descend(i, j, q, s, c, count=True)
+        return totals
+
+    def pairs(self, i: int, j: int, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (a, b) box-violating pair under (Ci, Cj) with a in *queries*, sorted."""
+        q = queries[self.pc.sides[i].ok[queries]]
+        q, s, c = self.entries(q)
+        _, found = self._descend(i, j, q, s, c, count=False)
+        if not found:
+            e = np.empty(0, dtype=np.int64)
+            return e, e
+        pa = np.concatenate([a for a, _ in found])
+        pb = np.concatenate([b for _, b in found])
+        order = np.lexsort((pb, pa))
+        return pa[order], pb[order]
