@@ -66,6 +66,14 @@ def accumulate(combine: Combine, leaf_values: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _exp(x: np.ndarray) -> np.ndarray:
+    """exp in the dtype of *x*; float32 as C's ``expf`` (float64 exp rounded to float32:
+    numpy's own float32 exp is not always correctly rounded)."""
+    if x.dtype == np.float32:
+        return np.exp(x.astype(np.float64)).astype(np.float32)
+    return np.exp(x)
+
+
 def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
     """(n, classes) probabilities from (n, outputs) scores, in the combine's precision."""
     dt = combine.arithmetic.dtype
@@ -76,10 +84,10 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
             s = s / dt(combine.divisor)
         if combine.link is Link.LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
-            p1 = one / (one + np.exp(-z))
+            p1 = one / (one + _exp(-z))
             return np.stack((one - p1, p1), axis=1)
         if combine.link is Link.SOFTMAX:
-            e = np.exp(s - s.max(axis=1, keepdims=True))
+            e = _exp(s - s.max(axis=1, keepdims=True))
             total = e[:, 0].copy()
             for k in range(1, e.shape[1]):
                 total += e[:, k]
