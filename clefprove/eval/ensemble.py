@@ -74,14 +74,20 @@ def _exp(x: np.ndarray) -> np.ndarray:
     return np.exp(x)
 
 
+def divide(combine: Combine, s: np.ndarray) -> np.ndarray:
+    """``s / divisor`` in the combine's precision."""
+    if combine.divisor != 1.0:
+        s = s / combine.arithmetic.dtype(combine.divisor)
+    return s
+
+
 def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
     """(n, classes) probabilities from (n, outputs) scores, in the combine's precision."""
     dt = combine.arithmetic.dtype
     one = dt(1.0)
     s = scores.astype(dt)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        if combine.divisor != 1.0:
-            s = s / dt(combine.divisor)
+        s = divide(combine, s)
         if combine.link is Link.LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             p1 = one / (one + _exp(-z))
@@ -101,9 +107,7 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if combine.rule is Rule.HALF:
         actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
     elif combine.rule is Rule.MARGIN:
-        s = scores.astype(combine.arithmetic.dtype)
-        if combine.divisor != 1.0:
-            s = s / combine.arithmetic.dtype(combine.divisor)
+        s = divide(combine, scores.astype(combine.arithmetic.dtype))
         if combine.outputs == 1:
             actions = (s[:, 0] >= 0).astype(np.intp)
         else:
