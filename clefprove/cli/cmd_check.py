@@ -68,7 +68,7 @@ def _smtlib_directory(path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.options import check_limits
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inputs(args.output, args.model, *expand_paths(args.invariants))
     if args.smtlib is not None:
         _smtlib_directory(args.smtlib)
-    model = load_model(args.model)
+    model = load_any(args.model)
     program = load_invariants(args.invariants, model)
     if not program.invariants:
         sys.stderr.write("clefprove: warning: the invariant files define no invariant\n")

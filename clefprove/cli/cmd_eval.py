@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     if args.input == "-":
         return evaluate_stream(model, sys.stdin.buffer, sys.stdout, explain=args.explain)
     try:

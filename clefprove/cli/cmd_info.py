@@ -35,9 +35,9 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     info = model_summary(model, args.model)
     if args.format == "json":
         emit(json.dumps(info, indent=2), None)

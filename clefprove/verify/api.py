@@ -23,6 +23,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
@@ -61,12 +62,12 @@ def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
     return load_invariants([str(p) for p in items], model)
 
 
-def _model(model: Model | str | os.PathLike[str]) -> tuple[Model, str]:
-    if isinstance(model, Model):
+def _model(model: Model | Ensemble | str | os.PathLike[str]) -> tuple[Model | Ensemble, str]:
+    if isinstance(model, Model | Ensemble):
         return model, str(model.metadata.get("path", model.name))
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    return load_model(model), str(model)
+    return load_any(model), str(model)
 
 
 def check(
@@ -98,6 +99,23 @@ def check(
     settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
     results: list[InvariantResult] = []
     total = len(program.invariants)
+    if isinstance(mdl, Ensemble):
+        # Ensembles: branch and bound per invariant (verify/ensemble.py), always afresh: the
+        # proof cache stores per-subtree outcomes of single trees.
+        from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
+
+        for i, inv in enumerate(program.invariants):
+            results.append(
+                relational_unknown(mdl, inv)
+                if inv.is_relational
+                else check_ensemble_invariant(mdl, inv, settings, counterexamples)
+            )
+            if progress is not None:
+                progress(i + 1, total)
+        info = ModelInfo(
+            model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+        )
+        return Report(info, tuple(results), time.perf_counter() - start)
     relational = [inv for inv in program.invariants if inv.is_relational]
     if cache is not None:
         # Incremental hook (clefprove.incremental.ProofCache): reuses proved subtrees and
@@ -262,6 +280,16 @@ def when_is_vacuous(
     return bool(np.all(pv.status == eg.SAFE))
 
 
+def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: eg.Settings) -> bool:
+    """True only when ``when`` (which must not mention the decision) is proved unsatisfiable
+    on the domain box; False (not proved) when it mentions the decision."""
+    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    if nm.uses_decision(wprep.violation, len(model.features)):
+        return False
+    pv = eg.decide(model, wprep, domain_boxes(model), settings)
+    return bool(np.all(pv.status == eg.SAFE))
+
+
 def domain_boxes(model: Model) -> LeafBoxes:
     """The whole domain as a single box (confidence column [0, 1], no action)."""
     d = Box.domain(model)
@@ -296,7 +324,7 @@ def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
     return {f.name: f.decode(float(x[i])) for i, f in enumerate(model.features)}
 
 
-def _encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+def encode_record(model: Model, record: dict[str, Any]) -> np.ndarray:
     out = np.empty(len(model.features), dtype=np.float64)
     for i, f in enumerate(model.features):
         v = record[f.name]
@@ -310,7 +338,7 @@ def confirm(
     """A counterexample for *x* if the evaluator confirms it (else None): the decoded input
     re-encodes to *x*, is in the domain, reaches *leaf*, satisfies ``when``, breaks ``ensure``."""
     record = decode(model, x)
-    xe = _encode(model, record)
+    xe = encode_record(model, record)
     if not np.array_equal(xe, x):
         return None
     for i, f in enumerate(model.features):

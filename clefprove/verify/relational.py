@@ -451,7 +451,7 @@ class PairChecker:
 # ---------------------------------------------------------------- confirmation
 
 
-def _encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+def encode_record(model: Model, record: dict[str, Any]) -> np.ndarray:
     out = np.empty(len(model.features), dtype=np.float64)
     for i, f in enumerate(model.features):
         v = record[f.name]
@@ -478,7 +478,7 @@ def confirm_pair(
     decisions = []
     for xi, leaf in zip((x, x2), leaves, strict=True):
         rec = decode(model, xi)
-        xe = _encode(model, rec)
+        xe = encode_record(model, rec)
         if not np.array_equal(xe, xi):
             return None
         for i, f in enumerate(model.features):

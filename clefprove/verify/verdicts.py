@@ -49,8 +49,17 @@ class Counterexample:
     confidence: float
     leaf: int
     path: tuple[str, ...]
+    #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
+    leaves: tuple[int, ...] | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
+        if self.leaves is not None:
+            return {
+                "input": dict(self.input),
+                "action": self.action,
+                "confidence": self.confidence,
+                "leaves": list(self.leaves),
+            }
         return {
             "input": dict(self.input),
             "action": self.action,
@@ -107,6 +116,8 @@ class InvariantResult:
     #: ``monotone(f)`` etc. for a relational invariant: its counts are leaf *pairs* and its
     #: counterexamples :class:`RelationalCounterexample`; None otherwise.
     relation: str | None = None
+    #: For an ensemble: the share of the input domain proved (docs/verification.md).
+    proved_share: float | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,6 +134,8 @@ class InvariantResult:
             out["description"] = self.description
         if self.relation is not None:
             out["relation"] = self.relation
+        if self.proved_share is not None:
+            out["proved_share"] = round(self.proved_share, 6)
         out["paths_checked"] = self.paths_checked
         out["paths_reused"] = self.paths_reused
         out["seconds"] = round(self.seconds, 6)
