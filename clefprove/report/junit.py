@@ -22,9 +22,10 @@ def _details(r: InvariantResult) -> str:
             continue
         lines.append(
             f"input {json.dumps(c.input)} -> {c.action} "
-            f"(confidence {c.confidence:g}, leaf {c.leaf})"
+            f"(confidence {c.confidence:g}, {c.where})"
         )
-        lines.append("  path: " + " and ".join(c.path))
+        if c.leaves is None:
+            lines.append("  path: " + " and ".join(c.path))
     return "\n".join(lines)
 
 

@@ -40,7 +40,7 @@ def _message(r: InvariantResult) -> str:
                     f"{json.dumps(c.inputs[1])} -> {c.actions[1]} (leaf {c.leaves[1]})."
                 )
             else:
-                text += f" Counterexample: {json.dumps(c.input)} -> {c.action} (leaf {c.leaf})."
+                text += f" Counterexample: {json.dumps(c.input)} -> {c.action} ({c.where})."
         return text
     if r.status == "unknown":
         return f"Invariant '{r.invariant}' is undecided on {r.unknown_paths} paths (solver limits)."

@@ -74,9 +74,12 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
                 continue
             console.print(
                 f"  counterexample {i}: action [bold]{c.action}[/] "
-                f"(confidence {c.confidence:g}, leaf {c.leaf})"
+                f"(confidence {c.confidence:g}, {c.where})"
             )
-            console.print("    path:  " + (" and ".join(c.path) or "(root leaf)"), soft_wrap=True)
+            if c.leaves is None:
+                console.print(
+                    "    path:  " + (" and ".join(c.path) or "(root leaf)"), soft_wrap=True
+                )
             console.print("    input: " + json.dumps(c.input), soft_wrap=True, markup=False)
     for w in report.all_warnings:
         console.print(f"[yellow]warning:[/] {w}", soft_wrap=True)

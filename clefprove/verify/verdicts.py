@@ -52,6 +52,14 @@ class Counterexample:
     #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
     leaves: tuple[int, ...] | None = None
 
+    @property
+    def where(self) -> str:
+        """``leaf N``, or for an ensemble ``leaves a, b, ...`` (one per tree, the first 8)."""
+        if self.leaves is None:
+            return f"leaf {self.leaf}"
+        shown = ", ".join(map(str, self.leaves[:8]))
+        return f"leaves {shown}{', ...' if len(self.leaves) > 8 else ''} of {len(self.leaves)} trees"
+
     def to_json_dict(self) -> dict[str, Any]:
         if self.leaves is not None:
             return {
