@@ -25,6 +25,7 @@ and the codes of a categorical feature, each of equal weight) that was settled.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -242,18 +243,21 @@ def _rows(model: Ensemble, regions: list[Region], actions: np.ndarray, conf_lo: 
                      np.ones(n, dtype=bool))
 
 
+def _coverage(tab: Tables, model: Ensemble, i: int, lo: np.ndarray, hi: np.ndarray,
+              cats: dict[int, np.ndarray]) -> float:
+    """The share of feature *i*'s grid cells (or codes) that the box meets."""
+    f = model.features[i]
+    if f.type is FeatureType.CATEGORICAL:
+        return float(cats[i].sum()) / len(f.values)
+    cuts = tab.cuts[i]
+    a = int(np.searchsorted(cuts, lo[i], side="left"))
+    b = int(np.searchsorted(cuts, hi[i], side="left"))
+    return (b - a + 1) / (cuts.size + 1)
+
+
 def _weight(tab: Tables, model: Ensemble, lo: np.ndarray, hi: np.ndarray,
             cats: dict[int, np.ndarray]) -> float:
-    w = 1.0
-    for i, f in enumerate(model.features):
-        if f.type is FeatureType.CATEGORICAL:
-            w *= float(cats[i].sum()) / len(f.values)
-        else:
-            cuts = tab.cuts[i]
-            a = int(np.searchsorted(cuts, lo[i], side="left"))
-            b = int(np.searchsorted(cuts, hi[i], side="left"))
-            w *= (b - a + 1) / (cuts.size + 1)
-    return w
+    return math.prod(_coverage(tab, model, i, lo, hi, cats) for i in range(len(model.features)))
 
 
 def _split_node(model: Ensemble, tab: Tables, g: Region, spread: np.ndarray,
@@ -348,9 +352,9 @@ def search(
             {f: m[None, :] for f, m in dom_cats.items()}, np.array([-1]),
         )
         for conj in conjuncts:
-            nrows, ok, _ = nm.narrow(tuple(x for x in conj if not isinstance(x, nm.Act)
-                                           and not (isinstance(x, nm.Bound) and x.col == n_feat)),
-                                     dom_rows)
+            nrows, ok, _ = nm.narrow(
+                tuple(x for x in conj if _feature_literal(x, n_feat)), dom_rows
+            )
             if not ok[0]:
                 continue
             lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
@@ -359,7 +363,10 @@ def search(
             reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
             for f, m in cats.items():
                 reach &= (tab.cats[f] & m).any(axis=1)
-            formula = nm.NAnd(conj) if len(conj) > 1 else (conj[0] if conj else ck.Const(True))
+            # The root already satisfies the conjunct's feature literals, and so does every
+            # region below it: only the decision literals and linear ones are left to test.
+            rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
+            formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
             g = Region(lo, hi, cats, reach, 0.0)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
@@ -421,8 +428,11 @@ def search(
             if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
                 raise AssertionError("no split inside a region that reaches several leaves")
             kids = _children(model, tab, g, *split)
+            f = split[0]
+            before = _coverage(tab, model, f, g.lo, g.hi, g.cats)
             for kid in kids:
-                kid.weight = _weight(tab, model, kid.lo, kid.hi, kid.cats)
+                after = _coverage(tab, model, f, kid.lo, kid.hi, kid.cats)
+                kid.weight = g.weight * after / before if before else 0.0
             stack.extend((kid, formula) for kid in reversed(kids))
         if len(exact) >= BATCH:
             flush()
@@ -430,6 +440,11 @@ def search(
     if stack:
         res.unsettled += sum(g.weight for g, _ in stack)
     return res
+
+
+def _feature_literal(x: object, n_feat: int) -> bool:
+    """A single-feature literal (a Bound on a feature, or a Cat): what narrows a root."""
+    return isinstance(x, nm.Cat) or (isinstance(x, nm.Bound) and x.col != n_feat)
 
 
 def _mentions_confidence(f: object, n_feat: int) -> bool:
