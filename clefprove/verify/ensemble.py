@@ -38,13 +38,13 @@ from clefprove.model.ensemble import Arithmetic, Ensemble, Link, Rule
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, tables
+from clefprove.verify.boxes import Box, LeafBoxes, split_bounds, tables
 
 #: Time budget per invariant when ``--timeout`` is not given (seconds).
 DEFAULT_BUDGET = 60.0
 
 #: Regions decided per batch of exact (engine) decisions.
-BATCH = 64
+BATCH = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,38 +63,74 @@ class Tables:
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
+    """The :class:`Tables` of *model* (computed once, cached on the model object)."""
     hit = model.__dict__.get("_clefprove_ensemble_tables")
     if hit is not None:
         return hit
     n_feat = len(model.features)
-    los, his, vals, trees, feas = [], [], [], [], []
-    cat_feats = [i for i, f in enumerate(model.features) if f.type is FeatureType.CATEGORICAL]
-    cats: dict[int, list[np.ndarray]] = {f: [] for f in cat_feats}
-    cut_lists: list[list[np.ndarray]] = [[] for _ in range(n_feat)]
-    for t in range(model.n_trees):
-        tree = model.tree(t)
-        b = leaf_boxes(tree)
-        rows = tree.nodes["aux"][b.leaves].astype(np.int64)
-        order = np.argsort(rows)
-        los.append(b.lo[order, :n_feat])
-        his.append(b.hi[order, :n_feat])
-        feas.append(b.feasible[order])
-        vals.append(model.values[rows[order]])
-        trees.append(np.full(rows.size, t))
+    nodes = model.nodes
+    offset = np.repeat(model.roots, model.sizes)
+    kind = nodes["kind"]
+    left = nodes["left"].astype(np.int64) + offset
+    right = nodes["right"].astype(np.int64) + offset
+    feat = nodes["feature"].astype(np.int64)
+    numeric = kind == NodeKind.NUMERIC
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
+    dom = Box.domain(model)
+    cat_feats = sorted(dom.cats)
+    # Every tree walked level by level at once (the boxes of leaf_boxes, bit for bit).
+    frontier = model.roots.astype(np.int64)
+    lo = np.tile(dom.lo, (frontier.size, 1))
+    hi = np.tile(dom.hi, (frontier.size, 1))
+    cats = {f: np.tile(dom.cats[f], (frontier.size, 1)) for f in cat_feats}
+    out_nodes, out_lo, out_hi = [], [], []
+    out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cat_feats}
+    while frontier.size:
+        leaf = kind[frontier] == NodeKind.LEAF
+        out_nodes.append(frontier[leaf])
+        out_lo.append(lo[leaf])
+        out_hi.append(hi[leaf])
         for f in cat_feats:
-            m = b.cats.get(f)
-            size = len(model.features[f].values)
-            cats[f].append(m[order] if m is not None else np.ones((rows.size, size), dtype=bool))
-        tab = tables(tree)
-        numeric = tree.nodes["kind"] == NodeKind.NUMERIC
-        feat = tree.nodes["feature"][numeric]
-        for f in np.unique(feat).tolist():
-            cut_lists[f].append(tab.left_hi[numeric][feat == f])
+            out_cats[f].append(cats[f][leaf])
+        fr = frontier[~leaf]
+        k = fr.size
+        lo_i, hi_i = lo[~leaf], hi[~leaf]
+        frontier = np.concatenate([left[fr], right[fr]])
+        lo, hi = np.concatenate([lo_i, lo_i]), np.concatenate([hi_i, hi_i])
+        num = np.flatnonzero(numeric[fr])
+        fn = feat[fr[num]]
+        hi[num, fn] = np.minimum(hi[num, fn], left_hi[fr[num]])
+        lo[num + k, fn] = np.maximum(lo[num + k, fn], right_lo[fr[num]])
+        new = {}
+        for f in cat_feats:
+            m = cats[f][~leaf]
+            m2 = np.concatenate([m, m])
+            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (feat[fr] == f))
+            if rows.size:
+                width = m.shape[1]
+                member = model.membership[
+                    nodes["aux"][fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+                ].astype(bool)
+                m2[rows] &= member
+                m2[rows + k] &= ~member
+            new[f] = m2
+        cats = new
+    leaves = np.concatenate(out_nodes)
+    order = np.argsort(leaves, kind="stable")  # global node order = value-row order
+    leaves = leaves[order]
+    lo_all, hi_all = np.concatenate(out_lo)[order], np.concatenate(out_hi)[order]
+    cats_all = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
+    feasible = np.all(lo_all <= hi_all, axis=1)
+    for m in cats_all.values():
+        feasible &= m.any(axis=1)
+    rows = nodes["aux"][leaves].astype(np.int64)
+    assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
+    tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
     cuts = []
     for i, f in enumerate(model.features):
-        c = np.unique(np.concatenate(cut_lists[i])) if cut_lists[i] else np.empty(0)
+        c = np.unique(left_hi[numeric & (feat == i)])
         cuts.append(c[(c >= f.min) & (c < f.max)])
-    sizes = np.array([v.shape[0] for v in vals])
     flat = Model(
         name=model.name,
         version=model.version,
@@ -106,16 +142,10 @@ def ensemble_tables(model: Ensemble) -> Tables:
         sha256=model.sha256,
         size=model.size,
     )
+    starts = np.searchsorted(tree, np.arange(model.n_trees), side="left").astype(np.int64)
     out = Tables(
-        np.concatenate(los),
-        np.concatenate(his),
-        {f: np.concatenate(v) for f, v in cats.items()},
-        np.concatenate(vals),
-        np.concatenate(trees),
-        np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64),
-        np.concatenate(feas),
-        tuple(cuts),
-        flat,
+        lo_all, hi_all, cats_all, np.asarray(model.values, dtype=np.float64), tree, starts,
+        feasible, tuple(cuts), flat,
     )
     object.__setattr__(model, "_clefprove_ensemble_tables", out)
     return out
@@ -387,7 +417,7 @@ def search(
         for r in range(len(regions)):
             if pv.status[r] == eg.VIOLATED:
                 res.n_violating += 1
-                if len(res.violating) < want + 16:
+                if len(res.violating) < want + 2:
                     x = eg.witness(tab.flat, prep, pv, r, settings)
                     res.violating.append((x, int(acts[r]), float(conf[r])))
             elif pv.status[r] == eg.UNKNOWN:
