@@ -2,7 +2,7 @@
 PYTHON ?= python3
 APT_PACKAGES := coq chromium
 
-.PHONY: setup test lint bench demo
+.PHONY: setup test quick lint bench demo
 
 setup:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -13,6 +13,10 @@ setup:
 	$(PYTHON) -m pip install -q -e '.[test]'
 
 test: setup
+	$(PYTHON) -m pytest --all
+
+# the default tier only (no slow tests, quick Hypothesis profile); see tests/README.md
+quick: setup
 	$(PYTHON) -m pytest
 
 lint:

@@ -56,8 +56,8 @@ def naive(model, inv) -> bool:
     import z3
 
     from clefprove.dsl import checked as ck
+    from clefprove.geometry.boxes import path_to
     from clefprove.smt.paths import Limits, _Encoder
-    from clefprove.verify.boxes import path_to
 
     enc = _Encoder(model, Limits())
     base = enc.solver.assertions()

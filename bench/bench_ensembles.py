@@ -84,7 +84,7 @@ def _clefprove(kind, clf, path, spec_path, feats, lo, hi, c, timeout):
     import clefprove
     from clefprove.dsl.loader import parse_text
     from clefprove.model.importers import import_model
-    from clefprove.verify import engine as eg
+    from clefprove.verify.options import CheckOptions
     from clefprove.verify.ensemble import check_ensemble_invariant
 
     t0 = time.perf_counter()
@@ -96,7 +96,7 @@ def _clefprove(kind, clf, path, spec_path, feats, lo, hi, c, timeout):
         f"f{j} >= {float(a)!r} and f{j} <= {float(b)!r}" for j, (a, b) in enumerate(zip(lo, hi))
     )
     inv = parse_text(f"invariant box:\n  when {cond}\n  ensure action == class_{c}\n", model)
-    res = check_ensemble_invariant(model, inv.invariants[0], eg.Settings(timeout=timeout), 1)
+    res = check_ensemble_invariant(model, inv.invariants[0], CheckOptions(timeout=timeout), 1)
     seconds = time.perf_counter() - t0
     confirmed = True
     for cex in res.counterexamples:

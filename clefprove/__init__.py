@@ -1,14 +1,29 @@
 """clefprove: prove that Clef decision-tree models obey safety invariants for every input.
 
-The public API is imported lazily so that ``clefprove --help`` starts fast.
+The public API is imported lazily so that ``clefprove --help`` starts fast; type checkers,
+``dir()`` and ``help()`` see it all the same.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from clefprove.version import __version__
 
+if TYPE_CHECKING:
+    from clefprove.dsl.loader import load_invariants
+    from clefprove.errors import ClefproveError
+    from clefprove.eval.evaluator import Evaluator
+    from clefprove.model.clef import load, load_bytes
+    from clefprove.model.importers import import_model
+    from clefprove.model.sklearn import from_sklearn
+    from clefprove.model.source import compile_source, load_source
+    from clefprove.model.types import Model
+    from clefprove.verify.api import check
+    from clefprove.verify.verdicts import Report
+
+#: Public name -> the module that defines it (imported on first use).
 _API = {
     "load": "clefprove.model.clef",
     "load_bytes": "clefprove.model.clef",
@@ -16,19 +31,39 @@ _API = {
     "load_source": "clefprove.model.source",
     "from_sklearn": "clefprove.model.sklearn",
     "import_model": "clefprove.model.importers",
+    "Model": "clefprove.model.types",
     "Evaluator": "clefprove.eval.evaluator",
     "load_invariants": "clefprove.dsl.loader",
     "check": "clefprove.verify.api",
     "Report": "clefprove.verify.verdicts",
+    "ClefproveError": "clefprove.errors",
 }
 
-__all__ = ["__version__", *_API]
+__all__ = [
+    "ClefproveError",
+    "Evaluator",
+    "Model",
+    "Report",
+    "__version__",
+    "check",
+    "compile_source",
+    "from_sklearn",
+    "import_model",
+    "load",
+    "load_bytes",
+    "load_invariants",
+    "load_source",
+]
 
 
 def __getattr__(name: str) -> Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'clefprove' has no attribute {name!r}")
-    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
 
-    return getattr(importlib.import_module(module), name)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     # --smtlib asks for every solver query, so nothing may be answered from the cache.
     cache = None
     if args.smtlib is None:
-        from clefprove.incremental.store import cache_from_args
+        from clefprove.incremental.cache import cache_from_args
 
         cache = cache_from_args(args)
     try:

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
     p.add_argument("--counterexamples", type=int, default=3, metavar="K")
-    # The same options as clefprove.incremental.store.add_cache_arguments, without importing
+    # The same options as clefprove.incremental.cache.add_cache_arguments, without importing
     # sqlite3 on every start of the CLI.
     cache = p.add_mutually_exclusive_group()
     cache.add_argument(
@@ -37,10 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.app.gate import render_text, run_gate
     from clefprove.cli.options import check_limits
     from clefprove.cli.output import emit
-    from clefprove.incremental.gate import render_text, run_gate
-    from clefprove.incremental.store import cache_from_args
+    from clefprove.incremental.cache import cache_from_args
     from clefprove.verify.engine import default_jobs
 
     check_limits(args)

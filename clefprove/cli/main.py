@@ -16,11 +16,14 @@ from collections.abc import Sequence
 
 from clefprove.cli.output import discard_stdout
 from clefprove.errors import ClefproveError
+from clefprove.status import ExitCode
 
-EXIT_OK = 0
-EXIT_VIOLATED = 1
-EXIT_USAGE = 2
-EXIT_UNKNOWN = 3
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
+    ExitCode.OK,
+    ExitCode.VIOLATED,
+    ExitCode.USAGE,
+    ExitCode.UNKNOWN,
+)
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -46,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from clefprove import __version__
+    from clefprove.version import __version__
 
     parser = _Parser(
         prog="clefprove",

@@ -20,10 +20,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 
 from clefprove.coq_export import mirror
+from clefprove.coq_export.library import LIBRARY, library_text
 from clefprove.coq_export.render import (
     Ctx,
     Namer,
@@ -54,11 +54,11 @@ from clefprove.coq_export.terms import (
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
 from clefprove.model.types import Feature, Model
+from clefprove.status import Certificate
 
 #: Library files, in dependency order (package data, copies of coq/*.v).
-LIBRARY = ("ClefSyntax.v", "ClefCheck.v")
 
-PROVED, REFUTED, SKIPPED = "proved", "refuted", "not exported"
+PROVED, REFUTED, SKIPPED = Certificate.PROVED, Certificate.REFUTED, Certificate.SKIPPED
 
 #: Names derived from an invariant's identifier in Invariants.v.
 SUFFIXES = (
@@ -160,11 +160,6 @@ class Export:
         finally:
             for tmp, _ in staged:
                 Path(tmp).unlink(missing_ok=True)
-
-
-def library_text(name: str) -> str:
-    """The text of a library file shipped as package data (``coqlib/``)."""
-    return resources.files("clefprove.coq_export").joinpath("coqlib", name).read_text()
 
 
 def export_coq(

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from clefprove.coq_export.library import LIBRARY, library_text
 from clefprove.coq_export.terms import (
     CONF,
     CFormula,
@@ -44,8 +45,6 @@ _IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 def _library_identifiers() -> frozenset[str]:
     """Every identifier used in the code (not the comments) of the Coq library."""
-    from clefprove.coq_export.export import LIBRARY, library_text
-
     names: set[str] = set()
     for lib in LIBRARY:
         text = library_text(lib)

@@ -11,10 +11,13 @@ A variable is a feature index (``>= 0``) or :data:`CONFIDENCE`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+
+from clefprove.memo import Derived
 
 #: Variable id of the decision's confidence inside a :class:`Linear` term.
 CONFIDENCE = -1
@@ -132,6 +135,10 @@ class CheckedInvariant:
     column: int
     when: Formula
     ensure: Formula | Relational
+    #: The invariant's text exactly as it was parsed (reports quote it; not part of its meaning).
+    source: str | None = field(default=None, compare=False, repr=False)
+    #: What later stages derive from this invariant (normal forms per domain), kept here.
+    derived: Derived = field(default_factory=Derived, compare=False, repr=False)
 
     @property
     def is_relational(self) -> bool:
@@ -142,7 +149,7 @@ class CheckedInvariant:
         """A canonical text of the checked form (names, positions and layout excluded)."""
         return f"(invariant (when {canonical(self.when)}) (ensure {canonical(self.ensure)}))"
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         """SHA-256 of :attr:`canonical`: the cache key of this invariant's meaning."""
         return hashlib.sha256(self.canonical.encode()).hexdigest()
@@ -154,6 +161,17 @@ class CheckedProgram:
 
     invariants: tuple[CheckedInvariant, ...]
     severity: tuple[int, ...] | None = None  # action indices, lowest severity first
+    #: Every file of the run, with the text that was parsed (the source map of the invariants).
+    sources: tuple[SourceFile, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One invariant file as it was read: its path, its text and the SHA-256 of its bytes."""
+
+    path: str
+    text: str
+    sha256: str
 
 
 def _frac(q: Fraction) -> str:
@@ -208,3 +226,15 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
         case Or(args):
             return any(evaluate(a, x, action, confidence) for a in args)
     raise TypeError(f"not a checked formula: {formula!r}")
+
+
+def related(rel: Relational, a: float, b: float) -> bool:
+    """Exact relation between the f-values of x and x' (monotone: a < b)."""
+    match rel:
+        case Monotone():
+            return a < b
+        case Stable(_, delta):
+            return abs(Fraction(a) - Fraction(b)) <= delta
+        case Independent():
+            return a != b
+    raise TypeError(f"not a relational form: {rel!r}")

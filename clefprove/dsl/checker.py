@@ -9,6 +9,7 @@ collected as a :class:`~clefprove.dsl.errors.Diagnostic`; see docs/dsl.md for th
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -212,6 +213,7 @@ class Checker:
         seen: dict[str, ast.Pos] = {}
         for program in programs:
             self._enter_file(program)
+            starts = sorted({item.pos.line for item in program.items})
             for item in program.items:
                 if isinstance(item, ast.Let):
                     self._let_value(item.name.name)
@@ -228,8 +230,21 @@ class Checker:
                         seen[name] = item.name.pos
                     result = self._invariant(item)
                     if result is not None:
-                        invariants.append(result)
+                        text = self._item_text(program.file, item.pos.line, starts)
+                        invariants.append(dataclasses.replace(result, source=text))
         return ck.CheckedProgram(tuple(invariants), self.severity)
+
+    def _item_text(self, file: str, line: int, starts: Sequence[int]) -> str | None:
+        """The text of the item starting on *line*: up to the next item, without the blank and
+        comment lines that end it."""
+        lines = self.sources.get(file)
+        if lines is None or not 1 <= line <= len(lines):
+            return None
+        end = next((s for s in starts if s > line), len(lines) + 1)
+        block = lines[line - 1 : end - 1]
+        while block and (not block[-1].strip() or block[-1].lstrip().startswith("#")):
+            block.pop()
+        return "\n".join(block)
 
     def _severity(self, programs: Sequence[ast.Program]) -> None:
         first: ast.Severity | None = None

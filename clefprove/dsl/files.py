@@ -45,14 +45,17 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of an invariant file; an unreadable file is one line."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
 def read_text(path: str | os.PathLike[str]) -> str:
     """The text of an invariant file; undecodable UTF-8 is a DSL error at its position."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ClefproveError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    return decode(data, name)
+    return decode(read_bytes(path), str(path))
 
 
 def decode(data: bytes, file: str) -> str:

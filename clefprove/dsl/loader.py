@@ -10,14 +10,16 @@ plain :class:`~clefprove.errors.ClefproveError` with one line.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 from collections.abc import Sequence
 
 from clefprove.dsl.ast import Program
-from clefprove.dsl.checked import CheckedProgram
+from clefprove.dsl.checked import CheckedProgram, SourceFile
 from clefprove.dsl.checker import Checker
 from clefprove.dsl.errors import Diagnostic, DslError
-from clefprove.dsl.files import SUFFIX, decode, expand_paths, read_text
+from clefprove.dsl.files import SUFFIX, decode, expand_paths, read_bytes, read_text
 from clefprove.dsl.parser import parse_partial
 from clefprove.model.types import Model
 
@@ -37,25 +39,26 @@ def parse_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Program],
     programs, sources, _, _, diagnostics = _parse_all(paths)
     if diagnostics:
         raise DslError(diagnostics)
-    return programs, sources
+    return programs, {f: s.text for f, s in sources.items()}
 
 
 def _parse_all(
     paths: Sequence[str | os.PathLike[str]],
-) -> tuple[list[Program], dict[str, str], dict[str, frozenset[str]], bool, list[Diagnostic]]:
+) -> tuple[list[Program], dict[str, SourceFile], dict[str, frozenset[str]], bool, list[Diagnostic]]:
     programs: list[Program] = []
-    sources: dict[str, str] = {}
+    sources: dict[str, SourceFile] = {}
     broken: dict[str, frozenset[str]] = {}
     broken_severity = False
     diagnostics: list[Diagnostic] = []
     for path in expand_paths(paths):
         name = str(path)
         try:
-            text = read_text(path)
+            data = read_bytes(path)
+            text = decode(data, name)
         except DslError as exc:
             diagnostics.extend(exc.diagnostics)
             continue
-        sources[name] = text
+        sources[name] = SourceFile(name, text, hashlib.sha256(data).hexdigest())
         result = parse_partial(text, name)
         programs.append(result.program)
         diagnostics.extend(result.diagnostics)
@@ -66,13 +69,13 @@ def _parse_all(
 
 def _check(
     programs: list[Program],
-    sources: dict[str, str],
+    sources: dict[str, SourceFile],
     broken: dict[str, frozenset[str]],
     broken_severity: bool,
     syntax: list[Diagnostic],
     model: Model,
 ) -> CheckedProgram:
-    checker = Checker(model, sources, broken, broken_severity)
+    checker = Checker(model, {f: s.text for f, s in sources.items()}, broken, broken_severity)
     result = checker.check(programs)
     if syntax or checker.diagnostics:
         order = {name: i for i, name in enumerate(sources)}
@@ -81,7 +84,7 @@ def _check(
             key=lambda d: (order.get(d.file, len(order)), d.line, d.column),
         )
         raise DslError(everything)
-    return result
+    return dataclasses.replace(result, sources=tuple(sources.values()))
 
 
 def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> CheckedProgram:
@@ -97,9 +100,10 @@ def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> Ch
 def parse_text(text: str, model: Model, file: str = "<string>") -> CheckedProgram:
     """Parse and type-check the text of one invariant file against *model*."""
     result = parse_partial(text, file)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return _check(
         [result.program],
-        {file: text},
+        {file: SourceFile(file, text, digest)},
         {file: result.broken},
         result.broken_severity,
         list(result.diagnostics),

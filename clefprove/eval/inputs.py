@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -152,15 +151,9 @@ class RecordEncoder:
         return msg
 
 
-_ENCODERS: weakref.WeakKeyDictionary[Model, RecordEncoder] = weakref.WeakKeyDictionary()
-
-
 def encoder_for(model: Model) -> RecordEncoder:
-    """The (cached) :class:`RecordEncoder` of *model*."""
-    enc = _ENCODERS.get(model)
-    if enc is None:
-        enc = _ENCODERS[model] = RecordEncoder(model)
-    return enc
+    """The :class:`RecordEncoder` of *model* (built once, kept by the model)."""
+    return model.derived.get(("eval.encoder",), lambda: RecordEncoder(model))
 
 
 def encode_record(model: Model, record: Mapping[str, Any]) -> np.ndarray:

@@ -20,7 +20,7 @@ of the model:
    it answered before), unknown ones -- is decided by :func:`clefprove.verify.engine.decide`
    as in a fresh run (:func:`reuse`).
 
-The verdicts come with a :class:`~clefprove.verify.boxes.LazyLeafBoxes`: every leaf is listed,
+The verdicts come with a :class:`~clefprove.geometry.boxes.LazyLeafBoxes`: every leaf is listed,
 and the box of a leaf is only computed when a counterexample is built from it.
 
 Why that is sound: the outcome on a leaf is a function of its box, its action and confidence,
@@ -38,9 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clefprove.model.types import NODE_DTYPE, Model, NodeKind
-from clefprove.verify import engine as eg
-from clefprove.verify.boxes import (
+from clefprove.geometry.boxes import (
     LazyLeafBoxes,
     LeafBoxes,
     boxes_of,
@@ -48,6 +46,9 @@ from clefprove.verify.boxes import (
     leaf_boxes,
     links,
 )
+from clefprove.model.types import NODE_DTYPE, Model, NodeKind
+from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 
 _MAGIC = b"CLFTREE3"
 #: magic, nodes, membership bytes; padded to 24 bytes so that the node records are aligned.
@@ -339,7 +340,7 @@ def reuse(
     al: Alignment,
     old: LeafOutcomes,
     boxes_for: Callable[[np.ndarray], LeafBoxes],
-    settings: eg.Settings,
+    settings: CheckOptions,
 ) -> tuple[eg.PathVerdicts, int]:
     """Outcomes of *prep* on every leaf of the new model, reusing the old outcome of each
     unchanged leaf where it is a fact about its box; *boxes_for(leaves)* gives the boxes of

@@ -29,12 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.geometry.boxes import empty_rows, leaf_boxes, step_down
 from clefprove.incremental import graph as gr
-from clefprove.incremental.frontier import empty_rows, expand
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import leaf_boxes
 
 
 @dataclass(frozen=True)
@@ -226,7 +225,7 @@ def _intersections(old: Model, new: Model) -> tuple[np.ndarray, ...]:
         if not inner.any():
             break
         src = new_leaf[inner]
-        node, lo, hi, cats = expand(
+        node, lo, hi, cats = step_down(
             old, node[inner], lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
         )
         new_leaf = np.concatenate([src, src])

@@ -118,7 +118,7 @@ def _same_split(om: Model, a: Node, nm: Model, b: Node) -> bool:
 
 
 def _path_in(model: Model, index: int) -> tuple[str, ...]:
-    from clefprove.verify.boxes import path_to
+    from clefprove.geometry.boxes import path_to
 
     return tuple(condition(model, n, left) for n, left in path_to(model, index))
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,9 +35,6 @@ import numpy as np
 from clefprove.model.types import FeatureType, Model, NodeKind
 
 HASH_BYTES = 32
-
-_HASHES: weakref.WeakKeyDictionary[Model, np.ndarray] = weakref.WeakKeyDictionary()
-_CONTENT: weakref.WeakKeyDictionary[Model, str] = weakref.WeakKeyDictionary()
 
 #: Width of one split record: tag, name digest, threshold or set digest, two child hashes.
 _SPLIT_WIDTH = 1 + 32 + 32 + 32 + 32
@@ -78,10 +74,11 @@ def _set_tokens(model: Model, idx: np.ndarray) -> np.ndarray:
 
 
 def subtree_hashes(model: Model) -> np.ndarray:
-    """(N, 32) uint8: the Merkle hash of the subtree rooted at every node (memoised per model)."""
-    cached = _HASHES.get(model)
-    if cached is not None:
-        return cached
+    """(N, 32) uint8: the Merkle hash of the subtree rooted at every node (kept by the model)."""
+    return model.derived.get(("incremental.hashes",), lambda: _subtree_hashes(model))
+
+
+def _subtree_hashes(model: Model) -> np.ndarray:
     nodes = model.nodes
     n = model.n_nodes
     kind = nodes["kind"]
@@ -136,7 +133,6 @@ def subtree_hashes(model: Model) -> np.ndarray:
         hashes = b"".join(_h(buf[k * w : (k + 1) * w]) for k in range(idx.size))
         out[idx] = np.frombuffer(hashes, dtype=np.uint8).reshape(-1, HASH_BYTES)
     out.setflags(write=False)
-    _HASHES[model] = out
     return out
 
 
@@ -145,14 +141,12 @@ def hexes(hashes: np.ndarray) -> list[str]:
     return [bytes(r).hex() for r in hashes]
 
 
-_COUNTS: weakref.WeakKeyDictionary[Model, np.ndarray] = weakref.WeakKeyDictionary()
-
-
 def leaf_counts(model: Model) -> np.ndarray:
-    """(N,) int64: the number of leaves below every node (1 for a leaf; memoised per model)."""
-    cached = _COUNTS.get(model)
-    if cached is not None:
-        return cached
+    """(N,) int64: the number of leaves below every node (1 for a leaf; kept by the model)."""
+    return model.derived.get(("incremental.leaf_counts",), lambda: _leaf_counts(model))
+
+
+def _leaf_counts(model: Model) -> np.ndarray:
     nodes = model.nodes
     kind = nodes["kind"]
     depth = nodes["depth"].astype(np.int64)
@@ -164,7 +158,6 @@ def leaf_counts(model: Model) -> np.ndarray:
         idx = np.flatnonzero(split & (depth == d))
         count[idx] = count[left[idx]] + count[right[idx]]
     count.setflags(write=False)
-    _COUNTS[model] = count
     return count
 
 
@@ -196,16 +189,15 @@ def domain_digest(model: Model, severity: Sequence[int] | None = None) -> str:
 
 def content_digest(model: Model) -> str:
     """Digest of everything a check result can depend on: domain with defaults, nodes, sets."""
-    cached = _CONTENT.get(model)
-    if cached is not None:
-        return cached
+    return model.derived.get(("incremental.content",), lambda: _content_digest(model))
+
+
+def _content_digest(model: Model) -> str:
     h = hashlib.sha256(b"content\0")
     h.update(_domain_json(model, None, True))
     h.update(memoryview(np.ascontiguousarray(model.nodes)).cast("B"))
     h.update(memoryview(np.ascontiguousarray(model.membership)).cast("B"))
-    out = h.hexdigest()
-    _CONTENT[model] = out
-    return out
+    return h.hexdigest()
 
 
 def context_digests(
@@ -214,7 +206,7 @@ def context_digests(
     """One key per row: sha256(subtree hash + canonical context box).
 
     The box is canonical because bounds are already tightened to each feature's value set
-    (see :mod:`clefprove.verify.boxes`): equal sets of inputs give equal bounds, whatever path
+    (see :mod:`clefprove.geometry.boxes`): equal sets of inputs give equal bounds, whatever path
     reached them.  ``-0.0`` is written as ``0.0``; every empty box is written the same way.
     """
     k = hashes.shape[0]

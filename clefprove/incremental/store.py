@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Self
 
 from clefprove.errors import ClefproveError
 
@@ -88,7 +89,7 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
-class ProofCache:
+class CacheStore:
     """A proof cache in *directory* (created if missing).  See the module docstring."""
 
     def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR) -> None:
@@ -204,7 +205,7 @@ class ProofCache:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> ProofCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -358,46 +359,7 @@ class ProofCache:
         except sqlite3.DatabaseError as exc:
             raise CacheCorrupt(str(exc)) from exc
 
-    # ------------------------------------------------------------ the check hook
-
-    def check_program(self, model, program, settings, counterexamples):  # type: ignore[no-untyped-def]
-        """The hook :func:`clefprove.verify.api.check` calls when given ``cache=``: the
-        results of every invariant of *program*, reusing proofs (see
-        :mod:`clefprove.incremental.walk`)."""
-        from clefprove.incremental.walk import check_program
-
-        return check_program(self, model, program, settings, counterexamples)
-
 
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
-
-
-def open_cache(
-    directory: str | os.PathLike[str] | None, disabled: bool = False
-) -> ProofCache | None:
-    """The CLI's ``--cache DIR`` / ``--no-cache``: a cache in *directory* (default: the
-    ``CLEFPROVE_CACHE`` environment variable, else :data:`DEFAULT_DIR`), or None when disabled."""
-    if disabled:
-        return None
-    return ProofCache(directory or os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR)
-
-
-def add_cache_arguments(parser: object) -> None:
-    """Add ``--cache DIR`` and ``--no-cache`` to an argparse parser (check, gate)."""
-    group = parser.add_mutually_exclusive_group()  # type: ignore[attr-defined]
-    group.add_argument(
-        "--cache",
-        metavar="DIR",
-        default=None,
-        help=f"proof cache directory (default {DEFAULT_DIR})",
-    )
-    group.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the proof cache"
-    )
-
-
-def cache_from_args(args: object) -> ProofCache | None:
-    """The cache selected by ``--cache`` / ``--no-cache`` (see :func:`add_cache_arguments`)."""
-    return open_cache(getattr(args, "cache", None), bool(getattr(args, "no_cache", False)))

@@ -17,7 +17,7 @@ For the invariants of one run (docs/incremental.md has the whole story):
    looked up once for all of them (one query per level).  Where an invariant's proof is found,
    the whole subtree is skipped without descending (its leaves count as ``paths_reused``);
    where none is, the walk descends, tightening the context box exactly as
-   :func:`clefprove.verify.boxes.leaf_boxes` does.  A node with an empty context box has no
+   :func:`clefprove.geometry.boxes.leaf_boxes` does.  A node with an empty context box has no
    input: its leaves are infeasible, safe, and counted as checked.  Single leaves proved by Z3
    are looked up among the leaves that missed.
 5. The remaining leaves are decided by the ordinary engine (:func:`~clefprove.verify.engine.
@@ -45,30 +45,30 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import delta, merkle
-from clefprove.incremental.frontier import empty_rows, expand
-from clefprove.incremental.store import CacheCorrupt
-from clefprove.model.types import Model, NodeKind
-from clefprove.verify import api
-from clefprove.verify import engine as eg
-from clefprove.verify import normal as nm
-from clefprove.verify.boxes import (
+from clefprove.geometry.boxes import (
     Box,
     LeafBoxes,
     boxes_of,
     complete_boxes,
+    empty_rows,
     leaf_boxes,
+    step_down,
     tables,
 )
+from clefprove.incremental import delta, merkle
+from clefprove.incremental.store import CacheCorrupt, CacheStore
+from clefprove.model.types import Model, NodeKind
+from clefprove.status import Verdict
+from clefprove.verify import api
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
-
-if TYPE_CHECKING:
-    from clefprove.incremental.store import ProofCache
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -76,25 +76,14 @@ MIN_PROOF_LEAVES = 8
 
 
 def _version() -> str:
-    from clefprove import __version__
     from clefprove.verify.engine import ENGINE_REVISION
+    from clefprove.version import __version__
 
     return f"{__version__}+engine{ENGINE_REVISION}"
 
 
-_DIGESTS: dict[int, tuple[ck.CheckedInvariant, str]] = {}
-
-
 def _digest(invariant: ck.CheckedInvariant) -> str:
-    """``invariant.digest``, memoised per object (it re-renders the canonical form)."""
-    hit = _DIGESTS.get(id(invariant))
-    if hit is not None and hit[0] is invariant:
-        return hit[1]
-    if len(_DIGESTS) > 4096:
-        _DIGESTS.clear()
-    d = invariant.digest
-    _DIGESTS[id(invariant)] = (invariant, d)
-    return d
+    return invariant.digest
 
 
 def scope_key(invariant: ck.CheckedInvariant, domain: str) -> bytes:
@@ -107,11 +96,11 @@ def result_key(
     invariant: ck.CheckedInvariant,
     counterexamples: int,
     content: str,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
 ) -> bytes:
-    """Key of a whole result: also names, positions, K and the solver settings, which can all
-    show in a result (a witness found by Z3 depends on how the queries were grouped)."""
-    st = settings or eg.Settings()
+    """Key of a whole result: also names, positions and every option that can show in a
+    result (:attr:`CheckOptions.result_identity`: K, the limits, how queries were grouped)."""
+    st = dataclasses.replace(settings or CheckOptions(), counterexamples=counterexamples)
     ident = json.dumps(
         [
             invariant.name,
@@ -119,12 +108,7 @@ def result_key(
             invariant.file,
             invariant.line,
             invariant.column,
-            counterexamples,
-            st.timeout,
-            st.rlimit,
-            st.jobs,
-            st.dnf_cap,
-            st.shortcuts,
+            st.result_identity,
         ]
     )
     text = f"result\0{_digest(invariant)}\0{ident}\0{content}\0{_version()}"
@@ -151,7 +135,7 @@ class _Walk:
     inner_keys: list[list[bytes]]
 
 
-def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
+def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
     kind = model.nodes["kind"]
@@ -213,9 +197,9 @@ def _walk(cache: ProofCache, model: Model, scopes: list[bytes]) -> _Walk:
         w.inner_nodes.append(fr)
         w.inner_active.append(active[inner])
         w.inner_keys.append([k for k, t in zip(keys, inner.tolist(), strict=True) if t])  # type: ignore[misc]
-        # Children: the same exact tightening as clefprove.verify.boxes.leaf_boxes.
+        # Children: the same exact tightening as clefprove.geometry.boxes.leaf_boxes.
         act_i = active[inner]
-        frontier, lo, hi, cats = expand(
+        frontier, lo, hi, cats = step_down(
             model, fr, lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
         )
         active = np.concatenate([act_i, act_i])
@@ -331,6 +315,7 @@ def _from_json(text: str, seconds: float) -> InvariantResult:
         for c in d["counterexamples"]
     )
     d["warnings"] = tuple(d["warnings"])
+    d["status"] = Verdict(d["status"])
     return InvariantResult(
         **d, seconds=seconds, paths_checked=0, paths_reused=total, solver_paths=0
     )
@@ -384,10 +369,10 @@ def _storable(res: InvariantResult) -> bool:
 
 
 def _vacuity(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     prep: eg.Prepared,
-    settings: eg.Settings,
+    settings: CheckOptions,
     domain: str,
     out: _Out,
     per_leaf: Callable[[eg.Prepared], eg.PathVerdicts] | None = None,
@@ -454,21 +439,41 @@ class _NoLookup:
         return {}
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What one incremental check shares between its stages (against the last version, the
+    subtree walk, the fresh decision): the inputs, the keys, and where results go."""
+
+    cache: CacheStore
+    domain: str
+    model: Model
+    invs: tuple[ck.CheckedInvariant, ...]
+    scopes: dict[int, bytes]
+    hkeys: dict[int, bytes]
+    rkeys: list[bytes]
+    settings: CheckOptions
+    results: list[InvariantResult | None]  # filled in place, one slot per invariant
+    out: _Out  # rows to store at the end
+    leaf_keys: _LeafKeys
+    snap: _Snapshots
+
+    @property
+    def counterexamples(self) -> int:
+        return self.settings.counterexamples
+
+
 def _decide_every_leaf(
-    cache: ProofCache,
-    domain: str,
-    model: Model,
+    run: _Run,
     prep: eg.Prepared,
     boxes: LeafBoxes,
-    settings: eg.Settings,
-    counterexamples: int,
     t0: float,
-    out: _Out,
     known: bool | None = None,
 ) -> tuple[InvariantResult, eg.PathVerdicts, delta.LeafOutcomes]:
-    """*prep* decided on *boxes* (every leaf of *model*) as in a fresh run: the result, the
+    """*prep* decided on *boxes* (every leaf of the model) as in a fresh run: the result, the
     verdicts, and the outcomes to keep for the next version (with the vacuity of ``when``
     where it was decided; *known* is an answer kept from before)."""
+    cache, domain, model, settings, out = run.cache, run.domain, run.model, run.settings, run.out
+    counterexamples = run.counterexamples
     pv = eg.decide(model, prep, boxes, settings)
     when: list[delta.LeafOutcomes] = []
     answers: list[bool] = []
@@ -492,115 +497,97 @@ def _decide_every_leaf(
 
 
 def _fresh(
-    cache: ProofCache,
-    domain: str,
-    model: Model,
-    invs: tuple[ck.CheckedInvariant, ...],
+    run: _Run,
     todo: list[int],
-    scopes: dict[int, bytes],
-    hkeys: dict[int, bytes],
-    rkeys: list[bytes],
-    settings: eg.Settings,
-    counterexamples: int,
-    results: list[InvariantResult | None],
-    out: _Out,
-    leaf_keys: _LeafKeys,
-    snap: _Snapshots,
 ) -> None:
     """Invariants that never needed Z3: the vectorised box stages decide every leaf faster
     than subtree hashes and lookups could skip them, so they are decided as in a fresh run.
     When one turns out to need Z3, its proofs are stored (and a hint, so that next time it
     takes the subtree walk)."""
-    full = snap.full_boxes()
+    full = run.snap.full_boxes()
     learn: list[tuple[int, eg.PathVerdicts]] = []
     for i in todo:
         t0 = time.perf_counter()
-        prep = eg.prepare(model, invs[i], settings.dnf_cap)
-        res, pv, snap.outcomes[i] = _decide_every_leaf(
-            cache, domain, model, prep, full, settings, counterexamples, t0, out
-        )
-        results[i] = res
+        prep = eg.prepare(run.model, run.invs[i], run.settings.dnf_cap)
+        res, pv, run.snap.outcomes[i] = _decide_every_leaf(run, prep, full, t0)
+        run.results[i] = res
         if _storable(res):
-            out.whole.append((rkeys[i], _to_json(res)))
+            run.out.whole.append((run.rkeys[i], _to_json(res)))
         if pv.solver_paths:
-            snap.wanted = True
+            run.snap.wanted = True
             learn.append((i, pv))
-            out.whole.append((hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
+            run.out.whole.append((run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
     if learn:
-        w = _walk(_NoLookup(), model, [scopes[i] for i, _ in learn])  # type: ignore[arg-type]
+        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])  # type: ignore[arg-type]
         for j, (i, pv) in enumerate(learn):
-            out.proofs.extend(
-                (k, scopes[i], c) for k, c in _safe_proofs(model, w, j, pv.boxes, pv.status)
+            run.out.proofs.extend(
+                (k, run.scopes[i], c) for k, c in _safe_proofs(run.model, w, j, pv.boxes, pv.status)
             )
             solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
             if solved.size:
-                keys = leaf_keys.get(model, pv.boxes.take(solved))
-                out.proofs.extend((k, scopes[i], 1) for k in keys)
+                keys = run.leaf_keys.get(run.model, pv.boxes.take(solved))
+                run.out.proofs.extend((k, run.scopes[i], 1) for k in keys)
 
 
 def _walked(
-    cache: ProofCache,
-    domain: str,
-    model: Model,
-    invs: tuple[ck.CheckedInvariant, ...],
+    run: _Run,
     todo: list[int],
-    scopes: dict[int, bytes],
-    rkeys: list[bytes],
-    settings: eg.Settings,
-    counterexamples: int,
-    results: list[InvariantResult | None],
-    out: _Out,
-    leaf_keys: _LeafKeys,
-    snap: _Snapshots,
 ) -> None:
     """Invariants that needed Z3: one shared walk skips every subtree already proved."""
-    sc = [scopes[i] for i in todo]
-    walk = _walk(cache, model, sc)
+    sc = [run.scopes[i] for i in todo]
+    walk = _walk(run.cache, run.model, sc)
     for j, i in enumerate(todo):
         t0 = time.perf_counter()
-        inv = invs[i]
-        prep = eg.prepare(model, inv, settings.dnf_cap)
-        boxes = _boxes_for(model, walk, j)
+        inv = run.invs[i]
+        prep = eg.prepare(run.model, inv, run.settings.dnf_cap)
+        boxes = _boxes_for(run.model, walk, j)
         reused = int(walk.reused[j])
         if boxes.size and walk.reused.any():
             # Single leaves proved by Z3 earlier (only those are stored: see below).
-            keys = leaf_keys.get(model, boxes)
-            found = cache.lookup_subtrees(keys)
+            keys = run.leaf_keys.get(run.model, boxes)
+            found = run.cache.lookup_subtrees(keys)
             if found:
                 hit = np.array([found.get((k, sc[j])) == 1 for k in keys], dtype=bool)
                 reused += int(hit.sum())
                 boxes = boxes.take(~hit)
-        pv = eg.decide(model, prep, boxes, settings)
-        vac = _vacuity(cache, model, prep, settings, domain, out)
+        pv = eg.decide(run.model, prep, boxes, run.settings)
+        vac = _vacuity(run.cache, run.model, prep, run.settings, run.domain, run.out)
         res = api.finish(
-            model, prep, pv, settings, counterexamples, t0, paths_reused=reused, vacuity=vac
+            run.model,
+            prep,
+            pv,
+            run.settings,
+            run.counterexamples,
+            t0,
+            paths_reused=reused,
+            vacuity=vac,
         )
         if reused and _needs_fresh(inv, res):
-            res, _, snap.outcomes[i] = _decide_every_leaf(
-                cache, domain, model, prep, snap.full_boxes(), settings, counterexamples, t0, out
-            )
+            res, _, run.snap.outcomes[i] = _decide_every_leaf(run, prep, run.snap.full_boxes(), t0)
         else:
             res = dataclasses.replace(
                 res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
             )
-            snap.outcomes[i] = snap.spread(pv)
-        results[i] = res
-        out.proofs.extend((k, sc[j], c) for k, c in _safe_proofs(model, walk, j, boxes, pv.status))
+            run.snap.outcomes[i] = run.snap.spread(pv)
+        run.results[i] = res
+        run.out.proofs.extend(
+            (k, sc[j], c) for k, c in _safe_proofs(run.model, walk, j, boxes, pv.status)
+        )
         solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
         if solved.size:  # a solver proof is worth storing even for a single leaf
-            keys = leaf_keys.get(model, boxes.take(solved))
-            out.proofs.extend((k, sc[j], 1) for k in keys)
+            keys = run.leaf_keys.get(run.model, boxes.take(solved))
+            run.out.proofs.extend((k, sc[j], 1) for k in keys)
         if _storable(res):
-            out.whole.append((rkeys[i], _to_json(res)))
+            run.out.whole.append((run.rkeys[i], _to_json(res)))
 
 
 # ---------------------------------------------------------------- against the last version
 
 
-def outcomes_key(scope: bytes, settings: eg.Settings) -> bytes:
-    """Key of an invariant's per-leaf outcomes on the last version it checked.  The settings
-    that can change *how* a leaf is decided (the DNF cap, shortcuts) are part of it."""
-    text = f"outcomes\0{settings.dnf_cap}\0{settings.shortcuts}\0".encode()
+def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of an invariant's per-leaf outcomes on the last version it checked.  The options
+    that can change *how* a leaf is decided (:attr:`CheckOptions.outcome_identity`) are in it."""
+    text = f"outcomes\0{settings.outcome_identity}\0".encode()
     return hashlib.sha256(text + scope).digest()
 
 
@@ -710,40 +697,32 @@ _FEW_LEAVES = 24
 
 
 def _against_last(
-    cache: ProofCache,
-    domain: str,
-    model: Model,
-    invs: tuple[ck.CheckedInvariant, ...],
+    run: _Run,
     todo: list[int],
     found: dict[int, bytes],
-    rkeys: list[bytes],
-    settings: eg.Settings,
-    counterexamples: int,
-    results: list[InvariantResult | None],
-    out: _Out,
-    snap: _Snapshots,
 ) -> list[int]:
     """Invariants whose outcomes on an earlier version are in the cache: only the leaves that
     changed since (and those whose old outcome is not a fact about the box) are decided;
     returns the invariants that could not be done this way."""
+    cache, domain, model, invs, rkeys = run.cache, run.domain, run.model, run.invs, run.rkeys
     rest: list[int] = []
     for i in todo:
         blob = found.get(i)
-        hit = snap.against(blob[:32]) if blob is not None else None
+        hit = run.snap.against(blob[:32]) if blob is not None else None
         if hit is None:
             rest.append(i)
             continue
         assert blob is not None
         al, changed = hit
         try:
-            old = delta.LeafOutcomes.decode(blob[32:], snap.old[blob[:32]].leaves.size)
+            old = delta.LeafOutcomes.decode(blob[32:], run.snap.old[blob[:32]].leaves.size)
         except ValueError as exc:
             raise CacheCorrupt(str(exc)) from exc
         t0 = time.perf_counter()
         inv = invs[i]
-        prep = eg.prepare(model, inv, settings.dnf_cap)
-        boxes_for = snap.boxes_for(changed)
-        pv, decided = delta.reuse(model, prep, al, old, boxes_for, settings)
+        prep = eg.prepare(model, inv, run.settings.dnf_cap)
+        boxes_for = run.snap.boxes_for(changed)
+        pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
         when: list[delta.LeafOutcomes] = []
 
         def per_leaf(
@@ -753,50 +732,41 @@ def _against_last(
             boxes_for: Callable[[np.ndarray], LeafBoxes] = boxes_for,
         ) -> eg.PathVerdicts:
             if old_when is None:  # not kept last time: decided on every leaf
-                return eg.decide(model, wprep, snap.full_boxes(), settings)
-            return delta.reuse(model, wprep, al, old_when, boxes_for, settings)[0]
+                return eg.decide(model, wprep, run.snap.full_boxes(), run.settings)
+            return delta.reuse(model, wprep, al, old_when, boxes_for, run.settings)[0]
 
         answers: list[bool] = []
         vac = _vacuity(
             cache,
             model,
             prep,
-            settings,
+            run.settings,
             domain,
-            out,
+            run.out,
             per_leaf=per_leaf,
             record=when.append,
             known=old.vacuous,
             remember=answers.append,
         )
         res = api.finish(
-            model, prep, pv, settings, counterexamples, t0, paths_reused=0, vacuity=vac
+            model, prep, pv, run.settings, run.counterexamples, t0, paths_reused=0, vacuity=vac
         )
         reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res):
-            res, _, snap.outcomes[i] = _decide_every_leaf(
-                cache,
-                domain,
-                model,
-                prep,
-                snap.full_boxes(),
-                settings,
-                counterexamples,
-                t0,
-                out,
-                known=old.vacuous,
+            res, _, run.snap.outcomes[i] = _decide_every_leaf(
+                run, prep, run.snap.full_boxes(), t0, known=old.vacuous
             )
         else:
             res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
-            snap.outcomes[i] = delta.LeafOutcomes(
+            run.snap.outcomes[i] = delta.LeafOutcomes(
                 pv.status,
                 pv.how,
                 when[0] if when else None,
                 answers[0] if answers else old.vacuous,  # a fact about the domain: kept
             )
-        results[i] = res
+        run.results[i] = res
         if _storable(res):
-            out.whole.append((rkeys[i], _to_json(res)))
+            run.out.whole.append((rkeys[i], _to_json(res)))
     return rest
 
 
@@ -804,10 +774,10 @@ def _against_last(
 
 
 def check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     """Results of every invariant of *program* on *model*, equal to a fresh run's."""
@@ -823,10 +793,10 @@ def check_program(
 
 
 def _check_program(
-    cache: ProofCache,
+    cache: CacheStore,
     model: Model,
     program: ck.CheckedProgram,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
 ) -> list[InvariantResult]:
     invs = program.invariants
@@ -853,6 +823,20 @@ def _check_program(
         # of box-decided invariants only decides every leaf, as a fresh run does.
         snap.wanted = any(hkeys[i] in hints for i in todo)
         found: dict[int, bytes] = {}
+        run = _Run(
+            cache,
+            domain,
+            model,
+            invs,
+            scopes,
+            hkeys,
+            rkeys,
+            settings,
+            results,
+            out,
+            _LeafKeys(),
+            snap,
+        )
         if snap.wanted:
             # One query: the outcomes rows, the trees they name, and this version's tree.
             rows = cache.lookup_snapshots([*okeys.values(), snap.key], referenced=True)
@@ -864,57 +848,14 @@ def _check_program(
                     found[i] = blob
             outcome_keys = set(okeys.values())
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
-            todo = _against_last(
-                cache,
-                domain,
-                model,
-                invs,
-                todo,
-                found,
-                rkeys,
-                settings,
-                counterexamples,
-                results,
-                out,
-                snap,
-            )
+            todo = _against_last(run, todo, found)
         # The rest: those that needed Z3 take the subtree walk, the others are decided on
         # every leaf, as in a fresh run.
         walkers = [i for i in todo if hkeys[i] in hints]
         fresh = [i for i in todo if hkeys[i] not in hints]
-        leaf_keys = _LeafKeys()
         if walkers:
-            _walked(
-                cache,
-                domain,
-                model,
-                invs,
-                walkers,
-                scopes,
-                rkeys,
-                settings,
-                counterexamples,
-                results,
-                out,
-                leaf_keys,
-                snap,
-            )
+            _walked(run, walkers)
         if fresh:
-            _fresh(
-                cache,
-                domain,
-                model,
-                invs,
-                fresh,
-                scopes,
-                hkeys,
-                rkeys,
-                settings,
-                counterexamples,
-                results,
-                out,
-                leaf_keys,
-                snap,
-            )
+            _fresh(run, fresh)
         cache.store(out.proofs, out.whole, snap.rows(okeys))
     return [r for r in results if r is not None]

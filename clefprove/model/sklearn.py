@@ -272,8 +272,6 @@ def _ensemble_kind(model: Any) -> str | None:
         return "boosted"
     if hasattr(model, "estimators_") or name.startswith(("HistGradientBoosting", "Bagging")):
         raise ImportModelError(f"{name} cannot be converted ({_ROUTES})")
-    if not hasattr(model, "tree_") and not hasattr(model, "classes_"):
-        raise ImportModelError(f"{name} cannot be converted ({_ROUTES})")
     return None
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.memo import Derived
+
 #: Deepest tree a model may hold (root has depth 0).  SPEC requires at least 64.
 MAX_TREE_DEPTH = 128
 
@@ -135,6 +137,8 @@ class Model:
     sha256: str  # hex digest of the .clef bytes this model was read from
     size: int  # size in bytes of those .clef bytes
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: What later stages derive from this model (box tables, hashes, encoders), kept here.
+    derived: Derived = field(default_factory=Derived, repr=False, hash=False, compare=False)
 
     @property
     def n_nodes(self) -> int:

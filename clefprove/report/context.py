@@ -17,15 +17,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
+from clefprove.geometry.boxes import context_box, path_to
 from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import action_shares
-from clefprove.report.tree import box_at, layout, window
-from clefprove.verify.boxes import path_to
+from clefprove.report.tree import layout, window
 from clefprove.verify.verdicts import Report
 
 STATUS_LABEL = {"holds": "PASS", "violated": "FAIL", "unknown": "INCONCLUSIVE"}
@@ -96,7 +95,7 @@ def _join_or(items: Sequence[str]) -> str:
 
 def plain_conditions(model: Model, leaf: int) -> list[str]:
     """The inputs that reach *leaf*, one sentence per feature the path narrows."""
-    box = box_at(model, leaf)
+    box = context_box(model, leaf)
     above: dict[int, float] = {}  # float features: strict lower threshold
     at_most: dict[int, float] = {}
     for node, went_left in path_to(model, leaf):
@@ -156,41 +155,9 @@ def plain_conditions(model: Model, leaf: int) -> list[str]:
 # ------------------------------------------------------------------------- invariant text
 
 
-def invariant_source(file: str, line: int) -> str | None:
-    """The invariant's text as written (from its ``invariant`` line to the next item)."""
-    try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not 1 <= line <= len(lines):
-        return None
-    block = [lines[line - 1]]
-    for text in lines[line:]:
-        if re.match(r"(invariant|let|severity)\b", text):
-            break
-        block.append(text)
-    while block and (not block[-1].strip() or block[-1].lstrip().startswith("#")):
-        block.pop()
-    return "\n".join(block)
-
-
-def invariant_files(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """Every invariant file of the run (as the loader expands *paths*), with its SHA-256."""
-    import hashlib
-
-    from clefprove.dsl.loader import expand_paths
-
-    out = []
-    for path in expand_paths(list(paths)):
-        data = path.read_bytes()
-        out.append(
-            {
-                "path": str(path),
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "text": data.decode("utf-8", errors="replace"),
-            }
-        )
-    return out
+def invariant_files(program: CheckedProgram) -> list[dict[str, Any]]:
+    """Every invariant file of the run with its SHA-256 and the text that was checked."""
+    return [{"path": f.path, "sha256": f.sha256, "text": f.text} for f in program.sources]
 
 
 # ------------------------------------------------------------------------- commands
@@ -418,7 +385,7 @@ def build(
 ) -> dict[str, Any]:
     """The template context of a report on *model* (see module docstring)."""
     if version is None:
-        from clefprove import __version__ as version
+        from clefprove.version import __version__ as version
     when = when or generated_at()
     data = report.to_json_dict()
     summary = data["summary"]
@@ -443,7 +410,7 @@ def build(
             "seconds": res["seconds"],
             "time": _ms(res["seconds"]),
             "warnings": list(res.get("warnings", [])),
-            "source": invariant_source(inv.file, inv.line) if inv else None,
+            "source": inv.source if inv else None,
             "relation": res.get("relation"),
         }
         verdicts.append(row)
@@ -503,6 +470,6 @@ def build(
         if diff is None
         else diff_view(diff, inputs.model_path, inputs.previous_path or "OLD"),
         "commands": commands(inputs, model.sha256, report.exit_code == 0),
-        "invariant_files": invariant_files(inputs.invariant_paths),
+        "invariant_files": invariant_files(program),
         "check_json": json.dumps(data, indent=2, ensure_ascii=False),
     }

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
 
 
 @dataclass(frozen=True)

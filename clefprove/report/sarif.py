@@ -48,7 +48,7 @@ def _message(r: InvariantResult) -> str:
 
 
 def render_sarif(report: Report) -> str:
-    from clefprove import __version__
+    from clefprove.version import __version__
 
     rules: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clefprove.geometry.boxes import context_box, leaf_boxes, path_to
 from clefprove.model.describe import condition, format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import leaf_shares
-from clefprove.verify.boxes import Box, leaf_boxes, path_to, tables
 
 #: Splits drawn above the leaf; the rest of the path is summarised as "N splits above".
 LEVELS = 6
@@ -95,34 +95,15 @@ def _pct(share: float) -> str:
     return f"{100 * share:.1f}%".replace(".0%", "%")
 
 
-def box_at(model: Model, node: int) -> Box:
-    """The box of inputs that reach *node* (the domain narrowed by the splits above it)."""
-    tab = tables(model)
-    box = Box.domain(model)
-    lo, hi = box.lo.copy(), box.hi.copy()
-    cats = {f: m.copy() for f, m in box.cats.items()}
-    for parent, went_left in path_to(model, node):
-        n = model.node(parent)
-        if n.kind is NodeKind.CATEGORICAL:
-            member = np.zeros(len(model.features[n.feature].values), dtype=bool)
-            member[list(n.categories)] = True
-            cats[n.feature] &= member if went_left else ~member
-        elif went_left:
-            hi[n.feature] = min(hi[n.feature], tab.left_hi[parent])
-        else:
-            lo[n.feature] = max(lo[n.feature], tab.right_lo[parent])
-    return Box(lo, hi, cats)
-
-
 def subtree_summary(model: Model, node: int) -> Subtree:
     """Summarise the subtree at *node*, counting only leaves reachable through its path."""
     n = model.node(node)
     if n.is_leaf:
-        if box_at(model, node).empty:
+        if context_box(model, node).empty:
             return Subtree(node, 0, ())
         action = model.actions[n.action]
         return Subtree(node, 1, ((action, 1.0),), action, n.confidence)
-    boxes = leaf_boxes(model, node, box_at(model, node))
+    boxes = leaf_boxes(model, node, context_box(model, node))
     shares = leaf_shares(model, boxes)
     reachable = int(np.count_nonzero(boxes.feasible))
     per_action = np.bincount(boxes.actions, weights=shares, minlength=len(model.actions))

@@ -20,6 +20,8 @@ import numpy as np
 import z3
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.checked import related
+from clefprove.geometry.boxes import LeafBoxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.smt.paths import (
     Limits,
@@ -32,7 +34,7 @@ from clefprove.smt.paths import (
     model_values,
     query_from_boxes,
 )
-from clefprove.verify.boxes import LeafBoxes
+from clefprove.status import SolverAnswer
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,6 @@ def pair_holds(
     model: Model, when: ck.Formula, rel: ck.Relational, pq: PairQuery, x: np.ndarray, x2: np.ndarray
 ) -> bool:
     """Exact test: x in A's box, x' in B's box, ``when`` on both, and the relation on f."""
-    from clefprove.verify.relational import related
-
     f = rel.feature
     if not (_in_box(model, pq.a, x) and _in_box(model, pq.b, x2)):
         return False
@@ -133,11 +133,11 @@ class _PairSession:
                 s.add(*self.enc.box(pq.b))
             r = s.check()
             if r == z3.unsat:
-                return "unsat", None
+                return SolverAnswer.UNSAT, None
             if r != z3.sat:
-                return "unknown", None
+                return SolverAnswer.UNKNOWN, None
             w = self._witness(pq, self._values(s.model()))
-            return ("sat", w) if w is not None else ("unknown", None)
+            return (SolverAnswer.SAT, w) if w is not None else (SolverAnswer.UNKNOWN, None)
         finally:
             s.pop()
 

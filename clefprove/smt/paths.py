@@ -24,9 +24,10 @@ import numpy as np
 import z3
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import LeafBoxes, path_to, tables
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model, NodeKind
-from clefprove.verify.boxes import LeafBoxes, path_to, tables
-from clefprove.verify.normal import float_ge, float_le
+from clefprove.status import SolverAnswer
 
 _MAX_FLOAT = Fraction(1.7976931348623157e308)
 
@@ -304,10 +305,10 @@ class _Session:
             if self.limits.smtlib_dir:
                 self._record(q, "unsat" if r == z3.unsat else "sat" if r == z3.sat else "unknown")
             if r == z3.unsat:
-                return "unsat", None
+                return SolverAnswer.UNSAT, None
             if r != z3.sat:
-                return "unknown", None
-            return "sat", self._witness(q, self._values(s.model()))
+                return SolverAnswer.UNKNOWN, None
+            return SolverAnswer.SAT, self._witness(q, self._values(s.model()))
         finally:
             s.pop()
 

@@ -26,9 +26,11 @@ from pathlib import Path
 
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.fileio import write_atomic
 from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.status import SolverAnswer
 
-STATUSES = ("sat", "unsat", "unknown")
+STATUSES = tuple(SolverAnswer)
 
 
 def query_name(invariant: str, leaf: int) -> str:
@@ -220,8 +222,6 @@ def _clean(text: str) -> str:
 
 def write_query(directory: str | os.PathLike[str], name: str, script: str) -> Path:
     """Write *script* as *directory*/*name* (atomically); returns the path."""
-    from clefprove.cli.output import write_atomic
-
     path = Path(directory) / name
     write_atomic(path, script)
     return path

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.errors import ClefproveError
+from clefprove.geometry.boxes import Box, LeafBoxes, leaf_boxes, path_to
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, leaf_boxes, path_to
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import (
     Counterexample,
@@ -81,29 +82,38 @@ def check(
     smtlib: str | None = None,
     model_path: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-    cache: Any = None,
+    cache: RunStrategy | None = None,
+    options: CheckOptions | None = None,
 ) -> Report:
     """Check every invariant on *model* (a Model or a .clef/.json path); see module docstring.
 
     *invariants* is a CheckedProgram, checked invariants, or .inv file/directory paths.
+    *options* (a :class:`CheckOptions`) replaces the keyword limits when given.  *cache* is
+    the run strategy for the non-relational invariants (a ``clefprove.incremental.ProofCache``
+    re-checks incrementally); without one, every leaf is decided afresh (:class:`FreshRun`).
     Relational invariants are decided on leaf pairs (:mod:`clefprove.verify.relational`),
     always afresh: the proof cache only sees the other invariants.
     """
     start = time.perf_counter()
     mdl, path = _model(model)
     program = _program(mdl, invariants)
-    if counterexamples < 0:
-        raise ClefproveError("--counterexamples must be >= 0")
-    if smtlib is not None:
-        Path(smtlib).mkdir(parents=True, exist_ok=True)
-    settings = eg.Settings(timeout=timeout, rlimit=rlimit, jobs=jobs, smtlib_dir=smtlib)
-    results: list[InvariantResult] = []
+    settings = options or CheckOptions(
+        counterexamples=counterexamples,
+        timeout=timeout,
+        rlimit=rlimit,
+        jobs=jobs,
+        smtlib_dir=smtlib,
+    )
+    counterexamples = settings.counterexamples
+    if settings.smtlib_dir is not None:
+        Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
     total = len(program.invariants)
     if isinstance(mdl, Ensemble):
         # Ensembles: branch and bound per invariant (verify/ensemble.py), always afresh: the
         # proof cache stores per-subtree outcomes of single trees.
         from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
 
+        results: list[InvariantResult] = []
         for i, inv in enumerate(program.invariants):
             results.append(
                 relational_unknown(mdl, inv)
@@ -116,28 +126,23 @@ def check(
             model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
         )
         return Report(info, tuple(results), time.perf_counter() - start)
-    relational = [inv for inv in program.invariants if inv.is_relational]
-    if cache is not None:
-        # Incremental hook (clefprove.incremental.ProofCache): reuses proved subtrees and
-        # decides the remaining leaves with decide()/finish() below; same results as fresh.
-        # Relational invariants bypass it (decided afresh below, merged in program order).
-        plain = ck.CheckedProgram(
-            tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
-        )
-        cached = iter(cache.check_program(mdl, plain, settings, counterexamples))
-        results = [] if relational else list(cached)
-        if progress is not None and not relational:
-            progress(total, total)
+    relational = any(inv.is_relational for inv in program.invariants)
     boxes = leaf_boxes(mdl) if cache is None or relational else None
-    for i, inv in enumerate(program.invariants if cache is None or relational else ()):
+    strategy: RunStrategy = cache if cache is not None else FreshRun(boxes)
+    # Relational invariants are decided afresh here, merged back in program order.
+    plain = ck.CheckedProgram(
+        tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
+    )
+    decided = iter(strategy.check_program(mdl, plain, settings))
+    results: list[InvariantResult] = []
+    for i, inv in enumerate(program.invariants):
         if inv.is_relational:
+            assert boxes is not None
             results.append(
                 check_relational(mdl, inv, program.severity, settings, counterexamples, boxes)
             )
-        elif cache is not None:
-            results.append(next(cached))
         else:
-            results.append(check_invariant(mdl, inv, settings, counterexamples, boxes))
+            results.append(next(decided))
         if progress is not None:
             progress(i + 1, total)
     info = ModelInfo(
@@ -146,16 +151,40 @@ def check(
     return Report(info, tuple(results), time.perf_counter() - start)
 
 
+class RunStrategy(Protocol):
+    """How :func:`check` decides the non-relational invariants of a program: afresh
+    (:class:`FreshRun`) or reusing proofs (``clefprove.incremental.ProofCache``).  Results come
+    in program order and equal a fresh run's."""
+
+    def check_program(
+        self, model: Model, program: ck.CheckedProgram, options: CheckOptions
+    ) -> Iterable[InvariantResult]: ...
+
+
+@dataclass(frozen=True)
+class FreshRun:
+    """Every leaf of every invariant decided in this run (over *boxes* when given)."""
+
+    boxes: LeafBoxes | None = None
+
+    def check_program(
+        self, model: Model, program: ck.CheckedProgram, options: CheckOptions
+    ) -> Iterator[InvariantResult]:
+        boxes = self.boxes if self.boxes is not None else leaf_boxes(model)
+        for inv in program.invariants:
+            yield check_invariant(model, inv, options, options.counterexamples, boxes)
+
+
 def check_invariant(
     model: Model,
     inv: ck.CheckedInvariant,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
     """The verdict on one non-relational invariant over the whole tree."""
     t0 = time.perf_counter()
-    settings = settings or eg.Settings()
+    settings = settings or CheckOptions()
     prep = eg.prepare(model, inv, settings.dnf_cap)
     if boxes is None:
         boxes = leaf_boxes(model)
@@ -167,7 +196,7 @@ def finish(
     model: Model,
     prep: eg.Prepared,
     pv: eg.PathVerdicts,
-    settings: eg.Settings,
+    settings: CheckOptions,
     counterexamples: int,
     t0: float,
     paths_reused: int = 0,
@@ -230,23 +259,16 @@ def finish(
     )
 
 
-_WHEN: dict[int, tuple[ck.CheckedInvariant, ck.CheckedInvariant]] = {}
-
-
 def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
     """``when`` of *inv* as an invariant of its own (``ensure false``): a leaf "violates" it
-    when some input of the leaf satisfies ``when``.  One object per *inv* in a process, so
+    when some input of the leaf satisfies ``when``.  One object per *inv* (kept by *inv*), so
     that its normal form is memoised with it."""
-    hit = _WHEN.get(id(inv))
-    if hit is not None and hit[0] is inv:
-        return hit[1]
-    out = ck.CheckedInvariant(
-        inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+    return inv.derived.get(
+        ("verify.when",),
+        lambda: ck.CheckedInvariant(
+            inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+        ),
     )
-    if len(_WHEN) >= 512:
-        _WHEN.clear()
-    _WHEN[id(inv)] = (inv, out)
-    return out
 
 
 def _confirmed(
@@ -255,7 +277,7 @@ def _confirmed(
     prep: eg.Prepared,
     pv: eg.PathVerdicts,
     r: int,
-    settings: eg.Settings,
+    settings: CheckOptions,
 ) -> Counterexample | None:
     """The counterexample of violating row *r*, confirmed by the evaluator, or None.  For a
     solver row: the witness of a solver asked about the row alone (the same in every run),
@@ -268,7 +290,7 @@ def _confirmed(
 
 
 def when_is_vacuous(
-    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: eg.Settings
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: CheckOptions
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
@@ -309,14 +331,10 @@ def domain_boxes(model: Model) -> LeafBoxes:
 
 
 def _evaluator(model: Model) -> Any:
-    """The model's evaluator, built once per model object (a derived cache)."""
-    ev = model.__dict__.get("_clefprove_verify_evaluator")
-    if ev is None:
-        from clefprove.eval.evaluator import Evaluator
+    """The model's evaluator (built once, kept by the model)."""
+    from clefprove.eval.evaluator import Evaluator
 
-        ev = Evaluator(model)
-        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
-    return ev
+    return model.derived.get(("eval.evaluator",), lambda: Evaluator(model))
 
 
 def decode(model: Model, x: np.ndarray) -> dict[str, Any]:

@@ -32,16 +32,18 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import Decided, LeafOutcome
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
+from clefprove.verify.options import CheckOptions
 
-SAFE, VIOLATED, UNKNOWN = 0, 1, 2
+SAFE, VIOLATED, UNKNOWN = LeafOutcome.SAFE, LeafOutcome.VIOLATED, LeafOutcome.UNKNOWN
 
 #: ``how`` codes: the whole box violates / decided by the solver; >= 0 is a DNF conjunct index.
-HOW_BOX = -1
-HOW_SOLVER = -2
-HOW_NONE = -3
+HOW_BOX = Decided.BOX
+HOW_SOLVER = Decided.SOLVER
+HOW_NONE = Decided.NONE
 
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).
@@ -52,16 +54,8 @@ PARALLEL_MIN_SOLVER_PATHS = 200
 ENGINE_REVISION = 2
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Limits and switches of one check."""
-
-    timeout: float | None = None  # seconds per solver query (None: no wall-clock limit)
-    rlimit: int = 50_000_000  # Z3 resource limit per query (deterministic)
-    jobs: int = 1
-    dnf_cap: int = 64
-    shortcuts: bool = True  # False sends every feasible leaf to the solver (for testing)
-    smtlib_dir: str | None = None
+#: The options of a check when none are given.
+DEFAULTS = CheckOptions()
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,32 +69,24 @@ class Prepared:
     tag: str = "query"  # names SMT-LIB dumps
 
 
-#: Normal forms already computed in this process (see :func:`prepare`); bounded.
-_PREPARED: dict[tuple[int, tuple[Any, ...], int, int], Prepared] = {}
-_PREPARED_MAX = 512
-
-
 def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
     """Normalize ``when and not ensure`` of a non-relational invariant for *model*.
 
     The result depends on the model only through its features (types, bounds, vocabularies)
-    and its number of actions, so it is memoised per invariant object and domain: a process
-    that checks version after version of a model (a deploy hook, a service) normalises each
-    invariant once."""
+    and its number of actions, so the invariant keeps it per domain: a process that checks
+    version after version of a model (a deploy hook, a service) normalises each invariant
+    once."""
     if invariant.is_relational:
         raise ValueError("relational invariants are not decided by the path engine")
-    key = (id(invariant), model.features, len(model.actions), dnf_cap)
-    hit = _PREPARED.get(key)
-    if hit is not None and hit.invariant is invariant:
-        return hit
+    key = ("verify.prepare", model.features, len(model.actions), dnf_cap)
+    return invariant.derived.get(key, lambda: _prepare(model, invariant, dnf_cap))
+
+
+def _prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
     norm = nm.Normalizer(model)
     v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure))))  # type: ignore[arg-type]
     when = norm.nnf(invariant.when)
-    out = Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
-    if len(_PREPARED) >= _PREPARED_MAX:
-        _PREPARED.clear()
-    _PREPARED[key] = out
-    return out
+    return Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +113,7 @@ def _rows(b: LeafBoxes) -> nm.Rows:
 
 
 def decide(
-    model: Model, prep: Prepared, boxes: LeafBoxes, settings: Settings = Settings()
+    model: Model, prep: Prepared, boxes: LeafBoxes, settings: CheckOptions = DEFAULTS
 ) -> PathVerdicts:
     """Decide the violation condition on every leaf box (see module docstring)."""
     n = boxes.size
@@ -178,7 +164,7 @@ def decide(
 
 
 def _solve(
-    model: Model, prep: Prepared, boxes: LeafBoxes, rows: np.ndarray, settings: Settings
+    model: Model, prep: Prepared, boxes: LeafBoxes, rows: np.ndarray, settings: CheckOptions
 ) -> list[tuple[str, np.ndarray | None]]:
     from clefprove.smt import paths as smt_paths
 
@@ -206,7 +192,7 @@ def _solve(
     return out
 
 
-def _limits(settings: Settings, tag: str) -> Any:
+def _limits(settings: CheckOptions, tag: str) -> Any:
     from clefprove.smt.paths import Limits
 
     ms = 0 if settings.timeout is None else max(1, int(settings.timeout * 1000))
@@ -215,7 +201,7 @@ def _limits(settings: Settings, tag: str) -> Any:
 
 
 def isolated_witness(
-    model: Model, prep: Prepared, boxes: LeafBoxes, r: int, settings: Settings
+    model: Model, prep: Prepared, boxes: LeafBoxes, r: int, settings: CheckOptions
 ) -> np.ndarray | None:
     """A witness for solver row *r* from a solver of its own (or None if that one does not
     find one).  A solver's model depends on the queries it answered before; asked alone, the
@@ -224,7 +210,7 @@ def isolated_witness(
     from clefprove.smt import paths as smt_paths
 
     inv = prep.invariant
-    limits = _limits(Settings(settings.timeout, settings.rlimit), prep.tag)  # never recorded
+    limits = _limits(CheckOptions(timeout=settings.timeout, rlimit=settings.rlimit), prep.tag)
     query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
     verdict, x = smt_paths.solve(model, inv.when, inv.ensure, [query], limits)[0]
     return x if verdict == "sat" else None
@@ -235,7 +221,7 @@ def check_subtree(
     node: int,
     context: Box | None,
     invariant: ck.CheckedInvariant | Prepared,
-    settings: Settings = Settings(),
+    settings: CheckOptions = DEFAULTS,
 ) -> PathVerdicts:
     """Decide *invariant* on every leaf below *node*, whose inputs are limited to *context*
     (the box of the path from the root to *node*; None: the whole domain)."""
@@ -326,7 +312,7 @@ def _lin_value(lit: nm.Lin, x: np.ndarray, conf: float) -> Fraction:
 
 
 def witness(
-    model: Model, prep: Prepared, pv: PathVerdicts, r: int, settings: Settings | None = None
+    model: Model, prep: Prepared, pv: PathVerdicts, r: int, settings: CheckOptions | None = None
 ) -> np.ndarray:
     """An encoded input that reaches leaf row *r* and breaks the invariant (row VIOLATED).
 

@@ -38,7 +38,8 @@ from clefprove.model.ensemble import Arithmetic, Ensemble, Link, Rule
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import Box, LeafBoxes, split_bounds, tables
+from clefprove.geometry.boxes import Box, LeafBoxes, split_bounds, tables
+from clefprove.verify.options import CheckOptions
 
 #: Time budget per invariant when ``--timeout`` is not given (seconds).
 DEFAULT_BUDGET = 60.0
@@ -356,7 +357,7 @@ def _point(model: Ensemble, g: Region) -> np.ndarray:
 def search(
     model: Ensemble,
     prep: eg.Prepared,
-    settings: eg.Settings,
+    settings: CheckOptions,
     want: int,
     budget: float,
 ) -> SearchResult:
@@ -500,7 +501,7 @@ def _evaluator(model: Ensemble) -> EnsembleEvaluator:
 
 
 def check_ensemble_invariant(
-    model: Ensemble, inv: ck.CheckedInvariant, settings: eg.Settings, counterexamples: int
+    model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
 ) -> Any:
     """The verdict on one non-relational invariant of an ensemble (an InvariantResult)."""
     from clefprove.verify.api import decode, encode_record, when_is_vacuous_on_domain

@@ -17,6 +17,7 @@ a short disjunction of conjunctions, each decided exactly by :func:`decide_conju
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -24,8 +25,10 @@ from fractions import Fraction
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import cat_mask
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify.boxes import cat_mask
+from clefprove.status import BoxAnswer
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,12 @@ class Lin:
     const: Fraction
     strict: bool
 
+    @functools.cached_property
+    def arrays(self) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
+        """Columns, float64 coefficients, exact signs, "tiny" flags and float64 constant
+        (computed once per literal: they are read for every batch of boxes)."""
+        return _lin_arrays(self)
+
 
 @dataclass(frozen=True)
 class NAnd:
@@ -70,22 +79,6 @@ class NOr:
 
 TRUE = ck.Const(True)
 FALSE = ck.Const(False)
-
-
-def float_le(q: Fraction) -> float:
-    """The largest float64 that is <= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def float_ge(q: Fraction) -> float:
-    """The smallest float64 that is >= q (q within float range)."""
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
 
 
 class Normalizer:
@@ -310,23 +303,17 @@ def _f(q: Fraction) -> float:
 
 
 def _lin_arrays(lit: Lin) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, float]:
-    """Columns, float64 coefficients, exact signs, "tiny" flags and float64 constant of *lit*
-    (computed once per literal: they are read for every batch of boxes)."""
-    hit = lit.__dict__.get("_arrays")
-    if hit is None:
-        hit = (
-            [c for c, _ in lit.terms],
-            np.array([_f(c) for _, c in lit.terms]),
-            # Signs from the exact coefficients: one below the float64 range rounds to 0.
-            np.array([c > 0 for _, c in lit.terms], dtype=bool),
-            # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute*
-            # error of up to 2**-1075, which the relative bound in lin_extreme does not cover
-            # once multiplied by a large coordinate: account for it per such coefficient.
-            np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool),
-            _f(lit.const),
-        )
-        object.__setattr__(lit, "_arrays", hit)  # a derived cache on the immutable literal
-    return hit
+    return (
+        [c for c, _ in lit.terms],
+        np.array([_f(c) for _, c in lit.terms]),
+        # Signs from the exact coefficients: one below the float64 range rounds to 0.
+        np.array([c > 0 for _, c in lit.terms], dtype=bool),
+        # A coefficient under the normal range (< 2**-1022) is rounded with an *absolute*
+        # error of up to 2**-1075, which the relative bound in lin_extreme does not cover
+        # once multiplied by a large coordinate: account for it per such coefficient.
+        np.array([abs(c) < _TINY for _, c in lit.terms], dtype=bool),
+        _f(lit.const),
+    )
 
 
 def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.ndarray:
@@ -335,7 +322,7 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
     Returns an int8 array of -1/0/+1.  float64 arithmetic decides the rows whose value is far
     from zero compared with a rigorous rounding-error bound; the rest are summed in fractions.
     """
-    cols, coeffs, pos, tiny, kf = _lin_arrays(lit)
+    cols, coeffs, pos, tiny, kf = lit.arrays
     a, b = lo[:, cols], hi[:, cols]
     pick_lo = pos if minimum else ~pos
     corner = np.where(pick_lo, a, b)
@@ -399,7 +386,7 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
     return [(f,)]
 
 
-SAT, UNSAT, UNDECIDED = 1, 0, 2
+SAT, UNSAT, UNDECIDED = BoxAnswer.SAT, BoxAnswer.UNSAT, BoxAnswer.UNDECIDED
 
 
 def narrow(conj: tuple[object, ...], rows: Rows) -> tuple[Rows, np.ndarray, list[Lin]]:

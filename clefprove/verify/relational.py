@@ -34,11 +34,14 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
+from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.types import FeatureType, Model
+from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.verify.boxes import LeafBoxes, cat_mask, leaf_boxes
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -55,7 +58,7 @@ CHUNK_CELLS = 1 << 19
 #: not leave the verdict resting on unconfirmed pairs.
 EXTRA_CONFIRM = 16
 
-_UNSAT, _SAT, _UND = 0, 1, 2
+_UNSAT, _SAT, _UND = BoxAnswer.UNSAT, BoxAnswer.SAT, BoxAnswer.UNDECIDED
 
 
 def describe(model: Model, rel: ck.Relational) -> str:
@@ -81,18 +84,6 @@ def _show_delta(delta: Fraction) -> str:
     with localcontext() as ctx:
         ctx.prec = 17
         return str(Decimal(delta.numerator) / Decimal(delta.denominator))
-
-
-def related(rel: ck.Relational, a: float, b: float) -> bool:
-    """Exact relation between the f-values of x and x' (monotone: a < b)."""
-    match rel:
-        case ck.Monotone():
-            return a < b
-        case ck.Stable(_, delta):
-            return abs(Fraction(a) - Fraction(b)) <= delta
-        case ck.Independent():
-            return a != b
-    raise TypeError(f"not a relational form: {rel!r}")
 
 
 def broken(rel: ck.Relational, rank: np.ndarray | None, action_a: int, action_b: int) -> bool:
@@ -517,7 +508,7 @@ def check_relational(
     model: Model,
     inv: ck.CheckedInvariant,
     severity: tuple[int, ...] | None,
-    settings: eg.Settings | None = None,
+    settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
@@ -525,7 +516,7 @@ def check_relational(
     from clefprove.verify.api import _evaluator
 
     t0 = time.perf_counter()
-    settings = settings or eg.Settings()
+    settings = settings or CheckOptions()
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
     n = pc.actions.size
@@ -620,7 +611,7 @@ def check_relational(
 
 
 def _when_vacuous(
-    model: Model, inv: ck.CheckedInvariant, settings: eg.Settings, boxes: LeafBoxes
+    model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     from clefprove.verify.api import when_is_vacuous

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+from clefprove.status import ExitCode, Verdict
+
+HOLDS, VIOLATED, UNKNOWN = Verdict.HOLDS, Verdict.VIOLATED, Verdict.UNKNOWN
 
 
 def settle(
@@ -36,7 +38,12 @@ def settle(
     return HOLDS, vacuous
 
 
-EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
+    ExitCode.OK,
+    ExitCode.VIOLATED,
+    ExitCode.USAGE,
+    ExitCode.UNKNOWN,
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,7 @@ class InvariantResult:
     invariant: str
     file: str
     line: int
-    status: str  # holds | violated | unknown
+    status: Verdict
     vacuous: bool = False
     violating_paths: int = 0
     unknown_paths: int = 0

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 TOY_CLEF = ROOT / "examples" / "spec-toy.clef"
 TOY_JSON = ROOT / "examples" / "spec-toy.json"
@@ -42,16 +44,7 @@ def clefprove(
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run the CLI in a fresh interpreter; *stdin* is bytes to feed, or nothing (/dev/null)."""
-    if stdin is None:
-        stdin = b""
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *map(str, args)],
-        cwd=cwd,
-        input=stdin,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        timeout=timeout,
-    )
+    return run_cli(*args, cwd=cwd, stdin=stdin, stdout=stdout, text=False, timeout=timeout)
 
 
 def assert_usage_error(res: subprocess.CompletedProcess[bytes], *needles: str) -> str:
@@ -790,6 +783,7 @@ LINEAR = """invariant w:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["check", "report", "export-coq"])
 def test_interrupt_leaves_no_partial_output(

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.coq
 CASES = 80
 
 
+@pytest.mark.slow
 def test_mirror_equals_coq_check(coq_dir: Path) -> None:
     rng = random.Random(20261129)
     lines = [

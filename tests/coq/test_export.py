@@ -106,6 +106,7 @@ def assumptions(coq_dir: Path) -> list[str]:
     return [ln for ln in out.stdout.splitlines() if ln.strip()]
 
 
+@pytest.mark.slow
 def test_spec_toy_exports_and_checks(coq_dir: Path) -> None:
     model = compile_source(json.loads(TOY.read_text()))
     export = export_coq(model, load_invariants([SPEC_INVARIANTS], model))
@@ -123,6 +124,7 @@ def test_spec_toy_exports_and_checks(coq_dir: Path) -> None:
     assert re.search(r"Theorem weighted_risk_linear_fails :\n  ~ \(forall x : input", text)
 
 
+@pytest.mark.slow
 def test_multi_feature_linear_and_limits(coq_dir: Path) -> None:
     model = compile_source(guarded_source())
     program = parse_text(EXTRA, model)
@@ -221,6 +223,7 @@ def test_cli_bad_input_writes_nothing(tmp_path: Path, capsys) -> None:
 EXAMPLE = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="the depth-12 example is not generated")
 def test_depth12_example_exports_and_checks(coq_dir: Path) -> None:
     from clefprove.model.clef import load_model
@@ -233,6 +236,7 @@ def test_depth12_example_exports_and_checks(coq_dir: Path) -> None:
     assert assumptions(coq_dir) == ["Closed under the global context"] * len(export.results)
 
 
+@pytest.mark.slow
 def test_random_invariants_export_and_check(coq_dir: Path) -> None:
     """Whatever the invariants, every theorem written goes through coqc (one run)."""
     import random

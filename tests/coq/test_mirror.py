@@ -40,6 +40,7 @@ def truth(model, w, e) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2**32))
 def test_sound_and_complete_on_enumerable_domains(seed: int) -> None:

@@ -55,6 +55,7 @@ def enumerated_status(model, inv: ck.CheckedInvariant, leaf: int) -> str:
     return "unsat"
 
 
+@pytest.mark.slow
 def test_replay_matches_enumeration(tmp_path: Path) -> None:
     rng = random.Random(6)
     seen = set()

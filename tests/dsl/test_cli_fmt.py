@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGE = ROOT / "invariants" / "edge.inv"
@@ -16,13 +17,7 @@ PRETTY = "invariant t:\n  when is_tor\n  ensure action != allow\n"
 
 
 def fmt(*args: str, stdin: bytes | None = None, cwd: Path | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", "fmt", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_cli("fmt", *args, stdin=stdin, cwd=cwd, text=False, timeout=60)
 
 
 def test_check_passes_on_canonical_files() -> None:
@@ -93,6 +88,7 @@ def test_missing_file_and_empty_directory_exit_2(tmp_path: Path) -> None:
 _JUNK = st.sampled_from(["(", ")", "{", "@", '"', "1e", "\xff", "\x00", "ensure", "invariant"])
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 600), _JUNK)
 def test_mutated_files_exit_0_or_2_without_traceback(tmp_path_factory, at: int, junk: str) -> None:

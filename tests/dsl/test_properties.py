@@ -39,6 +39,7 @@ def _meaning(program) -> tuple:
     )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(programs())
 def test_random_ast_format_parse_gives_same_checked_form(spec_model, prog: ast.Program) -> None:
@@ -71,6 +72,7 @@ def _literals(node: object) -> list[Fraction]:
     return found
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(programs(), st.data())
 def test_checked_form_agrees_with_reference_interpreter(spec_model, prog, data) -> None:
@@ -228,6 +230,7 @@ def _check_only_dsl_errors(text: str, spec_model) -> None:
     assert format_text(out, "m.inv") == out  # whatever formats, formats to a fixed point
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_token_mutations_raise_only_dsl_errors(spec_model, data) -> None:
@@ -250,6 +253,7 @@ def test_token_mutations_raise_only_dsl_errors(spec_model, data) -> None:
     _check_only_dsl_errors("".join(tokens), spec_model)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_byte_mutations_raise_only_dsl_errors(spec_model, data) -> None:
@@ -305,6 +309,7 @@ def _rename(node, names: dict[str, str]):
     return node
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(programs())
 def test_renaming_lets_and_reformatting_keep_digests(spec_model, prog: ast.Program) -> None:

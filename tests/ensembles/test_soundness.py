@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.verify import engine as eg
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.ensemble import check_ensemble_invariant
 from tests.ensembles.gen import ensembles
 from tests.verify.gen import enumerate_inputs, invariants
@@ -53,7 +54,7 @@ def test_exhaustive_integer_domains(data):
     model = data.draw(ensembles(all_int=True))
     inv = data.draw(invariants(model))
     truth = _violating_inputs(model, inv, enumerate_inputs(model))
-    result = check_ensemble_invariant(model, inv, eg.Settings(timeout=30), 3)
+    result = check_ensemble_invariant(model, inv, CheckOptions(timeout=30), 3)
     assert result.status == ("violated" if truth else "holds"), (truth[:3], result)
     if truth:
         assert 1 <= len(result.counterexamples) <= 3
@@ -86,7 +87,7 @@ def _dense_rows(model, rng, n=3000):
 def test_float_domains_against_dense_sampling(data):
     model = data.draw(ensembles(all_int=False))
     inv = data.draw(invariants(model))
-    result = check_ensemble_invariant(model, inv, eg.Settings(timeout=30), 3)
+    result = check_ensemble_invariant(model, inv, CheckOptions(timeout=30), 3)
     assert result.status in ("holds", "violated", "unknown")
     assert not any(w.startswith("internal") for w in result.warnings)
     if result.status == "violated":

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "spec-toy.clef"
@@ -15,14 +16,7 @@ EDGE = ROOT / "examples" / "edge-allow-block.clef"
 
 
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", "eval", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    return run_cli("eval", *args, stdin=stdin, cwd=ROOT)
 
 
 def test_spec_example_lines() -> None:

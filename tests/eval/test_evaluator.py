@@ -148,6 +148,7 @@ def models_and_inputs(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, A
 
 
 # ---------------------------------------------------------------- tests
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(models_and_inputs())
 def test_round_trip_matches_reference(tmp_path_factory, case) -> None:
@@ -233,6 +234,7 @@ def _leaf(action: str = "allow") -> dict[str, Any]:
     return {"action": action, "confidence": 1.0}
 
 
+@pytest.mark.slow
 def test_exactly_max_depth_steps_on_a_degenerate_chain() -> None:
     depth = 40
     tree: dict[str, Any] = _leaf("block")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ def apply_edit(draw, kind: str, src: dict, names: list[str]) -> tuple[dict, list
     return src, names
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

@@ -71,6 +71,7 @@ def _check_with(tmp: Path, model, prog):
         return check(model, prog, cache=cache), list(cache.warnings)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_byte_damage_never_changes_a_verdict(setup, data, tmp_path_factory) -> None:
@@ -88,6 +89,7 @@ def test_random_byte_damage_never_changes_a_verdict(setup, data, tmp_path_factor
     assert M.comparable(rep2) == want
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_truncated_cache_is_detected_and_rebuilt(setup, data, tmp_path_factory) -> None:
@@ -172,6 +174,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_concurrent_processes_share_a_cache(tmp_path) -> None:
     root = Path(__file__).resolve().parents[2]
     variants = [0, 1, 5, 9, 22, 63]
@@ -199,6 +202,7 @@ def test_concurrent_processes_share_a_cache(tmp_path) -> None:
             assert (got[0], got[1]) == want[v]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clefprove.model.clef import write_clef
+from tests.helpers import run_cli
 from tests.incremental import models as M
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run clefprove in *cwd* with the default cache location (``cwd/.clefprove-cache``)."""
-    env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return run_cli(*args, cwd=cwd, unset=["CLEFPROVE_CACHE"])
 
 
 def _models(tmp: Path) -> tuple[Path, Path, Path]:
@@ -58,6 +50,7 @@ def _models(tmp: Path) -> tuple[Path, Path, Path]:
     return old, new, inv
 
 
+@pytest.mark.slow
 def test_gate_passes_fails_and_reuses(tmp_path) -> None:
     old, new, inv = _models(tmp_path)
     ok = run("gate", str(old), str(inv), cwd=tmp_path)
@@ -93,6 +86,7 @@ def test_gate_with_cache_dir_option(tmp_path) -> None:
     assert (tmp_path / "c").is_dir() and not (tmp_path / ".clefprove-cache").exists()
 
 
+@pytest.mark.slow
 def test_diff_command(tmp_path) -> None:
     old, new, _ = _models(tmp_path)
     text = run("diff", str(old), str(new), cwd=tmp_path)
@@ -121,8 +115,8 @@ def test_pre_commit_hooks_file() -> None:
 
 
 def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
+    from clefprove.app.gate import render_text, run_gate
     from clefprove.incremental import ProofCache
-    from clefprove.incremental.gate import render_text, run_gate
 
     src = {
         "name": "t",
@@ -153,6 +147,7 @@ def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
         assert res.exit_code == 0 and res.report.results[0].status == "holds"
 
 
+@pytest.mark.slow
 def test_check_uses_the_cache_by_default(tmp_path) -> None:
     old, _, inv = _models(tmp_path)
     first = json.loads(run("check", str(old), str(inv), "--format", "json", cwd=tmp_path).stdout)
@@ -183,6 +178,7 @@ def _without_times(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "order",
     [

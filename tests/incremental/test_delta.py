@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clefprove.geometry.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
 from clefprove.incremental import delta
 from clefprove.verify import engine as eg
-from clefprove.verify.boxes import LeafBoxes, boxes_of, cat_mask, leaf_boxes
+from clefprove.verify.options import CheckOptions
 from tests.incremental import models as M
 
 
@@ -50,6 +51,7 @@ def _edit(draw, src: dict) -> dict:
     return src
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_alignment_is_exact(data) -> None:
@@ -89,6 +91,7 @@ def test_alignment_is_exact(data) -> None:
     _same_boxes(new_rows, fresh.take(np.searchsorted(fresh.leaves, al.clean_new)))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_reused_outcomes_equal_fresh_outcomes(data) -> None:
@@ -113,7 +116,7 @@ def test_reused_outcomes_equal_fresh_outcomes(data) -> None:
             delta.LeafOutcomes(before.status, before.how).encode(), old_boxes.size
         )
         prep = eg.prepare(model, inv)
-        pv, decided = delta.reuse(model, prep, al, old, boxes_for, eg.Settings())
+        pv, decided = delta.reuse(model, prep, al, old, boxes_for, CheckOptions())
         fresh = eg.decide(model, prep, fresh_boxes)
         assert np.array_equal(pv.status, fresh.status), name
         decided_by_boxes = fresh.how != eg.HOW_SOLVER

@@ -7,6 +7,7 @@ import hashlib
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +50,7 @@ def _integral(src: dict) -> dict:
     return src
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_regions_are_confirmed_and_shares_exact_on_integral_domains(data) -> None:
@@ -81,6 +83,7 @@ def test_regions_are_confirmed_and_shares_exact_on_integral_domains(data) -> Non
     assert (rep.regions_total == 0) == (changed == 0)
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_intersections_partition_the_domain(data) -> None:
@@ -90,6 +93,7 @@ def test_intersections_partition_the_domain(data) -> None:
     assert abs(float(shares(new, lo, hi, cats).sum()) - 1.0) < 1e-9
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_identical_models_have_no_difference(data) -> None:
@@ -124,6 +128,7 @@ def test_equivalent_restructuring_is_structural_only() -> None:
     assert [c.kind for c in back.changes] == ["removed"]
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_one_changed_leaf_is_one_change_at_its_path(data) -> None:

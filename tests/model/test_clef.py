@@ -86,6 +86,7 @@ def test_every_truncated_file_is_rejected(spec_bytes, tmp_path):
             load(path)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_random_byte_flips_are_rejected(spec_model, data):
@@ -97,6 +98,7 @@ def test_random_byte_flips_are_rejected(spec_model, data):
         load_bytes(bytes(raw))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_resigned_random_node_bytes_never_crash(spec_model, data):

@@ -219,6 +219,7 @@ def assert_well_formed(model) -> None:
     assert np.all(model.nodes["kind"][result.leaves] == NodeKind.LEAF)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(byte_mutants())
 def test_byte_mutations(data: bytes) -> None:

@@ -8,7 +8,6 @@ import contextlib
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from clefprove.model.importers.common import (
     float64_condition,
 )
 from clefprove.model.types import Model, NodeKind
+from tests.helpers import run_cli
 
 # --------------------------------------------------------------------------- helpers
 
@@ -638,13 +638,7 @@ def test_lightgbm_forests_are_ensembles_and_other_objectives_refused(tmp_path) -
 
 
 def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "clefprove", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -661,6 +655,7 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     return {"xgboost": d / "x.json", "lightgbm": d / "l.txt", "onnx": d / "o.onnx"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
 def test_cli_import_end_to_end(tmp_path, trained, fmt) -> None:
     out = tmp_path / "m.clef"
@@ -684,6 +679,7 @@ def _assert_clean_failure(proc: subprocess.CompletedProcess, directory: Path) ->
     assert not list(directory.glob(".out.clef.*")), "temporary file left behind"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
 def test_cli_bad_files_exit_2_with_one_line(tmp_path, trained, fmt) -> None:
     good = trained[fmt].read_bytes()
@@ -706,6 +702,7 @@ def test_cli_bad_files_exit_2_with_one_line(tmp_path, trained, fmt) -> None:
     _assert_clean_failure(proc, tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_bad_features_spec_exit_2(tmp_path, trained) -> None:
     bad_specs = {
         "count.json": json.dumps({"features": [{"name": "a", "type": "bool", "default": False}]}),

@@ -169,8 +169,9 @@ def test_refusals() -> None:
     with pytest.raises(ImportModelError, match="not fitted"):
         from_sklearn(sklearn_tree.DecisionTreeClassifier(), feats, actions=["a"])
     forest = RandomForestClassifier(n_estimators=2).fit(X, [0, 1] * 5)
-    with pytest.raises(ImportModelError, match="not a single tree"):
-        from_sklearn(forest, feats, actions=["a", "b"])
+    assert from_sklearn(forest, feats, actions=["a", "b"]).n_trees == 2  # an ensemble
+    with pytest.raises(ImportModelError, match="RandomForestClassifier is not fitted"):
+        from_sklearn(RandomForestClassifier(), feats, actions=["a", "b"])
     clf = sklearn_tree.DecisionTreeClassifier().fit(X, [0, 1] * 5)
     with pytest.raises(ImportModelError, match="fitted on 2 features but 1"):
         from_sklearn(clf, feats[:1], actions=["a", "b"])

@@ -79,6 +79,7 @@ def rendered(tmp_path_factory):
     return report, decode_png(png.read_bytes()), dom.stdout.decode("utf-8", errors="replace")
 
 
+@pytest.mark.slow
 def test_screenshot_is_a_rendered_page(rendered):
     _, pixels, _ = rendered
     assert pixels.shape[:2] == (HEIGHT, WIDTH)

@@ -426,6 +426,7 @@ def test_markdown_variant(tmp_path):
     assert code == 1 and out2.read_text().startswith("# Security review")
 
 
+@pytest.mark.slow
 @pytest.mark.coq
 def test_the_coq_reproduce_command_checks(tmp_path):
     """Run the report's export-coq command as a reviewer would, in a shell, and expect coqc

@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 
 from clefprove.eval.evaluator import Evaluator
+from clefprove.geometry.boxes import context_box
 from clefprove.model.source import compile_source
 from clefprove.report.context import plain_conditions
-from clefprove.report.tree import box_at, layout, subtree_summary, window
+from clefprove.report.tree import layout, subtree_summary, window
 from tests.report_html.test_coverage import ACTIONS, DISCRETE, all_inputs, discrete_trees
 
 FEATURES = [
@@ -158,7 +159,7 @@ def test_box_at_is_exactly_the_inputs_that_reach_the_node(tree):
     for n in model.iter_nodes():
         if not n.is_leaf:
             continue
-        box = box_at(model, n.index)
+        box = context_box(model, n.index)
         inside = np.all((xs >= box.lo) & (xs <= box.hi), axis=1)
         for f, mask in box.cats.items():
             inside &= mask[xs[:, f].astype(int)]

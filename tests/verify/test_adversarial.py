@@ -35,6 +35,7 @@ from clefprove.model.source import compile_source
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check, check_invariant
+from clefprove.verify.options import CheckOptions
 from tests.verify.gen import WholeTreeZ3
 
 ACTIONS = ["allow", "challenge", "rate_limit", "block"]
@@ -200,10 +201,10 @@ def grid_violations(
 
 
 def leaf_verdicts(model: Model, inv: ck.CheckedInvariant, shortcuts: bool = True):
-    from clefprove.verify.boxes import leaf_boxes
+    from clefprove.geometry.boxes import leaf_boxes
 
     prep = eg.prepare(model, inv)
-    pv = eg.decide(model, prep, leaf_boxes(model), eg.Settings(shortcuts=shortcuts))
+    pv = eg.decide(model, prep, leaf_boxes(model), CheckOptions(shortcuts=shortcuts))
     leaves = pv.boxes.leaves
     return {int(leaves[r]) for r in pv.violating}, {int(leaves[r]) for r in pv.unknown}
 
@@ -243,7 +244,7 @@ def test_tiny_coefficient_below_float_range_is_not_dropped():  # regression
     # x = -1e308, y = 0: 1e-600 * -1e308 = -1e-292 < 0.
     assert not ck.evaluate(inv.ensure, [-1e308, 0.0], 0, 1.0)
     for shortcuts in (True, False):
-        r = check_invariant(model, inv, eg.Settings(shortcuts=shortcuts))
+        r = check_invariant(model, inv, CheckOptions(shortcuts=shortcuts))
         assert r.status == "violated", shortcuts
         assert_counterexamples_real(model, inv, r)
         no_internal(r)
@@ -612,6 +613,7 @@ def test_float_only_unsatisfiable_linear_when_is_never_violated():
     no_internal(r)
 
 
+@pytest.mark.slow
 def test_violation_needs_a_float_that_is_not_nearest_to_the_real_solution():
     """x + y == 0.30000000000000004 (the float64 nearest 0.1 + 0.2 as a *float* sum) with
     x, y each pinned near 0.1 / 0.2: the exact rational solution set contains float pairs,
@@ -640,6 +642,7 @@ def test_violation_needs_a_float_that_is_not_nearest_to_the_real_solution():
             assert r.status in ("holds", "unknown")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     [
@@ -826,6 +829,7 @@ ADV = settings(
 )
 
 
+@pytest.mark.slow
 @ADV
 @given(st.data())
 def test_adversarial_single_feature_grid(data):
@@ -855,6 +859,7 @@ def test_adversarial_single_feature_grid(data):
     assert_counterexamples_real(model, inv, r)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_adversarial_linear_against_ieee_reference(data):
@@ -869,7 +874,7 @@ def test_adversarial_linear_against_ieee_reference(data):
     violating, unknown = leaf_verdicts(model, inv)
     assert violating <= ref
     assert ref <= violating | unknown
-    r = check_invariant(model, inv, eg.Settings(rlimit=5_000_000))
+    r = check_invariant(model, inv, CheckOptions(rlimit=5_000_000))
     no_internal(r)
     assert_counterexamples_real(model, inv, r)
     if r.status == "holds":
@@ -901,7 +906,7 @@ def test_solver_states_single_feature_bounds_on_float64(body, tmp_path):  # regr
     inv = inv_of(model, body)
     smt = tmp_path / "smt"
     smt.mkdir()
-    r = check_invariant(model, inv, eg.Settings(shortcuts=False, smtlib_dir=str(smt)))
+    r = check_invariant(model, inv, CheckOptions(shortcuts=False, smtlib_dir=str(smt)))
     assert r.status == "holds"
     files = sorted(smt.glob("*.smt2"))
     assert files
@@ -995,6 +1000,7 @@ def relational_case(draw):
     return model, prog.invariants[0], prog.severity
 
 
+@pytest.mark.slow
 @settings(
     max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)),
     deadline=None,
@@ -1056,6 +1062,7 @@ def int_relational_case(draw):
     return model, prog.invariants[0], prog.severity
 
 
+@pytest.mark.slow
 @settings(
     max_examples=int(os.environ.get("CLEFPROVE_ADV_EXAMPLES", 300)) // 3,
     deadline=None,

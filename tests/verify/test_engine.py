@@ -12,11 +12,12 @@ import pytest
 
 from clefprove.dsl import checked as ck
 from clefprove.dsl.loader import parse_text
+from clefprove.geometry.boxes import leaf_boxes
+from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.clef import load_model
 from clefprove.verify import engine as eg
-from clefprove.verify import normal as nm
 from clefprove.verify.api import check, check_invariant
-from clefprove.verify.boxes import leaf_boxes
+from clefprove.verify.options import CheckOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_LINEAR = (
@@ -37,19 +38,20 @@ def _inv(model, body: str):
 
 def test_resource_limit_gives_unknown_not_holds(edge):
     inv = _inv(edge, "when client_rtt_ms > 300 and tls_version < 772 ensure action != allow")
-    r = check_invariant(edge, inv, eg.Settings(shortcuts=False, rlimit=1))
+    r = check_invariant(edge, inv, CheckOptions(shortcuts=False, rlimit=1))
     assert r.status == "unknown" and r.unknown_paths > 0
     rep = check(edge, [inv], rlimit=1)  # the box engine decides it without the solver
     assert rep.results[0].status == "holds"
 
 
+@pytest.mark.slow
 def test_jobs_give_identical_verdicts(edge):
     inv = _inv(edge, "ensure action == block implies confidence >= 0.8")
     prep = eg.prepare(edge, inv)
     boxes = leaf_boxes(edge)
-    one = eg.decide(edge, prep, boxes, eg.Settings(shortcuts=False, jobs=1))
-    two = eg.decide(edge, prep, boxes, eg.Settings(shortcuts=False, jobs=2))
-    fast = eg.decide(edge, prep, boxes, eg.Settings())
+    one = eg.decide(edge, prep, boxes, CheckOptions(shortcuts=False, jobs=1))
+    two = eg.decide(edge, prep, boxes, CheckOptions(shortcuts=False, jobs=2))
+    fast = eg.decide(edge, prep, boxes, CheckOptions())
     assert one.solver_paths >= eg.PARALLEL_MIN_SOLVER_PATHS
     assert np.array_equal(one.status, two.status)
     assert np.array_equal(one.status, fast.status)
@@ -66,11 +68,12 @@ def test_smtlib_dump(tmp_path, edge):
         assert "(check-sat)" in f.read_text()
 
 
+@pytest.mark.slow
 def test_two_linear_literals_reach_solver_and_agree(edge):
     inv = _inv(edge, TWO_LINEAR)
     r = check_invariant(edge, inv)
     assert r.solver_paths > 0
-    slow = check_invariant(edge, inv, eg.Settings(shortcuts=False))
+    slow = check_invariant(edge, inv, CheckOptions(shortcuts=False))
     assert (r.status, r.violating_paths) == (slow.status, slow.violating_paths)
 
 
@@ -78,7 +81,7 @@ def test_two_linear_literals_reach_solver_and_agree(edge):
     "q", [Fraction(1, 3), Fraction(300), Fraction(-7, 10), Fraction(10**20 + 1, 7), Fraction(0)]
 )
 def test_float_rounding_helpers(q):
-    lo, hi = nm.float_le(q), nm.float_ge(q)
+    lo, hi = float_le(q), float_ge(q)
     assert Fraction(lo) <= q <= Fraction(hi)
     assert Fraction(math.nextafter(lo, math.inf)) > q or lo == hi
     assert Fraction(math.nextafter(hi, -math.inf)) < q or lo == hi
@@ -115,6 +118,7 @@ def test_checked_invariants_directly(edge):
     assert r.status in ("holds", "violated")
 
 
+@pytest.mark.slow
 def test_unknown_gives_exit_3(edge):
     body = (
         "when client_rtt_ms + 100 * path_depth >= 250 and client_rtt_ms + 100 * path_depth < 250 "
@@ -123,7 +127,7 @@ def test_unknown_gives_exit_3(edge):
     inv = _inv(edge, body)
     full = check(edge, [inv])
     assert full.results[0].status == "holds" and full.results[0].solver_paths > 0
-    limited = check_invariant(edge, inv, eg.Settings(shortcuts=False, rlimit=1))
+    limited = check_invariant(edge, inv, CheckOptions(shortcuts=False, rlimit=1))
     assert limited.status in ("holds", "unknown")  # never violated
     from clefprove.verify.verdicts import InvariantResult, ModelInfo, Report
 

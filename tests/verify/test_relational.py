@@ -22,8 +22,8 @@ from clefprove.errors import ClefproveError
 from clefprove.eval.evaluator import Evaluator
 from clefprove.model.source import compile_source
 from clefprove.model.types import FeatureType, Model
-from clefprove.verify import engine as eg
 from clefprove.verify.api import check
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import check_relational
 from clefprove.verify.verdicts import RelationalCounterexample
 from tests.verify.gen import ACTIONS, enumerate_inputs, feature_specs, formulas, models, trees
@@ -204,6 +204,7 @@ def assert_counterexamples_replay(model: Model, inv, severity, result) -> None:
         assert _broken(rel, rank, d0.action, d1.action)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_exhaustive_all_integer(data):
@@ -211,7 +212,7 @@ def test_exhaustive_all_integer(data):
     inv, severity = data.draw(relational_invariants(model))
     truth = exhaustive_violating_pairs(model, inv, severity)
     for shortcuts in (True, False):  # boxes (and Z3 for linear 'when'), or Z3 for every pair
-        res = check_relational(model, inv, severity, eg.Settings(shortcuts=shortcuts))
+        res = check_relational(model, inv, severity, CheckOptions(shortcuts=shortcuts))
         assert res.unknown_paths == 0  # integral domains: exact
         assert res.status == ("violated" if truth else "holds")
         assert res.violating_paths == len(truth)
@@ -252,7 +253,7 @@ def test_mixed_float_sound_on_samples(data):
     model = data.draw(models(all_int=False, max_depth=3))
     inv, severity = data.draw(relational_invariants(model))
     fast = check_relational(model, inv, severity)
-    slow = check_relational(model, inv, severity, eg.Settings(shortcuts=False))
+    slow = check_relational(model, inv, severity, CheckOptions(shortcuts=False))
     assert fast.unknown_paths == 0
     assert_counterexamples_replay(model, inv, severity, fast)
     assert_counterexamples_replay(model, inv, severity, slow)
@@ -608,7 +609,7 @@ def test_linear_when_couples_the_sides_through_shared_features():
 
 
 def test_cache_is_bypassed_and_results_match_a_fresh_run(tmp_path):
-    from clefprove.incremental.store import ProofCache
+    from clefprove.incremental.cache import ProofCache
 
     inv = tmp_path / "mix.inv"
     inv.write_text(
@@ -761,6 +762,6 @@ def test_float_domains_against_an_ieee_reference(data):
     assert res.status == ("violated" if ref else "holds")
     assert_counterexamples_replay(model, inv, severity, res)
     # Every candidate pair through Z3's Real relaxation: never wrong, at worst unknown.
-    slow = check_relational(model, inv, severity, eg.Settings(shortcuts=False))
+    slow = check_relational(model, inv, severity, CheckOptions(shortcuts=False))
     assert slow.violating_paths <= ref <= slow.violating_paths + slow.unknown_paths
     assert_counterexamples_replay(model, inv, severity, slow)

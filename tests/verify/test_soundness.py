@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.evaluator import Evaluator
+from clefprove.geometry.boxes import leaf_boxes
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
-from clefprove.verify.boxes import leaf_boxes
+from clefprove.verify.options import CheckOptions
 from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -18,7 +20,7 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 
 def _leaf_verdicts(model, inv, shortcuts=True):
     prep = eg.prepare(model, inv)
-    pv = eg.decide(model, prep, leaf_boxes(model), eg.Settings(shortcuts=shortcuts))
+    pv = eg.decide(model, prep, leaf_boxes(model), CheckOptions(shortcuts=shortcuts))
     leaves = pv.boxes.leaves
     return (
         {int(leaves[r]) for r in pv.violating},
@@ -41,6 +43,7 @@ def _check_counterexamples(model, inv, result):
         assert not ck.evaluate(inv.ensure, x, d.action, d.confidence)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_exhaustive_all_integer(data):
@@ -59,6 +62,7 @@ def test_exhaustive_all_integer(data):
     _check_counterexamples(model, inv, result)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_whole_tree_z3_mixed(data):
@@ -80,6 +84,7 @@ def test_whole_tree_z3_mixed(data):
     assert not any(w.startswith("internal") for w in result.warnings)
 
 
+@pytest.mark.slow
 def test_leaf_boxes_cover_every_input_exactly():
     """Every enumerated input lies in the box of exactly the leaf the evaluator picks."""
     from hypothesis import find

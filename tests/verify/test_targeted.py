@@ -13,6 +13,7 @@ from clefprove.eval.evaluator import Evaluator
 from clefprove.model.source import compile_source
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check, check_invariant
+from clefprove.verify.options import CheckOptions
 
 SEV = "severity allow < challenge < rate_limit < block\n"
 FEATURES = [
@@ -182,7 +183,7 @@ def test_targeted(tree, body, expected):
     inv = parse_text(SEV + "invariant t:\n  " + body + "\n", model, "t.inv").invariants[0]
     assert brute(model, inv) == (expected == "violated")
     for shortcuts in (True, False):
-        r = check_invariant(model, inv, eg.Settings(shortcuts=shortcuts))
+        r = check_invariant(model, inv, CheckOptions(shortcuts=shortcuts))
         assert r.status == expected, shortcuts
         assert not any(w.startswith("internal") for w in r.warnings)
         if expected == "violated":
@@ -199,7 +200,7 @@ def test_vacuous_flag():
 
 
 def test_subtree_api_matches_whole_tree():
-    from clefprove.verify.boxes import Box, leaf_boxes
+    from clefprove.geometry.boxes import Box, leaf_boxes
 
     tree = split(
         "n",
@@ -224,7 +225,7 @@ def test_subtree_api_matches_whole_tree():
 
 
 def test_merge_subtrees_equals_whole():
-    from clefprove.verify.boxes import Box
+    from clefprove.geometry.boxes import Box
 
     tree = split(
         "n",
@@ -251,5 +252,5 @@ def test_merge_subtrees_equals_whole():
     assert np.array_equal(merged.status, whole.status)
     from clefprove.verify.api import finish
 
-    r = finish(model, prep, merged, eg.Settings(), 3, 0.0)
+    r = finish(model, prep, merged, CheckOptions(), 3, 0.0)
     assert r.status == "violated" and r.counterexamples

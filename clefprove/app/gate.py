@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clefprove.incremental import diff as df
-from clefprove.incremental.store import ProofCache
+from clefprove.incremental.cache import ProofCache
 from clefprove.verify.verdicts import HOLDS, VIOLATED, RelationalCounterexample, Report
 
 

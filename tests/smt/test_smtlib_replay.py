@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from clefprove.smt.smtlib import expected_status, replay
 from tests.conftest import EXAMPLES
 
@@ -25,6 +27,7 @@ invariant joint_window_is_empty:
 """
 
 
+@pytest.mark.slow
 def test_check_writes_replayable_queries(tmp_path):
     inv = tmp_path / "solver.inv"
     inv.write_text(INVARIANTS)

@@ -109,9 +109,6 @@ class TreeTables:
     cat_split: frozenset[int]  # categorical features that some split tests
 
 
-_ATTR = "_clefprove_verify_tables"
-
-
 def split_bounds(value: np.ndarray, is_int: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For numeric splits at thresholds *value*: the ``hi`` bound of the left child and the
     ``lo`` bound of the right child, on whole-valued features (*is_int*) or float ones."""
@@ -135,14 +132,12 @@ class TreeLinks:
     cat_split: frozenset[int]
 
 
-_LINKS = "_clefprove_verify_links"
-
-
 def links(model: Model) -> TreeLinks:
-    """The :class:`TreeLinks` of *model* (computed once, cached per model object)."""
-    cached = model.__dict__.get(_LINKS)
-    if cached is not None:
-        return cached
+    """The :class:`TreeLinks` of *model* (computed once, kept by the model)."""
+    return model.derived.get(("geometry.links",), lambda: _links(model))
+
+
+def _links(model: Model) -> TreeLinks:
     nodes = model.nodes
     kind = nodes["kind"]
     parent = np.full(nodes.shape[0], -1, dtype=np.int64)
@@ -151,16 +146,15 @@ def links(model: Model) -> TreeLinks:
     parent[nodes["right"][internal].astype(np.int64)] = internal
     integral = np.array([f.is_integral for f in model.features], dtype=bool)
     cat_split = frozenset(np.unique(nodes["feature"][kind == NodeKind.CATEGORICAL]).tolist())
-    out = TreeLinks(parent, integral, cat_split)
-    object.__setattr__(model, _LINKS, out)  # a derived cache on the immutable model
-    return out
+    return TreeLinks(parent, integral, cat_split)
 
 
 def tables(model: Model) -> TreeTables:
-    """The :class:`TreeTables` of *model* (computed once, cached per model object)."""
-    cached = model.__dict__.get(_ATTR)
-    if cached is not None:
-        return cached
+    """The :class:`TreeTables` of *model* (computed once, kept by the model)."""
+    return model.derived.get(("geometry.tables",), lambda: _tables(model))
+
+
+def _tables(model: Model) -> TreeTables:
     nodes = model.nodes
     n = nodes.shape[0]
     lk = links(model)
@@ -170,20 +164,13 @@ def tables(model: Model) -> TreeTables:
     is_int = np.zeros(n, dtype=bool)
     is_int[numeric] = lk.integral[feat[numeric]]
     left_hi, right_lo = split_bounds(value, is_int)
-    out = TreeTables(left_hi, right_lo, lk.parent, lk.integral, lk.cat_split)
-    object.__setattr__(model, _ATTR, out)  # a derived cache on the immutable model
-    return out
+    return TreeTables(left_hi, right_lo, lk.parent, lk.integral, lk.cat_split)
 
 
 def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafBoxes:
     """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
     tab = tables(model)
-    nodes = model.nodes
-    kind = nodes["kind"]
-    left = nodes["left"]
-    right = nodes["right"]
-    feat = nodes["feature"]
-    aux = nodes["aux"]
+    kind = model.nodes["kind"]
     ctx = context or Box.domain(model)
     n_feat = len(model.features)
 
@@ -211,33 +198,9 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
         if is_leaf.all():
             break
         inner = ~is_leaf
-        fr = frontier[inner]
-        lo_i, hi_i = lo[inner], hi[inner]
-        k = fr.size
-        frontier = np.concatenate([left[fr], right[fr]]).astype(np.int64)
-        lo = np.concatenate([lo_i, lo_i])
-        hi = np.concatenate([hi_i, hi_i])
-        f_idx = feat[fr].astype(np.int64)
-        num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
-        if num.size:
-            fn = f_idx[num]
-            hi[num, fn] = np.minimum(hi[num, fn], tab.left_hi[fr[num]])
-            lo[num + k, fn] = np.maximum(lo[num + k, fn], tab.right_lo[fr[num]])
-        new_cats = {}
-        for f, m in cats.items():
-            m_i = m[inner]
-            m2 = np.concatenate([m_i, m_i])
-            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
-            if rows.size:
-                width = m.shape[1]
-                member = model.membership[
-                    aux[fr[rows]].astype(np.int64)[:, None] + np.arange(width)
-                ]
-                member = member.astype(bool)
-                m2[rows] &= member
-                m2[rows + k] &= ~member
-            new_cats[f] = m2
-        cats = new_cats
+        frontier, lo, hi, cats = step_down(
+            model, frontier[inner], lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
+        )
 
     leaves = np.concatenate(out_leaves) if out_leaves else np.empty(0, dtype=np.int64)
     order = np.argsort(leaves, kind="stable")
@@ -246,6 +209,49 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     hi = np.concatenate(out_hi)[order] if out_hi else np.empty((0, n_feat + 1))
     cat_arrays = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
     return complete_boxes(model, leaves, lo, hi, cat_arrays)
+
+
+def step_down(
+    model: Model, fr: np.ndarray, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """One exact step down for a batch: the children of the splits *fr* (all left children,
+    then all right children) and their boxes, the rows of *lo*, *hi* (k, F) and *cats* (k, V)
+    tightened by each split (integral features round, a float feature's right side starts at
+    the next float64 above the threshold).  Every box of the verifier is built by it."""
+    nodes = model.nodes
+    kind = nodes["kind"]
+    tab = tables(model)
+    k = fr.size
+    children = np.concatenate([nodes["left"][fr], nodes["right"][fr]]).astype(np.int64)
+    lo2 = np.concatenate([lo, lo])
+    hi2 = np.concatenate([hi, hi])
+    f_idx = nodes["feature"][fr].astype(np.int64)
+    num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
+    if num.size:
+        fn = f_idx[num]
+        hi2[num, fn] = np.minimum(hi2[num, fn], tab.left_hi[fr[num]])
+        lo2[num + k, fn] = np.maximum(lo2[num + k, fn], tab.right_lo[fr[num]])
+    cats2 = {}
+    for f, m in cats.items():
+        m2 = np.concatenate([m, m])
+        rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (f_idx == f))
+        if rows.size:
+            width = m.shape[1]
+            member = model.membership[
+                nodes["aux"][fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+            ].astype(bool)
+            m2[rows] &= member
+            m2[rows + k] &= ~member
+        cats2[f] = m2
+    return children, lo2, hi2, cats2
+
+
+def empty_rows(lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]) -> np.ndarray:
+    """(k,) bool: which boxes contain no input."""
+    empty = np.any(lo > hi, axis=1)
+    for m in cats.values():
+        empty |= ~m.any(axis=1)
+    return empty
 
 
 def context_box(model: Model, node: int) -> Box:

@@ -1,0 +1,57 @@
+"""The proof cache that ``clefprove.check(..., cache=...)`` takes: storage plus the re-check.
+
+:class:`~clefprove.incremental.store.CacheStore` keeps proofs in SQLite;
+:mod:`clefprove.incremental.walk` decides what a new model version can reuse.  This module joins
+the two, so that neither imports the other's caller.
+"""
+
+from __future__ import annotations
+
+import os
+
+from clefprove.dsl import checked as ck
+from clefprove.incremental import walk
+from clefprove.incremental.store import DEFAULT_DIR, CacheStore
+from clefprove.model.types import Model
+from clefprove.verify.options import CheckOptions
+from clefprove.verify.verdicts import InvariantResult
+
+
+class ProofCache(CacheStore):
+    """A proof cache in *directory*; ``check`` calls :meth:`check_program` when given one."""
+
+    def check_program(
+        self, model: Model, program: ck.CheckedProgram, options: CheckOptions
+    ) -> list[InvariantResult]:
+        """The results of every invariant of *program*, reusing proofs (equal to a fresh run):
+        the incremental :class:`~clefprove.verify.api.RunStrategy`."""
+        return walk.check_program(self, model, program, options, options.counterexamples)
+
+
+def open_cache(
+    directory: str | os.PathLike[str] | None, disabled: bool = False
+) -> ProofCache | None:
+    """The CLI's ``--cache DIR`` / ``--no-cache``: a cache in *directory* (default: the
+    ``CLEFPROVE_CACHE`` environment variable, else :data:`DEFAULT_DIR`), or None when disabled."""
+    if disabled:
+        return None
+    return ProofCache(directory or os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR)
+
+
+def add_cache_arguments(parser: object) -> None:
+    """Add ``--cache DIR`` and ``--no-cache`` to an argparse parser (check, gate)."""
+    group = parser.add_mutually_exclusive_group()  # type: ignore[attr-defined]
+    group.add_argument(
+        "--cache",
+        metavar="DIR",
+        default=None,
+        help=f"proof cache directory (default {DEFAULT_DIR})",
+    )
+    group.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the proof cache"
+    )
+
+
+def cache_from_args(args: object) -> ProofCache | None:
+    """The cache selected by ``--cache`` / ``--no-cache`` (see :func:`add_cache_arguments`)."""
+    return open_cache(getattr(args, "cache", None), bool(getattr(args, "no_cache", False)))

@@ -1,0 +1,43 @@
+"""The top-level API: lazy, yet visible to dir(), help() and type checkers."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import clefprove
+
+INIT = Path(clefprove.__file__)
+
+
+def test_every_public_name_resolves_and_is_listed():
+    for name in clefprove.__all__:
+        assert name in dir(clefprove)
+        assert getattr(clefprove, name) is not None
+
+
+def test_type_checkers_see_the_same_names_as_the_lazy_loader():
+    tree = ast.parse(INIT.read_text())
+    guarded: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom)
+                guarded.update(a.name for a in imp.names)
+                for a in imp.names:
+                    assert clefprove._API[a.name] == imp.module
+    assert guarded == set(clefprove._API)
+    assert set(clefprove.__all__) == {*clefprove._API, "__version__"}
+
+
+def test_the_package_is_marked_typed():
+    assert (INIT.parent / "py.typed").is_file()
+
+
+def test_importing_the_package_loads_no_stage():
+    code = "import sys, clefprove; print(sorted(m for m in sys.modules if m[:9] == 'clefprove'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['clefprove', 'clefprove.version']"
+    assert "z3" not in out.stdout
