@@ -66,12 +66,14 @@ def run_gate(
 ) -> GateResult:
     """Run the gate (see module docstring); raises ClefproveError on bad input."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any, load_model, single_tree
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
-    model = load_model(new)  # full validation, digest included
-    old = load_model(previous) if previous is not None else None
+    model = load_any(new)  # full validation, digest included
+    old = load_model(previous, "gate --previous") if previous is not None else None
+    if old is not None:
+        single_tree(model, str(new), "gate --previous")  # no behaviour diff of ensembles yet
     program = load_invariants(list(invariants), model)
     report = check(model, program, cache=cache, model_path=str(new), **check_options)
     d = None

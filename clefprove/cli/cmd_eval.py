@@ -60,7 +60,13 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
     from clefprove.eval.evaluator import Evaluator
     from clefprove.eval.inputs import RecordEncoder
 
-    evaluator = Evaluator(model)
+    ensemble = hasattr(model, "combine")
+    if ensemble:
+        from clefprove.eval.ensemble import EnsembleEvaluator
+
+        evaluator: Any = EnsembleEvaluator(model)
+    else:
+        evaluator = Evaluator(model)
     encoder = RecordEncoder(model)
     quoted = [json.dumps(a) for a in model.actions]
     bad = 0
@@ -84,7 +90,10 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
                 bad += 1
                 text.append(json.dumps({"error": errors[i]}))
                 continue
-            if explain:
+            if ensemble:
+                text.append(_ensemble_line(model, evaluator, X[i], acts[k], confs[k], leaves[k],
+                                           explain))
+            elif explain:
                 text.append(_explained(model, evaluator, X[i], acts[k], confs[k], leaves[k]))
             else:
                 text.append(
@@ -156,3 +165,22 @@ def _explained(
             "input": decode_input(model, x),
         }
     )
+
+
+def _ensemble_line(
+    model: Any, evaluator: Any, x: np.ndarray, action: int, conf: float, leaves: list[int],
+    explain: bool,
+) -> str:
+    """An ensemble's decision: each tree's leaf (tree-local node index); with *explain*, each
+    tree's leaf values and the input as evaluated."""
+    out: dict[str, Any] = {
+        "action": model.actions[action],
+        "confidence": conf,
+        "leaves": leaves,
+    }
+    if explain:
+        from clefprove.eval.inputs import decode_input
+
+        out["contributions"] = evaluator.contributions(x)
+        out["input"] = decode_input(model, x)
+    return json.dumps(out)

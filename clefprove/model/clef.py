@@ -247,7 +247,7 @@ def load_bytes(
 
 
 #: The commands that take tree ensembles (named in the refusal of the others).
-ENSEMBLE_COMMANDS = "compile, import, info, eval, check"
+ENSEMBLE_COMMANDS = "compile, import, info, eval, check, gate (without --previous)"
 
 
 def single_tree(model: Model | Ensemble, origin: str, what: str = "this command") -> Model:
