@@ -47,9 +47,10 @@ def ensemble_trees(draw, features, depth, thresholds, outputs, probabilities) ->
 
 
 @st.composite
-def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3):
+def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margin: bool = False):
+    """Random ensembles; with *margin*, only the margin rule (decisions without exp)."""
     features = draw(feature_specs(all_int))
-    link = draw(st.sampled_from(["logistic", "softmax", "identity"]))
+    link = draw(st.sampled_from(["logistic", "softmax"] + ([] if margin else ["identity"])))
     n_actions = 2 if link == "logistic" else draw(st.integers(2, 4))
     outputs = 1 if link == "logistic" else n_actions
     arithmetic = draw(st.sampled_from(["float32", "float64"]))
@@ -61,7 +62,8 @@ def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3):
         draw(ensemble_trees(features, max_depth, thresholds, outputs, link == "identity"))
         for _ in range(n_trees)
     ]
-    spec = {"link": link, "arithmetic": arithmetic, "rule": draw(st.sampled_from(rules))}
+    rule = "margin" if margin else draw(st.sampled_from(rules))
+    spec = {"link": link, "arithmetic": arithmetic, "rule": rule}
     if link == "identity":
         spec["divisor"] = n_trees
     else:

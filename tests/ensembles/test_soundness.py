@@ -14,7 +14,8 @@ from clefprove.verify.ensemble import check_ensemble_invariant
 from tests.ensembles.gen import ensembles
 from tests.verify.gen import enumerate_inputs, invariants
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Examples per test come from the Hypothesis profile (tests/conftest.py: dev or ci).
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _violating_inputs(model, inv, X):
@@ -97,7 +98,7 @@ def test_float_domains_against_dense_sampling(data):
         assert not _violating_inputs(model, inv, X)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SETTINGS
 @given(st.data())
 def test_region_bounds_contain_every_decision(data):
     """On random sub-boxes, the possible actions and confidence intervals contain the
