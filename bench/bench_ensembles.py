@@ -14,6 +14,8 @@ at the first solution across it).  Veritas is given the box as half-open interva
 Verdicts are compared where both decide; every clefprove counterexample is also checked with
 the library's own ``predict``.
 
+Both tools are warmed up once (module imports) before the timings.
+
 Run: ``python bench/bench_ensembles.py [--trees 10 50 200] [--timeout 30]``.
 """
 
@@ -117,7 +119,7 @@ def _veritas(kind, clf, lo, hi, c, timeout):
     heuristic = veritas.HeuristicType.MAX_OUTPUT if c == 0 else veritas.HeuristicType.MIN_OUTPUT
     cfg = veritas.Config(heuristic)
     cfg.ignore_state_when_worse_than = threshold
-    cfg.stop_when_num_solutions_exceeds = 0
+    cfg.stop_when_num_solutions_exceeds = 1  # (0 stops before storing the solution)
     search = cfg.get_search(at, box)
     reason = search.step_for(timeout, 100)
     while reason == veritas.StopReason.NONE and search.time_since_start() < timeout:
@@ -131,7 +133,7 @@ def _veritas(kind, clf, lo, hi, c, timeout):
     ]
     if crossing:
         status = "violated"
-    elif reason in (veritas.StopReason.NO_MORE_OPEN, veritas.StopReason.OPTIMAL):
+    elif reason in (veritas.StopReason.NO_MORE_OPEN, veritas.StopReason.OPTIMAL):  # none found
         status = "holds"
     else:
         status = "unknown"
@@ -156,6 +158,10 @@ def main() -> None:
         for kind in args.kinds:
             for n in args.trees:
                 clf, path = _train(kind, n, X, y, Path(tmp))
+                if not rows:  # warm up both tools (module imports) outside the timings
+                    lo, hi = _box(X, 0, 0.05)
+                    _clefprove(kind, clf, path, spec_path, feats, lo, hi, 0, args.timeout)
+                    _veritas(kind, clf, lo, hi, 0, args.timeout)
                 agree = decided = 0
                 t_c, t_v, holds, violated, unknown = [], [], 0, 0, 0
                 confirmed_all = True
