@@ -470,16 +470,11 @@ def _parse_ensemble(buf: Any, fields: tuple[Any, ...], digest: bytes, origin: st
         for a in (nodes, values, membership):
             a.flags.writeable = False
     first_leaf = np.concatenate(([0], np.cumsum(leaves)[:-1]))
-    for t in range(n_trees):
-        a, n = int(starts[t]), int(sizes[t])
-        try:
-            _validate_nodes(
-                nodes[a : a + n], membership, features, 0, int(depths[t]), int(first_leaf[t])
-            )
-        except ClefFormatError as exc:
-            raise ClefFormatError(f"tree {t}: {exc}") from None
-        if int(np.count_nonzero(nodes["kind"][a : a + n] == NodeKind.LEAF)) != int(leaves[t]):
-            raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
+    _validate_trees(nodes, membership, features, starts, sizes, depths)
+    leaf_counts = np.add.reduceat((nodes["kind"] == NodeKind.LEAF).astype(np.int64), starts)
+    if np.any(leaf_counts != leaves):
+        t = int(np.flatnonzero(leaf_counts != leaves)[0])
+        raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
     _validate_values(values, combine, n_trees)
     # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
     # the verifier's rounding bounds assume).
@@ -569,18 +564,115 @@ def _validate_values(values: np.ndarray, combine: Combine, n_trees: int) -> None
             raise ClefFormatError("an identity link averages: the divisor is the number of trees")
 
 
+def _validate_trees(
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    features: tuple[Feature, ...],
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+) -> None:
+    """The checks of :func:`_validate_nodes` on every tree of an ensemble at once (tree-local
+    child indices; a leaf's ``aux`` is its rank among all leaves, its ``value`` 0); a defect
+    is named ``tree T: node I`` with I tree-local."""
+    n = len(nodes)
+    tree = np.repeat(np.arange(starts.size), sizes)
+    start = starts[tree]
+    size = sizes[tree]
+    idx = np.arange(n, dtype=np.int64) - start  # tree-local index of every record
+    kind = nodes["kind"]
+    left = nodes["left"].astype(np.int64)
+    right = nodes["right"].astype(np.int64)
+    aux = nodes["aux"].astype(np.int64)
+    feat = nodes["feature"]
+    value = nodes["value"]
+    depth = nodes["depth"].astype(np.int64)
+
+    def where(g: int) -> str:
+        return f"tree {int(tree[g])}: node {int(idx[g])}"
+
+    def bad(mask: np.ndarray, what: str) -> None:
+        if mask.any():
+            raise ClefFormatError(f"{where(int(np.flatnonzero(mask)[0]))}: {what}")
+
+    bad(kind > NodeKind.CATEGORICAL, "unknown node kind")
+    leaf = kind == NodeKind.LEAF
+    split = ~leaf
+    bad(leaf & ((left != idx) | (right != idx)), "a leaf must point to itself")
+    rank = np.cumsum(leaf, dtype=np.int64) - 1
+    bad(leaf & (aux != rank), "leaf value row out of order")
+    bad(leaf & (value != 0.0), "an ensemble leaf's value field must be 0")
+    bad(split & ((left >= size) | (right >= size)), "child index out of range")
+    bad(split & ((left <= idx) | (right <= idx)), "child index does not come after its parent")
+    bad(split & (left == right), "both children are the same node")
+    bad(split & (feat >= len(features)), "feature index out of range")
+    limit = depths[tree]
+    bad(depth > limit, "depth exceeds the tree's declared maximum")
+    bad((idx == 0) & (depth != 0), "the root must have depth 0")
+    parents = np.flatnonzero(split)
+    children = np.concatenate((left[parents], right[parents])) + np.concatenate(
+        (start[parents], start[parents])
+    )
+    refs = np.bincount(children, minlength=n) if children.size else np.zeros(n, dtype=np.int64)
+    bad(refs > 1, "node has more than one parent")
+    bad((refs == 0) & (idx != 0), "node is not reachable from the root")
+    parent_depth = np.concatenate((depth[parents], depth[parents]))
+    off = depth[children] != parent_depth + 1
+    if off.any():
+        raise ClefFormatError(f"{where(int(children[np.flatnonzero(off)[0]]))}: depth does not "
+                              "match its parent's")
+    deepest = np.maximum.reduceat(depth, starts)
+    if np.any(deepest != depths):
+        t = int(np.flatnonzero(deepest != depths)[0])
+        raise ClefFormatError(
+            f"tree {t}: declared depth {int(depths[t])} but the tree is {int(deepest[t])} deep"
+        )
+    ftypes, vocab = _feature_arrays(features)
+    last = np.uint16(max(len(features) - 1, 0))
+    safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
+    numeric = kind == NodeKind.NUMERIC
+    cat_type = list(FeatureType).index(FeatureType.CATEGORICAL)
+    bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
+    bad(numeric & ~np.isfinite(value), "threshold is NaN or infinite")
+    categorical = kind == NodeKind.CATEGORICAL
+    bad(categorical & (ftypes[safe_feat] != cat_type),
+        "categorical split on a non-categorical feature")
+    bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
+    if membership.size and int(membership.max()) > 1:
+        raise ClefFormatError("categorical membership table holds values other than 0 and 1")
+    for i in np.flatnonzero(categorical):
+        f = features[int(feat[i])]
+        if not membership[int(aux[i]) : int(aux[i]) + len(f.values)].any():
+            raise ClefFormatError(f"{where(int(i))}: empty categorical set")
+
+
+_FEATURE_ARRAYS: dict[tuple[Feature, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _feature_arrays(features: tuple[Feature, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per feature: its type's index in FeatureType and its vocabulary size (memoised: an
+    ensemble validates every tree against the same features)."""
+    hit = _FEATURE_ARRAYS.get(features)
+    if hit is None:
+        kinds = list(FeatureType)
+        hit = (
+            np.array([kinds.index(f.type) for f in features], dtype=np.int8),
+            np.array([len(f.values) for f in features], dtype=np.int64),
+        )
+        if len(_FEATURE_ARRAYS) > 64:
+            _FEATURE_ARRAYS.clear()
+        _FEATURE_ARRAYS[features] = hit
+    return hit
+
+
 def _validate_nodes(
     nodes: np.ndarray,
     membership: np.ndarray,
     features: tuple[Feature, ...],
     n_actions: int,
     max_depth: int,
-    first_leaf: int | None = None,
 ) -> None:
-    """Vectorised structural checks; raises on the first kind of defect found.
-
-    With *first_leaf* (an ensemble's tree), a leaf's ``aux`` is its row in the value table,
-    which must be *first_leaf* plus its rank among the tree's leaves, and its ``value`` 0."""
+    """Vectorised structural checks; raises on the first kind of defect found."""
     n = len(nodes)
     # The fields are read in place (strided views of the mapping) and in their stored widths:
     # comparisons with wider operands are cast by numpy in small buffers, so validating a
@@ -603,13 +695,8 @@ def _validate_nodes(
     leaf = kind == NodeKind.LEAF
     split = ~leaf
     bad(leaf & ((left != idx) | (right != idx)), "a leaf must point to itself")
-    if first_leaf is None:
-        bad(leaf & (aux >= n_actions), "action index out of range")
-        bad(leaf & ~((value >= 0.0) & (value <= 1.0)), "confidence is NaN or outside [0, 1]")
-    else:
-        rank = np.cumsum(leaf, dtype=np.int64) - 1 + first_leaf
-        bad(leaf & (aux != rank), "leaf value row out of order")
-        bad(leaf & (value != 0.0), "an ensemble leaf's value field must be 0")
+    bad(leaf & (aux >= n_actions), "action index out of range")
+    bad(leaf & ~((value >= 0.0) & (value <= 1.0)), "confidence is NaN or outside [0, 1]")
     bad(split & ((left >= n) | (right >= n)), "child index out of range")
     bad(split & ((left <= idx) | (right <= idx)), "child index does not come after its parent")
     bad(split & (left == right), "both children are the same node")
@@ -633,8 +720,7 @@ def _validate_nodes(
     if int(depth.max()) != max_depth:
         raise ClefFormatError(f"declared depth {max_depth} but the tree is {int(depth.max())} deep")
 
-    ftypes = np.array([list(FeatureType).index(f.type) for f in features], dtype=np.int8)
-    vocab = np.array([len(f.values) for f in features], dtype=np.int64)
+    ftypes, vocab = _feature_arrays(features)
     last = np.uint16(max(len(features) - 1, 0))
     safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
     numeric = kind == NodeKind.NUMERIC

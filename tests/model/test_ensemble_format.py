@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clefprove.errors import ClefFormatError, ClefproveError, ModelSourceError
 from clefprove.model.clef import HEADER, TREE_RECORD, load, load_any, load_bytes, load_model
@@ -117,6 +119,8 @@ def test_single_tree_commands_refuse_ensembles_in_one_line(toy, tmp_path):
         (lambda d: _patch_node(d, 1, value=0.5), "an ensemble leaf's value field must be 0"),
         (lambda d: _patch_node(d, 0, value=float("nan")), "threshold is NaN"),
         (lambda d: _patch_node(d, 11, depth=3), "tree 2: node 1: depth exceeds"),
+        (lambda d: _patch_node(d, 6, depth=2), "tree 1: node 1: depth does not match"),
+        (lambda d: _patch_node(d, 5, right=3), "tree 1: node 3: node has more than one parent"),
         (lambda d: _patch_value(d, 2, 1, float("nan")), "leaf value row 2 is NaN or infinite"),
         (lambda d: _patch_value(d, 2, 1, float("inf")), "leaf value row 2 is NaN or infinite"),
         (lambda d: _patch_value(d, 4, 0, 0.1), "leaf value row 4 is not a float32 value"),
@@ -189,3 +193,22 @@ def test_bad_sources_name_the_json_path(toy_source, edit, expected):
     with pytest.raises(ModelSourceError) as info:
         compile_source(src)
     assert expected in str(info.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_mutated_and_resigned_files_load_or_fail_in_one_line(data):
+    """Any byte changed (and the digest recomputed) either loads or is a ClefFormatError."""
+    from clefprove.eval.ensemble import EnsembleEvaluator
+
+    raw = bytearray(write_clef(compile_source(json.loads(TOY.read_text()))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 33))
+        raw[at] = data.draw(st.integers(0, 255))
+    try:
+        model = load_bytes(_resign(bytes(raw)), origin="m.clef")
+    except ClefFormatError as exc:
+        assert "\n" not in str(exc)
+        return
+    if isinstance(model, Ensemble):  # what loads also evaluates
+        EnsembleEvaluator(model).evaluate(np.zeros((2, len(model.features))))
