@@ -1,7 +1,9 @@
 """``clefprove gate``: the pre-deploy hook run before a decision service reloads a model.
 
-1. **Integrity**: the new file is loaded with full validation (for a ``.clef`` file: magic,
-   version, structure and the trailing SHA-256 over its bytes); any defect is exit 2.
+1. **Integrity**: the new file must be a genuine ``.clef`` file (a JSON source, even renamed,
+   is refused: the gate vouches for the exact bytes the runtime maps) and is loaded with full
+   validation (magic, version, structure and the trailing SHA-256); any defect is exit 2.  The
+   digest shown is the SHA-256 of the whole file, what ``sha256sum`` prints.
 2. **Incremental check** of every invariant, reusing the proof cache (see
    :mod:`clefprove.incremental.walk`); verdicts are those of a fresh ``check``.
 3. **Behaviour diff** against ``--previous`` when given: how much changed, a summary only
@@ -21,7 +23,7 @@ from typing import Any
 
 from clefprove.incremental import diff as df
 from clefprove.incremental.cache import ProofCache
-from clefprove.verify.verdicts import HOLDS, VIOLATED, RelationalCounterexample, Report
+from clefprove.verify.verdicts import Report
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,8 @@ def run_gate(
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
-    model = load_any(new)  # full validation, digest included
-    old = load_model(previous, "gate --previous") if previous is not None else None
+    model = load_any(new, clef_only=True)  # full validation, digest included
+    old = load_model(previous, what="gate --previous") if previous is not None else None
     if old is not None:
         single_tree(model, str(new), "gate --previous")  # no behaviour diff of ensembles yet
     program = load_invariants(list(invariants), model)
@@ -87,51 +89,3 @@ def run_gate(
         time.perf_counter() - t0,
         str(cache.directory) if cache is not None else None,
     )
-
-
-def render_text(res: GateResult) -> str:
-    """The gate's human-readable output."""
-    rep = res.report
-    s = rep.summary
-    lines = [f"integrity  ok  {res.model_path}  sha256 {res.sha256}"]
-    reuse = (
-        f"{s['paths_reused']} reused from the cache"
-        if res.cache_dir is not None
-        else "cache disabled"
-    )
-    lines.append(
-        f"check      {s['holds']} hold, {s['violated']} violated, {s['unknown']} unknown  "
-        f"({s['paths_checked']} paths checked, {reuse})"
-    )
-    for r in rep.results:
-        mark = {HOLDS: "ok  ", VIOLATED: "FAIL"}.get(r.status, "??  ")
-        lines.append(f"  {mark} {r.invariant}  [{r.status}]  {r.file}:{r.line}")
-        for c in r.counterexamples[:1]:
-            if isinstance(c, RelationalCounterexample):  # a pair differing only in c.feature
-                for k in range(2):
-                    lines.append(
-                        f"         counterexample {k + 1}/2 {df._json(c.inputs[k])} -> "
-                        f"{c.actions[k]}"
-                    )
-                continue
-            lines.append(f"         counterexample {df._json(c.input)} -> {c.action}")
-            lines.append(f"         path {' and '.join(c.path)}")
-    if res.diff is not None:
-        d = res.diff
-        lines.append(f"diff       {len(d.changes)} structural change(s) from {d.old['path']}")
-        if not d.comparable:
-            lines.append(f"           behaviour not compared: {d.reason}")
-        elif d.regions_total == 0:
-            lines.append("           same action for every input")
-        else:
-            lines.append(
-                f"           actions differ on {d.regions_total} region(s), "
-                f"{df._pct(d.share_changed)} of the input domain"
-            )
-            for t, v in list(d.transitions.items())[:5]:
-                lines.append(f"             {t:<26} {df._pct(v)}")
-    for w in rep.all_warnings:
-        lines.append(f"warning: {w}")
-    verdict = {0: "PASS", 1: "FAIL (violated)", 3: "FAIL (unknown)"}[res.exit_code]
-    lines.append(f"gate       {verdict}  ({res.seconds:.3f} s)")
-    return "\n".join(lines) + "\n"

@@ -13,44 +13,22 @@ PROGRESS_MIN_WORK = 200_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="prove invariants for every input of a model")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
-    p.add_argument("invariants", nargs="+", help=".inv files or directories")
-    p.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes")
-    p.add_argument(
-        "--timeout", type=float, default=None, metavar="SECONDS", help="solver limit per path"
+    from clefprove.cli import options as op
+
+    p = op.command(sub, "check", "prove invariants for every input of a model", verdicts=True)
+    op.add_model(p, configurable=True)
+    op.add_invariants(p)
+    op.add_format(
+        p,
+        op.CHECK_FORMATS,
+        None,
+        "report format (default: from -o's extension: .sarif, .json, .xml for junit; else text)",
     )
-    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
-    cache = p.add_mutually_exclusive_group()
-    cache.add_argument(
-        "--cache", metavar="DIR", help="proof cache directory (default .clefprove-cache)"
-    )
-    cache.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the proof cache"
-    )
+    op.add_output(p, "write the report to FILE (atomically; '-': standard output)")
+    op.add_check_options(p)
+    op.add_cache_options(p)
     p.add_argument("--smtlib", metavar="DIR", help="write every solver query as SMT-LIB here")
     p.set_defaults(func=run)
-
-
-def render(report, fmt: str, color: bool = False) -> str:
-    """The report in one of the output formats."""
-    if fmt == "json":
-        from clefprove.report.jsonout import render_json
-
-        return render_json(report)
-    if fmt == "sarif":
-        from clefprove.report.sarif import render_sarif
-
-        return render_sarif(report)
-    if fmt == "junit":
-        from clefprove.report.junit import render_junit
-
-        return render_junit(report)
-    from clefprove.report.text import render_text
-
-    return render_text(report, color=color)
 
 
 def _smtlib_directory(path: str) -> None:
@@ -66,12 +44,20 @@ def _smtlib_directory(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.options import check_limits
+    from clefprove.cli.options import (
+        CHECK_FORMATS,
+        check_limits,
+        output_format,
+        require_targets,
+        use_color,
+        warn,
+    )
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_any
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
@@ -81,13 +67,11 @@ def run(args: argparse.Namespace) -> int:
         _smtlib_directory(args.smtlib)
     model = load_any(args.model)
     program = load_invariants(args.invariants, model)
-    if not program.invariants:
-        sys.stderr.write("clefprove: warning: the invariant files define no invariant\n")
     jobs = args.jobs or default_jobs()
     work = model.n_leaves * len(program.invariants)
     progress = None
     bar = None
-    if sys.stderr.isatty() and work >= PROGRESS_MIN_WORK:
+    if sys.stderr.isatty() and work >= PROGRESS_MIN_WORK and not args.quiet:
         from rich.console import Console
         from rich.progress import Progress
 
@@ -121,12 +105,16 @@ def run(args: argparse.Namespace) -> int:
             bar.stop()
         if cache is not None:
             cache.close()
-    to_terminal = args.output in (None, "-") and sys.stdout.isatty()
-    text = render(report, args.format, color=to_terminal)
+    fmt = output_format(args, CHECK_FORMATS, "text")
+    to_stdout = args.output in (None, "-")
+    color = use_color(args) if to_stdout else args.color == "always"
+    from clefprove.report.formats import render_report
+
+    text = render_report(report, fmt, color=color, verbose=args.verbose, quiet=args.quiet)
     from clefprove.cli.output import emit
 
     emit(text, args.output)
-    if args.format != "text" or args.output not in (None, "-"):
+    if (fmt != "text" or not to_stdout) and not args.quiet:  # the text report lists them
         for w in report.all_warnings:
-            sys.stderr.write(f"clefprove: warning: {w}\n")
-    return report.exit_code
+            warn(w)
+    return int(report.exit_code)

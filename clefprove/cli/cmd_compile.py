@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clefprove.cli.output import refuse_inputs, write_atomic
+from clefprove.cli.output import refuse_inputs, write_model
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compile", help="compile a JSON model source into a .clef file")
+    from clefprove.cli import options as op
+
+    p = op.command(sub, "compile", "compile a JSON model source into a .clef file")
     p.add_argument("source", help="JSON model source (SPEC §2)")
-    p.add_argument("-o", "--output", required=True, help="the .clef file to write")
+    op.add_output(
+        p, "the .clef file to write ('-': standard output, unless it is a terminal)", True
+    )
     p.set_defaults(func=run)
 
 
@@ -21,9 +25,10 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_inputs(args.output, args.source)
     model = load_source(args.source)
-    write_atomic(args.output, write_clef(model))
-    sys.stderr.write(
-        f"compiled {args.source} -> {args.output}: {model.n_nodes} nodes, depth "
-        f"{model.max_depth}, {model.size} bytes, sha256 {model.sha256}\n"
-    )
+    write_model(args.output, write_clef(model))
+    if not args.quiet:
+        sys.stderr.write(
+            f"compiled {args.source} -> {args.output}: {model.n_nodes} nodes, depth "
+            f"{model.max_depth}, {model.size} bytes, sha256 {model.sha256}\n"
+        )
     return 0

@@ -9,26 +9,29 @@ from clefprove.cli.output import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diff", help="what changed between two models, and where behaviour differs")
+    from clefprove.cli import options as op
+
+    p = op.command(sub, "diff", "what changed between two models, and where behaviour differs")
     p.add_argument("old", help="the previous model (.clef or JSON source)")
     p.add_argument("new", help="the new model (.clef or JSON source)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    op.add_format(p, ("text", "json"), "text")
     p.add_argument(
         "--limit",
         type=int,
         default=20,
         metavar="N",
-        help="list at most N regions, largest first (default 20; 0: all); all are counted",
+        help="list at most N regions, largest first (0: all); all are counted",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    op.add_output(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.errors import ClefproveError
-    from clefprove.incremental.diff import diff, render_text
+    from clefprove.incremental.diff import diff
     from clefprove.model.clef import load_model
+    from clefprove.report.diff_text import render_text
 
     if args.limit < 0:
         raise ClefproveError("--limit must be >= 0")

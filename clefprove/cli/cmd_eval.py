@@ -24,10 +24,17 @@ BATCH_LINES = 4096
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate JSON-lines inputs on a model, one decision per line")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
+        "eval",
+        "evaluate JSON-lines inputs on a model, one decision per line",
+        one="at least one input line was bad (it got an error line)",
+    )
+    op.add_model(p)
     p.add_argument(
-        "--input", default="-", metavar="FILE", help="JSON lines to evaluate ('-': stdin, default)"
+        "--input", default="-", metavar="FILE", help="JSON lines to evaluate ('-': stdin)"
     )
     p.add_argument(
         "--explain",
@@ -120,27 +127,9 @@ def _batches(lines: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
 
 
 def _parse_line(raw: bytes) -> Any:
-    from clefprove.model.source import DuplicateKeyError, unique_keys
+    from clefprove.eval.inputs import parse_json_input
 
-    try:
-        # A BOM (line 1 of a file saved by some editors) and the line end are not JSON.
-        text = raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise InputError("not valid UTF-8") from None
-    try:
-        obj = json.loads(text)
-        # Every key-value pair has a ':' outside strings, so fewer keys than ':' is the only way
-        # a key can have been given twice; only then parse again, refusing duplicates.
-        if isinstance(obj, dict) and len(obj) < text.count(":"):
-            json.loads(text, object_pairs_hook=unique_keys)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except DuplicateKeyError as exc:
-        raise InputError(f"invalid JSON: {exc}") from None
-    except ValueError as exc:  # an integer of more than 4300 digits (Python's conversion limit)
-        raise InputError(f"invalid JSON: {str(exc).split(':')[0]}") from None
-    except RecursionError:
-        raise InputError("invalid JSON: nesting is too deep") from None
+    obj = parse_json_input(raw)
     if not isinstance(obj, dict):
         kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
         raise InputError(f"an input must be a JSON object, got {kinds.get(type(obj), 'a number')}")

@@ -11,20 +11,20 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
         "export-coq",
-        help="Coq definitions and proofs of the invariants that coqc checks on its own",
-        description=__doc__.splitlines()[0],
+        "Coq definitions and proofs of the invariants that coqc checks on its own",
+        description="Write Coq files that coqc checks on its own: a proof for every invariant "
+        "that holds, a refutation for every violated one.",
+        ok="every invariant proved (and exported)",
+        verdicts=True,
     )
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
-    p.add_argument("invariants", nargs="+", help=".inv files or directories")
-    p.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="DIR",
-        help="directory to write the Coq development into (created if needed)",
-    )
+    op.add_model(p)
+    op.add_invariants(p)
+    op.add_output(p, "directory to write the Coq development into (created if needed)", True, "DIR")
     p.set_defaults(func=run)
 
 

@@ -8,11 +8,15 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
         "fmt",
-        help="format invariant files in the canonical layout",
+        "format invariant files in the canonical layout",
         description="Rewrite .inv files in the canonical layout (a directory means every .inv "
         "file below it; '-' reads stdin and writes stdout). No model is needed.",
+        one="--check: at least one file would change",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".inv files or directories, or -")
     p.add_argument(

@@ -7,42 +7,40 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
         "gate",
-        help="pre-deploy hook: integrity, incremental check, behaviour diff; 0 only if all hold",
+        "pre-deploy hook: integrity, incremental check, behaviour diff; 0 only if all hold",
+        ok="every invariant holds (deploy)",
+        verdicts=True,
     )
-    p.add_argument("model", help="the model about to be deployed (.clef or JSON source)")
-    p.add_argument("invariants", nargs="+", help=".inv files or directories")
-    p.add_argument("--previous", metavar="OLD", help="the model currently deployed (for a diff)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    p.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="solver processes (default: all cores)"
+    op.add_model(p, "the model about to be deployed (a genuine .clef file)", configurable=True)
+    op.add_invariants(p)
+    op.add_previous(p, "the model currently deployed (for a behaviour diff)")
+    op.add_format(
+        p,
+        op.CHECK_FORMATS,
+        None,
+        "output format; json is the gate object, sarif/junit/github/gitlab render its check "
+        "(default: from -o's extension, else text)",
     )
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
-    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
-    # The same options as clefprove.incremental.cache.add_cache_arguments, without importing
-    # sqlite3 on every start of the CLI.
-    cache = p.add_mutually_exclusive_group()
-    cache.add_argument(
-        "--cache",
-        metavar="DIR",
-        default=None,
-        help="proof cache directory (default .clefprove-cache)",
-    )
-    cache.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the proof cache"
-    )
+    op.add_output(p)
+    op.add_check_options(p)
+    op.add_cache_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.app.gate import render_text, run_gate
-    from clefprove.cli.options import check_limits
+    from clefprove.app.gate import run_gate
+    from clefprove.cli.options import CHECK_FORMATS, check_limits, output_format, require_targets
     from clefprove.cli.output import emit
     from clefprove.incremental.cache import cache_from_args
+    from clefprove.report.gate_text import render_text
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     from clefprove.cli.output import refuse_inputs
     from clefprove.dsl.files import expand_paths
@@ -63,8 +61,17 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if cache is not None:
             cache.close()
-    if args.format == "json":
+    fmt = output_format(args, CHECK_FORMATS, "text")
+    if fmt == "json":
         emit(json.dumps(res.to_json_dict(), indent=2), args.output)
+    elif fmt == "text":
+        from clefprove.report.text import summary_line
+
+        emit(
+            summary_line(res.report) if args.quiet else render_text(res, args.verbose), args.output
+        )
     else:
-        emit(render_text(res), args.output)
-    return res.exit_code
+        from clefprove.report.formats import render_report
+
+        emit(render_report(res.report, fmt), args.output)
+    return int(res.exit_code)

@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clefprove.cli.output import refuse_inputs, write_atomic
+from clefprove.cli.output import refuse_inputs, write_model
 
 FORMATS = ("onnx", "xgboost", "lightgbm")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub,
         "import",
-        help="convert a trained single-tree model (ONNX-ML, XGBoost, LightGBM) into a .clef file",
+        "convert a trained single-tree model (ONNX-ML, XGBoost, LightGBM) into a .clef file",
         description=(
             "Convert a trained single-tree classifier into a .clef model with the same decisions. "
-            "Files are parsed, never unpickled. See docs/importers.md for the exact semantics."
+            "Files are parsed, never unpickled. See docs/importers.md for the exact semantics. "
+            "ONNX needs the 'onnx' package: pip install 'clefprove[import]'."
         ),
     )
     p.add_argument("format", choices=FORMATS, help="the file's format")
@@ -24,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "file",
         help="ONNX model (.onnx), XGBoost booster.save_model JSON/UBJSON, or LightGBM text model",
     )
-    p.add_argument("-o", "--output", required=True, help="the .clef file to write")
+    op.add_output(
+        p, "the .clef file to write ('-': standard output, unless it is a terminal)", True
+    )
     p.add_argument(
         "--features",
         metavar="SPEC.json",
@@ -42,10 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_inputs(args.output, args.file, *([args.features] if args.features else []))
     model = import_model(args.format, args.file, args.features)
-    write_atomic(args.output, write_clef(model))
-    sys.stderr.write(
-        f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "
-        f"{len(model.actions)} actions, {model.n_nodes} nodes, depth {model.max_depth}, "
-        f"sha256 {model.sha256}\n"
-    )
+    write_model(args.output, write_clef(model))
+    if not args.quiet:
+        sys.stderr.write(
+            f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "
+            f"{len(model.actions)} actions, {model.n_nodes} nodes, depth {model.max_depth}, "
+            f"sha256 {model.sha256}\n"
+        )
     return 0

@@ -10,9 +10,11 @@ from clefprove.cli.output import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="features, actions, nodes, depth and digest of a model")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    from clefprove.cli import options as op
+
+    p = op.command(sub, "info", "features, actions, nodes, depth and digest of a model")
+    op.add_model(p)
+    op.add_format(p, ("text", "json"), "text")
     p.set_defaults(func=run)
 
 
@@ -24,7 +26,8 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
         "path": path,
         "name": model.name,
         "version": model.version,
-        "sha256": model.sha256,
+        "sha256": None if model.from_source else model.sha256,
+        **({"compiled_from": "json"} if model.from_source else {}),
         "size": model.size,
         "nodes": model.n_nodes,
         "leaves": model.n_leaves,
@@ -49,8 +52,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     lines = [
         f"model     {model.name} {model.version}",
-        f"file      {args.model} ({model.size} bytes)",
-        f"sha256    {model.sha256}",
+        *(
+            [f"file      {args.model} (JSON source, compiled in memory: no .clef digest)"]
+            if model.from_source
+            else [f"file      {args.model} ({model.size} bytes)", f"sha256    {model.sha256}"]
+        ),
         (
             f"trees     {model.n_trees} trees, {model.n_nodes} nodes, {model.n_leaves} leaves, "
             f"max depth {model.max_depth}"

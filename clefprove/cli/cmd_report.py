@@ -8,8 +8,6 @@ and writes one self-contained HTML page, or Markdown with ``--format md`` or an 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clefprove.errors import ClefproveError
@@ -19,31 +17,20 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a security-review report (HTML or Markdown)")
-    p.add_argument("model", help="a .clef file (or a JSON model source)")
-    p.add_argument("invariants", nargs="+", help=".inv files or directories")
-    p.add_argument("-o", "--output", metavar="FILE", required=True, help="the report file")
-    p.add_argument(
-        "--format",
-        choices=("html", "md"),
-        default=None,
-        help="html (default) or md; an .md output file means md",
+    from clefprove.cli import options as op
+
+    p = op.command(
+        sub, "report", "write a security-review report (HTML or Markdown)", verdicts=True
     )
-    p.add_argument("--previous", metavar="OLD", help="the previous model, for a behaviour diff")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes")
-    p.add_argument(
-        "--timeout", type=float, default=None, metavar="SECONDS", help="solver limit per path"
+    op.add_model(p, configurable=True)
+    op.add_invariants(p)
+    op.add_output(p, "the report file", True)
+    op.add_format(
+        p, ("html", "md"), None, "html or md (default: md for an .md output file, else html)"
     )
-    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
+    op.add_previous(p, "the previous model, for a behaviour diff")
+    op.add_check_options(p)
     p.set_defaults(func=run)
-
-
-def output_format(args: argparse.Namespace) -> str:
-    """``--format`` if given, else md for a ``.md``/``.markdown`` output file, else html."""
-    if args.format:
-        return str(args.format)
-    suffix = Path(args.output).suffix.lower()
-    return "md" if suffix in (".md", ".markdown") else "html"
 
 
 def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict[str, Any]:
@@ -55,14 +42,16 @@ def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.options import check_limits
+    from clefprove.cli.options import check_limits, output_format, require_targets, warn
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.clef import load_model
     from clefprove.report.context import Inputs, build
+    from clefprove.report.wording import printable
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
+    require_targets(args)
     check_limits(args)
     if args.output == "-":
         raise ClefproveError("report needs an output file (-o REPORT.html), not stdout")
@@ -71,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = [args.model, *([args.previous] if args.previous else [])]
     refuse_inputs(args.output, *inputs, *expand_paths(args.invariants))
-    fmt = output_format(args)
+    fmt = output_format(args, ("html", "md"), "html")
     model = load_model(args.model)
     previous = load_model(args.previous) if args.previous is not None else None
     program = load_invariants(args.invariants, model)
@@ -106,6 +95,12 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_html(context)
     write_atomic(args.output, text)
-    for w in report.all_warnings:
-        sys.stderr.write(f"clefprove: warning: {w}\n")
-    return report.exit_code
+    if not args.quiet:
+        for w in report.all_warnings:
+            warn(w)
+    from clefprove.cli.output import write_stdout
+    from clefprove.report.text import summary_line
+
+    # whatever the verdict: a CI log shows what the report says without opening it
+    write_stdout(f"{printable(args.output)}: {summary_line(report)}\n")
+    return int(report.exit_code)

@@ -2,28 +2,39 @@
 
 Each module in :data:`COMMANDS` defines ``register(subparsers)`` (adds its parser and sets
 ``func`` to a ``run(args) -> int``).  A :class:`~clefprove.errors.ClefproveError` anywhere becomes
-one line on stderr and exit status 2; exit codes are those of SPEC §4.
+one line on stderr and exit status 2; any other exception is a bug in clefprove: one line
+``clefprove: internal error: ...`` and exit status 4 (``CLEFPROVE_DEBUG=1`` adds the traceback).
+Exit codes are those of SPEC §4.
+
+Only the standard library's ``signal``, ``os`` and ``sys`` are imported at module level, so that
+:func:`entry` installs the SIGINT/SIGTERM handlers before anything heavy is imported.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from clefprove.cli.output import discard_stdout
-from clefprove.errors import ClefproveError
 from clefprove.status import ExitCode
 
-EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
+if TYPE_CHECKING:
+    import argparse
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN, EXIT_INTERNAL = (
     ExitCode.OK,
     ExitCode.VIOLATED,
     ExitCode.USAGE,
     ExitCode.UNKNOWN,
+    ExitCode.INTERNAL,
 )
+EXIT_SIGINT = 128 + signal.SIGINT
+EXIT_SIGTERM = 128 + signal.SIGTERM
+
+#: Set to 1 to see the traceback of an internal error.
+DEBUG_ENV = "CLEFPROVE_DEBUG"
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = (
@@ -37,23 +48,30 @@ COMMANDS = (
     "gate",
     "export_coq",
     "report",
+    "serve",
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        _say(f"clefprove: error: {message}\n")
-        raise SystemExit(EXIT_USAGE)
-
-
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    import importlib
+
     from clefprove.version import __version__
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse that reports usage errors as one line and exit status 2."""
+
+        def error(self, message: str) -> None:  # type: ignore[override]
+            _say(f"clefprove: error: {message}\n")
+            raise SystemExit(EXIT_USAGE)
 
     parser = _Parser(
         prog="clefprove",
         description="Prove that Clef decision-tree models obey safety invariants for every input.",
+        epilog="Defaults for --jobs, --timeout, --counterexamples, --cache and --color can be set "
+        "in [tool.clefprove] of the nearest pyproject.toml (docs/ci.md). "
+        "Exit status: 0 success, 1 an invariant is violated, 2 bad usage or input, "
+        "3 inconclusive (unknown), 4 internal error; 'clefprove COMMAND --help' for each command.",
     )
     parser.add_argument("--version", action="version", version=f"clefprove {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -65,16 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    from clefprove.cli.options import apply_config, load_config
+
+    apply_config(parser, load_config())
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+    from clefprove.cli.output import discard_stdout
+    from clefprove.errors import ClefproveError
+
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         code = int(args.func(args))
         sys.stdout.flush()  # a failing stdout is reported here, not at interpreter exit
         return code
@@ -83,19 +107,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("clefprove: interrupted\n")
-        return 130
+        return EXIT_SIGINT
     except Terminated:
         _say("clefprove: terminated\n")
-        return 128 + signal.SIGTERM
+        return EXIT_SIGTERM
     except BrokenPipeError:
         discard_stdout()
         return EXIT_OK
     except OSError as exc:  # stdin or stdout failing: a full disk, a closed stream
+        if exc.errno is None and exc.filename is None:  # not an I/O failure: a bug
+            return _internal_error(exc)
         discard_stdout()
         reason = exc.strerror or str(exc)
         where = f"{exc.filename}: " if exc.filename else "standard input/output: "
         _say(f"clefprove: error: {where}{reason}\n")
         return EXIT_USAGE
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    """One line saying clefprove has a bug (the traceback only when ``CLEFPROVE_DEBUG=1``)."""
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        import traceback
+
+        _say("".join(traceback.format_exception(exc)))
+    detail = " ".join(str(exc).split())[:300]
+    what = type(exc).__name__ + (f": {detail}" if detail else "")
+    _say(
+        f"clefprove: internal error: {what} (a bug in clefprove; "
+        f"set {DEBUG_ENV}=1 for the traceback)\n"
+    )
+    return EXIT_INTERNAL
 
 
 def _say(text: str) -> None:
@@ -140,10 +183,37 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    """After the command has finished and flushed its output, a signal just ends the process."""
+    os._exit(128 + signum)
+
+
 def entry() -> None:
-    _occupy_closed_streams()
+    """The console script: handlers first (a signal in the first milliseconds must not print a
+    traceback), then the command; status 130/143 for SIGINT/SIGTERM wherever they land."""
     signal.signal(signal.SIGTERM, _on_sigterm)
-    sys.exit(main())
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring
+        signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        _occupy_closed_streams()
+        code = main()
+    except KeyboardInterrupt:
+        _say("clefprove: interrupted\n")
+        code = EXIT_SIGINT
+    except Terminated:
+        _say("clefprove: terminated\n")
+        code = EXIT_SIGTERM
+    try:
+        signal.signal(signal.SIGTERM, _exit_now)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _exit_now)
+    except (KeyboardInterrupt, Terminated):
+        code = EXIT_SIGINT
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,14 @@ import sys
 from clefprove.errors import ClefproveError
 from clefprove.fileio import write_atomic
 
-__all__ = ["discard_stdout", "emit", "refuse_inputs", "write_atomic", "write_stdout"]
+__all__ = [
+    "discard_stdout",
+    "emit",
+    "refuse_inputs",
+    "write_atomic",
+    "write_model",
+    "write_stdout",
+]
 
 
 def refuse_inputs(output: str | os.PathLike[str] | None, *inputs: str | os.PathLike[str]) -> None:
@@ -22,6 +29,28 @@ def refuse_inputs(output: str | os.PathLike[str] | None, *inputs: str | os.PathL
             continue
         if same and os.path.isfile(name):
             raise ClefproveError(f"{output}: is also an input file; refusing to overwrite it")
+
+
+def write_model(output: str, data: bytes) -> None:
+    """Write a compiled model to the file *output* atomically, or to stdout for ``-`` (as every
+    ``-o -`` means), refusing a terminal: binary bytes would garble it."""
+    if output != "-":
+        write_atomic(output, data)
+        return
+    if sys.stdout.isatty():
+        raise ClefproveError(
+            "-o -: refusing to write a binary .clef model to a terminal; redirect it to a file"
+        )
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        discard_stdout()
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ClefproveError(f"cannot write to standard output: {reason}") from None
 
 
 def emit(text: str, output: str | None) -> None:

@@ -21,6 +21,7 @@ from clefprove.dsl.checker import Checker
 from clefprove.dsl.errors import Diagnostic, DslError
 from clefprove.dsl.files import SUFFIX, decode, expand_paths, read_bytes, read_text
 from clefprove.dsl.parser import parse_partial
+from clefprove.errors import ClefproveError
 from clefprove.model.types import Model
 
 __all__ = [
@@ -92,9 +93,14 @@ def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> Ch
 
     Raises :class:`DslError` with every syntax and type error of every file (the items that
     parse are type-checked even when others do not), or :class:`ClefproveError` for a path
-    that does not exist or cannot be read.
+    that does not exist or cannot be read, or for files that define no invariant at all (an
+    empty set would otherwise "pass" every gate, SPEC §4).
     """
-    return _check(*_parse_all(paths), model)
+    program = _check(*_parse_all(paths), model)
+    if not program.invariants:
+        names = ", ".join(str(p) for p in paths)
+        raise ClefproveError(f"{names}: the invariant files define no invariant")
+    return program
 
 
 def parse_text(text: str, model: Model, file: str = "<string>") -> CheckedProgram:

@@ -8,10 +8,11 @@ first use, and cached (``cache=True`` keeps the grammar analysis between process
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -191,6 +192,15 @@ def _expected(names: Sequence[str]) -> str:
     return ", ".join(ordered[:-1]) + " or " + ordered[-1]
 
 
+def keyword_hint(tok: Token, keywords: Iterable[str]) -> str | None:
+    """The keyword among *keywords* that a mistyped name *tok* most likely meant."""
+    if tok.type != "NAME":
+        return None
+    word = str(tok).lower()
+    found = difflib.get_close_matches(word, sorted(keywords), n=1, cutoff=0.7)
+    return found[0] if found and found[0] != word else None
+
+
 class _FileParser:
     def __init__(self, text: str, file: str) -> None:
         self.text = text
@@ -259,9 +269,11 @@ class _FileParser:
         ok = True
         first = chunk[0]
         if first.type not in _ITEM_KEYWORDS:
-            self.error_at(
-                first, f"unexpected {_describe(first)}; expected 'severity', 'let' or 'invariant'"
+            meant = keyword_hint(first, ("severity", "let", "invariant"))
+            hint = (
+                f"did you mean '{meant}'?" if meant else "expected 'severity', 'let' or 'invariant'"
             )
+            self.error_at(first, f"unexpected {_describe(first)}; {hint}")
             return False
         previous: Token | None = None
         for tok in chunk:
@@ -306,6 +318,11 @@ class _FileParser:
             self.error_at(opener, f"unclosed '{opener}'")
             return False
         if first.type == "INVARIANT" and not any(t.type == "ENSURE" for t in chunk):
+            # A mistyped keyword ('ensrue') is the likeliest cause: point at it, not the header.
+            typo = next((t for t in chunk[2:] if keyword_hint(t, ("ensure",))), None)
+            if typo is not None:
+                self.error_at(typo, f"unknown keyword {_describe(typo)}; did you mean 'ensure'?")
+                return False
             name = chunk[1] if len(chunk) > 1 and chunk[1].type == "NAME" else None
             what = f"invariant '{name}'" if name is not None else "invariant"
             self.error_at(first, f"{what} has no 'ensure'")
@@ -355,6 +372,9 @@ class _FileParser:
             hint = f"; expected {expected}" if expected else ""
             if tok.type == "EQUAL" and "EQ" in acceptable:
                 hint = "; write '==' to compare"
+            meant = keyword_hint(tok, (t.lower() for t in acceptable if t.lower() in KEYWORDS))
+            if meant:
+                hint = f"; did you mean '{meant}'?"
             shown = "end of file" if tok.type == "$END" and following is None else None
             self.error_at(tok, f"unexpected {shown or _describe(tok)}{hint}")
             return None

@@ -10,6 +10,7 @@ or an unknown feature name is an :class:`~clefprove.errors.InputError`, never a 
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
@@ -172,6 +173,47 @@ def encode_records(model: Model, records: Iterable[Mapping[str, Any]]) -> np.nda
         except InputError as exc:
             raise InputError(f"record {i}: {exc}") from None
     return out
+
+
+def parse_json_input(raw: bytes | str) -> Any:
+    """Parse the JSON text of one input (or a JSON array of inputs), refusing what a lenient
+    parser would guess at: invalid UTF-8, a key given twice, a giant integer, deep nesting.
+
+    Raises :class:`InputError` with a one-line reason; the value's shape is not checked here.
+    """
+    from clefprove.model.source import DuplicateKeyError, unique_keys
+
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("not valid UTF-8") from None
+    # A BOM (line 1 of a file saved by some editors) and the line end are not JSON.
+    text = raw.removeprefix("\ufeff").rstrip("\r\n")
+    try:
+        obj = json.loads(text)
+        # Every key-value pair has a ':' outside strings, so fewer keys than ':' is the only way
+        # a key can have been given twice; only then parse again, refusing duplicates.
+        if _keys(obj) < text.count(":"):
+            json.loads(text, object_pairs_hook=unique_keys)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except DuplicateKeyError as exc:
+        raise InputError(f"invalid JSON: {exc}") from None
+    except ValueError as exc:  # an integer of more than 4300 digits (Python's conversion limit)
+        raise InputError(f"invalid JSON: {str(exc).split(':')[0]}") from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting is too deep") from None
+    return obj
+
+
+def _keys(obj: Any) -> int:
+    """Keys of an object, or of the objects of an array (what a duplicate could hide in)."""
+    if isinstance(obj, dict):
+        return len(obj)
+    if isinstance(obj, list):
+        return sum(len(o) for o in obj if isinstance(o, dict))
+    return 0
 
 
 def decode_input(model: Model, x: Iterable[float]) -> dict[str, Any]:

@@ -260,16 +260,20 @@ def single_tree(model: Model | Ensemble, origin: str, what: str = "this command"
     return model
 
 
-def load_model(path: str | os.PathLike[str], what: str = "this command") -> Model:
+def load_model(
+    path: str | os.PathLike[str], clef_only: bool = False, what: str = "this command"
+) -> Model:
     """Load a single-tree model from a `.clef` file or a JSON source (chosen by content);
     an ensemble is refused (see :func:`load_any`)."""
-    return single_tree(load_any(path), str(path), what)
+    return single_tree(load_any(path, clef_only), str(path), what)
 
 
-def load_any(path: str | os.PathLike[str]) -> Model | Ensemble:
+def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | Ensemble:
     """Load a model or an ensemble from a `.clef` file or a JSON source file (chosen by
     content).
 
+    With *clef_only* (the gate, a service reload), anything but a genuine `.clef` file (its
+    magic bytes) is refused: a deploy check must vouch for the exact bytes the runtime maps.
     A pipe (``/dev/stdin``, a shell's ``<(...)``) cannot be mapped: it is read into memory.
     """
     p = Path(path)
@@ -282,8 +286,14 @@ def load_any(path: str | os.PathLike[str]) -> Model | Ensemble:
         raise ClefproveError(f"{path}: is a directory, not a model") from None
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if regular and not head:
+        raise ClefFormatError(f"{path}: empty file, not a model")
     json_like = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"{", b"")
     json_source = head != MAGIC and json_like
+    if clef_only and head != MAGIC:
+        what = "it holds JSON model source" if json_source else "wrong magic bytes"
+        hint = "; compile it with 'clefprove compile' first" if json_source else ""
+        raise ClefFormatError(f"{path}: not a .clef file ({what}){hint}")
     if not regular:
         if rest is None:
             raise ClefFormatError(f"{path}: {_short_reason(head, len(head))}")
@@ -346,12 +356,14 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
         raise ClefFormatError("corrupted header (bad header size or flags)")
     # The digest is checked first: after it, any defect is a crafted file, not corruption.
     body = memoryview(buf)[: size - DIGEST_SIZE]
-    digest = hashlib.sha256(body).digest()
+    hasher = hashlib.sha256(body)
     body.release()
+    digest = hasher.digest()
     if digest != bytes(buf[size - DIGEST_SIZE :]):
         raise ClefFormatError("SHA-256 digest mismatch: the file is truncated or corrupted")
+    hasher.update(digest)  # the model's identity is the digest of the whole file (sha256sum's)
     if version == ENSEMBLE_VERSION:
-        return _parse_ensemble(buf, fields, digest, origin)
+        return _parse_ensemble(buf, fields, hasher.hexdigest(), origin)
     if n_trees != 1:
         raise ClefFormatError(
             f"the file holds {n_trees} trees under format version 1, which holds one tree"
@@ -387,7 +399,7 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
         nodes=nodes,
         membership=membership,
         max_depth=int(max_depth),
-        sha256=digest.hex(),
+        sha256=hasher.hexdigest(),
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )
@@ -418,7 +430,7 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     return meta
 
 
-def _parse_ensemble(buf: Any, fields: tuple[Any, ...], digest: bytes, origin: str) -> Ensemble:
+def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str) -> Ensemble:
     """The rest of a v2 (ensemble) file, after magic, version, flags and digest."""
     size = len(buf)
     (_, _, _, _, n_trees, n_nodes, max_depth, member_size, meta_offset, meta_size) = fields[:10]
@@ -494,7 +506,7 @@ def _parse_ensemble(buf: Any, fields: tuple[Any, ...], digest: bytes, origin: st
         depths=depths,
         values=values,
         combine=combine,
-        sha256=digest.hex(),
+        sha256=sha256,
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )

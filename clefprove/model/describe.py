@@ -8,6 +8,7 @@ at a threshold in [0, 1) left ``"not f"`` and right ``"f"``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -47,4 +48,69 @@ def path_conditions(model: Model, path: Sequence[int]) -> list[str]:
         if nxt not in (node.left, node.right):
             raise ValueError(f"node {nxt} is not a child of node {here}")
         out.append(condition(model, node, nxt == node.left))
+    return out
+
+
+def region_conditions(model: Model, path: Sequence[int]) -> list[str]:
+    """The box a root-to-leaf path of node indices selects, one condition per feature it
+    narrows, in declaration order: ``300 < client_rtt_ms <= 5000``, ``tls_version <= 771.5``,
+    ``ua_family in {curl}`` (the bounds are the path's own thresholds; a condition the domain
+    already implies is still shown, since it is on the path)."""
+    lower: dict[int, float] = {}  # strict: x > t
+    upper: dict[int, float] = {}  # x <= t
+    sets: dict[int, set[int]] = {}
+    for here, nxt in pairwise(path):
+        node = model.node(here)
+        if node.kind is NodeKind.LEAF:
+            break
+        if nxt not in (node.left, node.right):
+            raise ValueError(f"node {nxt} is not a child of node {here}")
+        left = nxt == node.left
+        f = model.features[node.feature]
+        if node.kind is NodeKind.CATEGORICAL:
+            codes = node.categories if left else frozenset(range(len(f.values))) - node.categories
+            sets[node.feature] = sets.get(node.feature, set(range(len(f.values)))) & set(codes)
+        elif left:
+            upper[node.feature] = min(upper.get(node.feature, node.threshold), node.threshold)
+        else:
+            lower[node.feature] = max(lower.get(node.feature, node.threshold), node.threshold)
+    out: list[str] = []
+    for i, f in enumerate(model.features):
+        if i in sets:
+            kept = sorted(sets[i])
+            dropped = [c for c in range(len(f.values)) if c not in sets[i]]
+            if len(kept) <= len(dropped) or not dropped:
+                out.append(f"{f.name} in {{{', '.join(f.values[c] for c in kept)}}}")
+            else:
+                out.append(f"{f.name} not in {{{', '.join(f.values[c] for c in dropped)}}}")
+            continue
+        lo, hi = lower.get(i), upper.get(i)
+        if (
+            f.type is FeatureType.BOOL
+            and (lo is None or 0.0 <= lo < 1.0)
+            and (hi is None or 0.0 <= hi < 1.0)
+        ):
+            if lo is not None and hi is None:
+                out.append(f.name)
+            elif hi is not None and lo is None:
+                out.append(f"not {f.name}")
+            elif lo is not None:
+                out.append(f"{f.name} (unreachable)")
+            continue
+        if f.type is FeatureType.INT:  # whole bounds read better: x > 3.5 is x >= 4
+            a = None if lo is None else math.floor(lo) + 1
+            b = None if hi is None else math.floor(hi)
+            if a is not None and b is not None:
+                out.append(f"{f.name} == {a}" if a == b else f"{a} <= {f.name} <= {b}")
+            elif a is not None:
+                out.append(f"{f.name} >= {a}")
+            elif b is not None:
+                out.append(f"{f.name} <= {b}")
+            continue
+        if lo is not None and hi is not None:
+            out.append(f"{format_number(lo)} < {f.name} <= {format_number(hi)}")
+        elif lo is not None:
+            out.append(f"{f.name} > {format_number(lo)}")
+        elif hi is not None:
+            out.append(f"{f.name} <= {format_number(hi)}")
     return out

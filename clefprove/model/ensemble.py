@@ -97,6 +97,8 @@ class Ensemble:
     sha256: str
     size: int
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: compiled in memory from a JSON source (its sha256 is then not a file's digest)
+    from_source: bool = field(default=False, compare=False)
 
     @property
     def n_trees(self) -> int:

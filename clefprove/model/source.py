@@ -7,6 +7,7 @@ model compiled in memory is byte-for-byte the model a `.clef` file would give.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -374,7 +375,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Any:
         meta,
     )
     try:
-        return load_bytes(data, origin=origin)
+        return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
     except ClefFormatError as exc:  # value checks that depend on the whole ensemble
         raise ModelSourceError(str(exc).removeprefix(f"{origin}: ")) from None
 
@@ -404,7 +405,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Any:
     membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
     meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
     data = encode_clef(name, version, features, actions, nodes, membership, builder.max_depth, meta)
-    return load_bytes(data, origin=origin)
+    return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
 
 
 class DuplicateKeyError(ValueError):

@@ -134,9 +134,12 @@ class Model:
     nodes: np.ndarray  # NODE_DTYPE, read-only
     membership: np.ndarray  # uint8 0/1 table for categorical splits, read-only
     max_depth: int  # deepest node depth actually present
-    sha256: str  # hex digest of the .clef bytes this model was read from
+    sha256: str  # SHA-256 of the whole .clef file (what sha256sum prints on it)
     size: int  # size in bytes of those .clef bytes
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    #: True when the model was compiled in memory from a JSON source: ``sha256`` is then the
+    #: digest of bytes no file holds, and is never shown as the input file's digest.
+    from_source: bool = field(default=False, compare=False)
     #: What later stages derive from this model (box tables, hashes, encoders), kept here.
     derived: Derived = field(default_factory=Derived, repr=False, hash=False, compare=False)
 

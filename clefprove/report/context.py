@@ -25,6 +25,7 @@ from clefprove.model.describe import format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import action_shares
 from clefprove.report.tree import layout, window
+from clefprove.report.wording import confidence
 from clefprove.verify.verdicts import Report
 
 STATUS_LABEL = {"holds": "PASS", "violated": "FAIL", "unknown": "INCONCLUSIVE"}
@@ -360,7 +361,7 @@ def _single(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]
             for k, v in cex["input"].items()
         ],
         "action": cex["action"],
-        "confidence": format_number(cex["confidence"]),
+        "confidence": confidence(cex["confidence"]),
         "leaf": leaf,
         "path": list(cex["path"]),
         "plain": plain_conditions(model, leaf),

@@ -1,28 +1,64 @@
-"""Text rendering of a check :class:`~clefprove.verify.verdicts.Report` (rich)."""
+"""Text rendering of a check :class:`~clefprove.verify.verdicts.Report` (rich).
+
+Every user-provided string (paths, descriptions, names, values) goes in as a rich ``Text``, never
+as markup, after :func:`~clefprove.report.wording.printable` has made its control characters
+visible: a description holding ``[/]`` or an escape sequence prints as written.  A
+counterexample shows the region its leaf selects (one bound pair per feature); ``verbose`` adds
+the full chain of split conditions from the root.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 
-from clefprove.verify.verdicts import RelationalCounterexample, Report
+from rich.text import Text
 
-_STYLE = {"holds": "green", "violated": "bold red", "unknown": "yellow"}
+from clefprove.report.wording import confidence, plural, printable
+from clefprove.verify.verdicts import (
+    HOLDS,
+    UNKNOWN,
+    VIOLATED,
+    Counterexample,
+    RelationalCounterexample,
+    Report,
+)
+
+_STYLE = {HOLDS: "green", VIOLATED: "bold red", UNKNOWN: "yellow"}
 
 
-def render_text(report: Report, color: bool = False, width: int = 100) -> str:
-    """The human report: a summary table, then each violation with its path and inputs."""
+def _t(*parts: str | tuple[str, str]) -> Text:
+    """A Text from plain strings and (string, style) pairs, every string made printable."""
+    return Text.assemble(
+        *((printable(p[0]), p[1]) if isinstance(p, tuple) else printable(p) for p in parts)
+    )
+
+
+def _conditions(items: Sequence[str]) -> str:
+    return " and ".join(items) if items else "(every input: the root is a leaf)"
+
+
+def render_text(
+    report: Report, color: bool = False, width: int = 100, verbose: bool = False
+) -> str:
+    """The human report: a summary table, then each violation with its region and inputs."""
     from rich.console import Console
     from rich.table import Table
 
     buf = io.StringIO()
     console = Console(
-        file=buf, force_terminal=color, no_color=not color, width=width, highlight=False
+        file=buf,
+        force_terminal=color,
+        no_color=not color,
+        width=width,
+        highlight=False,
+        markup=False,
+        emoji=False,
     )
     m = report.model
-    console.print(
-        f"[bold]{m.path}[/bold]  {m.nodes} nodes, {m.leaves} leaves  sha256 {m.sha256[:16]}"
-    )
+    digest = "compiled from JSON source" if m.from_source else f"sha256 {m.sha256[:16]}"
+    console.print(_t((m.path, "bold"), f"  {m.nodes} nodes, {m.leaves} leaves  {digest}"))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("invariant")
     table.add_column("status")
@@ -31,63 +67,85 @@ def render_text(report: Report, color: bool = False, width: int = 100) -> str:
     for r in report.results:
         status = r.status + (" (vacuous)" if r.vacuous else "")
         pairs = " pairs" if r.relation is not None else ""
-        if r.status == "violated":
+        if r.status == VIOLATED:
             paths = f"{r.violating_paths}{pairs} violating"
-        elif r.status == "unknown":
+        elif r.status == UNKNOWN:
             paths = f"{r.unknown_paths}{pairs} undecided"
         else:
             paths = str(r.paths_checked + r.paths_reused)
-        table.add_row(r.invariant, f"[{_STYLE[r.status]}]{status}[/]", paths, f"{r.file}:{r.line}")
+        table.add_row(
+            _t(r.invariant), _t((status, _STYLE[r.status])), paths, _t(f"{r.file}:{r.line}")
+        )
     console.print(table)
     for r in report.results:
-        if r.status != "violated":
+        if r.status != VIOLATED:
             continue
         console.print()
+        unit = "violating leaf pair" if r.relation is not None else "violating path"
         console.print(
-            f"[bold red]VIOLATED[/] [bold]{r.invariant}[/] ({r.file}:{r.line}): "
-            + (
-                f"{r.violating_paths} violating leaf pair{'s' if r.violating_paths != 1 else ''}"
-                if r.relation is not None
-                else f"{r.violating_paths} violating path{'s' if r.violating_paths != 1 else ''}"
+            _t(
+                ("VIOLATED", "bold red"),
+                " ",
+                (r.invariant, "bold"),
+                f" ({r.file}:{r.line}): {plural(r.violating_paths, unit)}",
             )
         )
         if r.description:
-            console.print(f"  {r.description}")
+            console.print(_t(f"  {r.description}"))
         for i, c in enumerate(r.counterexamples, 1):
             if isinstance(c, RelationalCounterexample):
-                console.print(
-                    f"  counterexample {i}: a pair differing only in {c.feature}: "
-                    f"[bold]{c.actions[0]}[/] -> [bold]{c.actions[1]}[/]"
-                )
-                for k in range(2):
-                    console.print(
-                        f"    input {k + 1}: " + json.dumps(c.inputs[k]),
-                        soft_wrap=True,
-                        markup=False,
-                    )
-                    console.print(
-                        f"      -> {c.actions[k]} (confidence {c.confidences[k]:g}, "
-                        f"leaf {c.leaves[k]}); path: "
-                        + (" and ".join(c.paths[k]) or "(root leaf)"),
-                        soft_wrap=True,
-                    )
-                continue
-            console.print(
-                f"  counterexample {i}: action [bold]{c.action}[/] "
-                f"(confidence {c.confidence:g}, {c.where})"
-            )
-            if c.leaves is None:
-                console.print(
-                    "    path:  " + (" and ".join(c.path) or "(root leaf)"), soft_wrap=True
-                )
-            console.print("    input: " + json.dumps(c.input), soft_wrap=True, markup=False)
+                _pair(console, i, c, verbose)
+            else:
+                _single(console, i, c, verbose)
     for w in report.all_warnings:
-        console.print(f"[yellow]warning:[/] {w}", soft_wrap=True)
-    s = report.summary
+        console.print(_t(("warning:", "yellow"), f" {w}"), soft_wrap=True)
     console.print()
-    console.print(
-        f"{s['invariants']} invariants: {s['holds']} hold, {s['violated']} violated, "
-        f"{s['unknown']} unknown; {s['paths_checked']} paths checked, "
+    console.print(summary_line(report))
+    return buf.getvalue()
+
+
+def summary_line(report: Report) -> str:
+    """The one-line total (also what ``-q`` keeps)."""
+    s = report.summary
+    return (
+        f"{plural(s['invariants'], 'invariant')}: {s['holds']} hold, {s['violated']} violated, "
+        f"{s['unknown']} unknown; {plural(s['paths_checked'], 'path')} checked, "
         f"{s['paths_reused']} reused; {s['seconds']:.3f} s"
     )
-    return buf.getvalue()
+
+
+def _single(console, i: int, c: Counterexample, verbose: bool) -> None:  # type: ignore[no-untyped-def]
+    console.print(
+        _t(
+            f"  counterexample {i}: action ",
+            (c.action, "bold"),
+            f" (confidence {confidence(c.confidence)}, {c.where})",
+        )
+    )
+    if c.leaves is None:  # an ensemble's counterexample has no single path or region
+        console.print(_t("    region: " + _conditions(c.region or c.path)), soft_wrap=True)
+    if verbose and c.leaves is None:
+        console.print(_t("    path:   " + _conditions(c.path)), soft_wrap=True)
+    console.print(_t("    input:  " + json.dumps(c.input)), soft_wrap=True)
+
+
+def _pair(console, i: int, c: RelationalCounterexample, verbose: bool) -> None:  # type: ignore[no-untyped-def]
+    console.print(
+        _t(
+            f"  counterexample {i}: a pair differing only in {c.feature}: ",
+            (c.actions[0], "bold"),
+            " -> ",
+            (c.actions[1], "bold"),
+        )
+    )
+    for k in range(2):
+        console.print(_t(f"    input {k + 1}: " + json.dumps(c.inputs[k])), soft_wrap=True)
+        console.print(
+            _t(
+                f"      -> {c.actions[k]} (confidence {confidence(c.confidences[k])}, "
+                f"leaf {c.leaves[k]}); region: " + _conditions(c.regions[k] or c.paths[k])
+            ),
+            soft_wrap=True,
+        )
+        if verbose:
+            console.print(_t("      path: " + _conditions(c.paths[k])), soft_wrap=True)

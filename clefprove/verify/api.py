@@ -123,7 +123,13 @@ def check(
             if progress is not None:
                 progress(i + 1, total)
         info = ModelInfo(
-            model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+            model_path or path,
+            mdl.sha256,
+            mdl.n_nodes,
+            mdl.n_leaves,
+            mdl.name,
+            mdl.version,
+            mdl.from_source,
         )
         return Report(info, tuple(results), time.perf_counter() - start)
     relational = any(inv.is_relational for inv in program.invariants)
@@ -146,9 +152,27 @@ def check(
         if progress is not None:
             progress(i + 1, total)
     info = ModelInfo(
-        model_path or path, mdl.sha256, mdl.n_nodes, mdl.n_leaves, mdl.name, mdl.version
+        model_path or path,
+        mdl.sha256,
+        mdl.n_nodes,
+        mdl.n_leaves,
+        mdl.name,
+        mdl.version,
+        mdl.from_source,
     )
-    return Report(info, tuple(results), time.perf_counter() - start)
+    # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
+    # output is the same whether a result was decided now or reused.
+    order = tuple(f.name for f in mdl.features)
+    regions: dict[int, tuple[str, ...]] = {}
+
+    def region_of(leaf: int) -> tuple[str, ...]:
+        if leaf not in regions:
+            regions[leaf] = describe_region(mdl, leaf)
+        return regions[leaf]
+
+    return Report(
+        info, tuple(r.finished(order, region_of) for r in results), time.perf_counter() - start
+    )
 
 
 class RunStrategy(Protocol):
@@ -373,6 +397,13 @@ def confirm(
     return Counterexample(
         record, model.actions[d.action], float(d.confidence), leaf, describe_path(model, leaf)
     )
+
+
+def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
+    """The box of inputs that reach *leaf*, one bound pair per feature its path narrows."""
+    from clefprove.model.describe import region_conditions
+
+    return tuple(region_conditions(model, [*(n for n, _ in path_to(model, leaf)), leaf]))
 
 
 def describe_path(model: Model, leaf: int) -> tuple[str, ...]:

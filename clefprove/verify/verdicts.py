@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clefprove.status import ExitCode, Verdict
@@ -46,6 +46,13 @@ EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
 )
 
 
+def ordered(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """*values* with its keys in *order* (the model's declaration order), unknown keys last."""
+    out = {k: values[k] for k in order if k in values}
+    out.update((k, v) for k, v in values.items() if k not in out)
+    return out
+
+
 @dataclass(frozen=True)
 class Counterexample:
     """A complete in-domain input (JSON values) that the evaluator maps to ``action`` at
@@ -56,6 +63,14 @@ class Counterexample:
     confidence: float
     leaf: int
     path: tuple[str, ...]
+    #: the box the path selects, one condition per feature it narrows (what the text shows)
+    region: tuple[str, ...] = ()
+
+    def in_feature_order(self, order: Sequence[str]) -> Counterexample:
+        return replace(self, input=ordered(self.input, order))
+
+    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> Counterexample:
+        return replace(self, region=region_of(self.leaf))
     #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
     leaves: tuple[int, ...] | None = None
 
@@ -96,6 +111,15 @@ class RelationalCounterexample:
     leaves: tuple[int, int]
     paths: tuple[tuple[str, ...], tuple[str, ...]]
     feature: str
+    regions: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> RelationalCounterexample:
+        return replace(self, regions=(region_of(self.leaves[0]), region_of(self.leaves[1])))
+
+    def in_feature_order(self, order: Sequence[str]) -> RelationalCounterexample:
+        return replace(
+            self, inputs=(ordered(self.inputs[0], order), ordered(self.inputs[1], order))
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -134,6 +158,20 @@ class InvariantResult:
     #: For an ensemble: the share of the input domain proved (docs/verification.md).
     proved_share: float | None = None
 
+    def finished(
+        self, order: Sequence[str], region_of: Callable[[int], tuple[str, ...]]
+    ) -> InvariantResult:
+        """This result with every counterexample input listed in *order* and its leaf's region
+        (*region_of* a leaf index) filled in."""
+        if not self.counterexamples:
+            return self
+        return replace(
+            self,
+            counterexamples=tuple(
+                c.in_feature_order(order).with_regions(region_of) for c in self.counterexamples
+            ),
+        )
+
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "invariant": self.invariant,
@@ -167,14 +205,24 @@ class ModelInfo:
     leaves: int
     name: str = ""
     version: str = ""
+    #: compiled in memory from a JSON source: no file holds :attr:`sha256`, so it is not shown
+    from_source: bool = False
+
+    @property
+    def file_sha256(self) -> str | None:
+        """The digest of the model file, None for a JSON source (it has no .clef digest)."""
+        return None if self.from_source else self.sha256
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
-            "sha256": self.sha256,
+            "sha256": self.file_sha256,
             "nodes": self.nodes,
             "leaves": self.leaves,
         }
+        if self.from_source:
+            out["compiled_from"] = "json"
+        return out
 
 
 @dataclass(frozen=True)

@@ -347,12 +347,21 @@ def test_dsl_error_display_is_printable_and_short(work: Path) -> None:
     assert max(len(line) for line in err.splitlines()) < 400
 
 
-@pytest.mark.parametrize("content", ["", "# only a comment\n", "\n\n  \n"])
-def test_invariant_file_without_invariants_warns(work: Path, content: str) -> None:
+@pytest.mark.parametrize(
+    "content", ["", "# only a comment\n", "\n\n  \n", "let slow = client_rtt_ms > 300\n"]
+)
+@pytest.mark.parametrize("command", ["check", "gate", "report", "export-coq"])
+def test_invariant_set_without_invariants_is_bad_input(
+    work: Path, content: str, command: str
+) -> None:
+    """SPEC §4: an invariant set that defines no invariant is exit 2, not a pass."""
     (work / "none.inv").write_text(content)
-    res = clefprove("check", "model.clef", "none.inv", "--no-cache", cwd=work)
-    assert res.returncode == 0, res.stderr
-    assert b"define no invariant" in res.stderr
+    out = "out" if command == "export-coq" else "out.html"
+    argv = [command, "model.clef", "none.inv", "-o", out]
+    argv += ["--no-cache"] if command in ("check", "gate") else []
+    res = clefprove(*argv, cwd=work)
+    assert_usage_error(res, "none.inv: the invariant files define no invariant")
+    assert not (work / out).exists() and res.stdout == b""
 
 
 def test_bom_and_crlf_invariants(work: Path) -> None:

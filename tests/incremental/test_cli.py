@@ -115,8 +115,9 @@ def test_pre_commit_hooks_file() -> None:
 
 
 def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
-    from clefprove.app.gate import render_text, run_gate
+    from clefprove.app.gate import run_gate
     from clefprove.incremental import ProofCache
+    from clefprove.report.gate_text import render_text
 
     src = {
         "name": "t",

@@ -57,7 +57,10 @@ def test_round_trip_is_byte_identical(spec_model, spec_bytes, tmp_path):
     path.write_bytes(spec_bytes)
     model = load(path)
     assert write_clef(model) == spec_bytes
-    assert model.sha256 == hashlib.sha256(spec_bytes[:-32]).hexdigest() == spec_model.sha256
+    # the model's digest is the whole file's (what sha256sum prints); the trailing 32 bytes are
+    # the SHA-256 of everything before them
+    assert model.sha256 == hashlib.sha256(spec_bytes).hexdigest() == spec_model.sha256
+    assert spec_bytes[-32:] == hashlib.sha256(spec_bytes[:-32]).digest()
     assert model.size == len(spec_bytes)
     assert np.array_equal(model.nodes, spec_model.nodes)
     assert not model.nodes.flags.writeable
@@ -215,7 +218,7 @@ def test_cli_compile_and_info(tmp_path):
 
     data = json.loads(info.stdout)
     assert data["nodes"] == 5 and data["leaves"] == 3 and data["max_depth"] == 2
-    assert data["sha256"] == hashlib.sha256(out.read_bytes()[:-32]).hexdigest()
+    assert data["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()  # as sha256sum
     assert data["features"][1] == {
         "name": "tls_version",
         "type": "int",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from urllib.parse import quote
 
 import jsonschema
 import pytest
@@ -24,40 +25,146 @@ def report():
 
 
 def test_sarif_validates_against_schema(report):
-    log = json.loads(render_sarif(report))
+    log = json.loads(render_sarif(report, root=ROOT))
     jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft4Validator)
-    results = log["runs"][0]["results"]
-    assert len(results) == len(report.results)
-    for res, r in zip(results, report.results, strict=True):
+    run = log["runs"][0]
+    results = run["results"]
+    failing = [r for r in report.results if r.status != "holds"]
+    assert failing and len(failing) < len(report.results)
+    # one result per violated or unknown invariant only (code scanning ignores ``kind``)
+    assert [res["ruleId"] for res in results] == [r.invariant for r in failing]
+    for res, r in zip(results, failing, strict=True):
         region = res["locations"][0]["physicalLocation"]["region"]
         assert region["startLine"] == r.line
-        assert res["kind"] == {"violated": "fail", "holds": "pass", "unknown": "open"}[r.status]
-    assert any(res["kind"] == "fail" and res["level"] == "error" for res in results)
+        assert res["kind"] == "fail"
+        assert res["level"] == {"violated": "error", "unknown": "warning"}[r.status]
+        assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == r.invariant
+    for rule in run["tool"]["driver"]["rules"]:
+        assert rule["fullDescription"]["text"] and rule["help"]["text"]
+    assert run["automationDetails"]["id"] == "clefprove/edge-allow-block/"
 
 
-def test_sarif_fingerprints_are_stable(report):
-    again = check(ROOT / "examples" / "spec-toy.clef", [ROOT / "invariants"])
-    fp = lambda rep: {  # noqa: E731
-        r["ruleId"]: r["partialFingerprints"]
-        for r in json.loads(render_sarif(rep))["runs"][0]["results"]
-    }
-    assert fp(report) == fp(again)  # same invariants, another model: same identities
+def test_sarif_has_no_result_when_everything_holds(tmp_path):
+    inv = tmp_path / "holds.inv"
+    inv.write_text(
+        "invariant slow_not_allowed:\n  when client_rtt_ms > 300\n  ensure action != allow\n"
+    )
+    rep = check(ROOT / "examples" / "spec-toy.clef", [inv])
+    log = json.loads(render_sarif(rep, root=tmp_path))
+    jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft4Validator)
+    assert log["runs"][0]["results"] == []
+    assert [r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]] == ["slow_not_allowed"]
+
+
+def _violating(directory: Path, name: str = "edge 100%.inv") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    inv = directory / name
+    inv.write_text("invariant never_block:\n  ensure action != block\n")
+    return inv
+
+
+def _location(log: dict) -> dict:
+    return log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+
+
+def test_sarif_uris_are_relative_to_the_repository_root(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    inv = _violating(repo / "my invariants")
+    (repo / "sub").mkdir()
+    logs = []
+    for cwd, spelled in [
+        (repo, "my invariants/edge 100%.inv"),
+        (repo / "sub", "../my invariants/edge 100%.inv"),
+        (repo / "sub", str(inv)),
+    ]:
+        monkeypatch.chdir(cwd)
+        rep = check(ROOT / "examples" / "spec-toy.clef", [spelled])
+        log = json.loads(render_sarif(rep))
+        jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft4Validator)
+        logs.append(log)
+    for log in logs:
+        assert _location(log) == {
+            "uri": "my%20invariants/edge%20100%25.inv",
+            "uriBaseId": "%SRCROOT%",
+        }
+        base = log["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        assert base.startswith("file:///") and base.endswith("/repo/")
+    fps = {json.dumps(log["runs"][0]["results"][0]["partialFingerprints"]) for log in logs}
+    assert len(fps) == 1  # however the path was spelled
+
+
+def test_sarif_file_outside_the_root_is_an_absolute_file_uri(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    inv = _violating(tmp_path / "elsewhere")
+    monkeypatch.chdir(repo)
+    log = json.loads(render_sarif(check(ROOT / "examples" / "spec-toy.clef", [inv])))
+    jsonschema.validate(log, SCHEMA, cls=jsonschema.Draft4Validator)
+    loc = _location(log)
+    assert "uriBaseId" not in loc
+    assert loc["uri"] == "file://" + quote(inv.as_posix())
+
+
+def test_sarif_fingerprints_tell_models_apart(tmp_path):
+    src = json.loads((ROOT / "examples" / "spec-toy.json").read_text())
+    src["name"] = "another-model"
+    (tmp_path / "other.json").write_text(json.dumps(src))
+    inv = _violating(tmp_path)
+    fp = lambda rep: render_sarif(rep, root=tmp_path)  # noqa: E731
+    one = json.loads(fp(check(ROOT / "examples" / "spec-toy.clef", [inv])))
+    two = json.loads(fp(check(tmp_path / "other.json", [inv])))
+    assert (
+        one["runs"][0]["results"][0]["partialFingerprints"]
+        != two["runs"][0]["results"][0]["partialFingerprints"]
+    )
+
+
+def test_sarif_fingerprints_are_stable(tmp_path):
+    inv = _violating(tmp_path)
+    fp = lambda model: [  # noqa: E731
+        r["partialFingerprints"]
+        for r in json.loads(render_sarif(check(ROOT / "examples" / model, [inv]), root=tmp_path))[
+            "runs"
+        ][0]["results"]
+    ]
+    one, two = fp("spec-toy.clef"), fp("edge-allow-block.clef")
+    # same invariants, another version of the same model: same identities
+    assert len(one) == 1 and one == two
 
 
 def test_junit_one_case_per_invariant(report):
-    root = ET.fromstring(render_junit(report))
+    root = ET.fromstring(render_junit(report, root=ROOT))
     cases = root.findall(".//testcase")
     assert [c.get("name") for c in cases] == [r.invariant for r in report.results]
+    for c, r in zip(cases, report.results, strict=True):
+        assert c.get("file") == "invariants/edge.inv" and c.get("line") == str(r.line)
+        assert c.get("classname") == "edge"
     failed = {c.get("name") for c in cases if c.find("failure") is not None}
     assert failed == {r.invariant for r in report.results if r.status == "violated"}
     assert root.get("failures") == str(len(failed))
 
 
-def test_text_lists_violations_with_paths(report):
+def test_text_lists_violations_with_regions(report):
     text = render_text(report)
     for r in report.results:
         assert r.invariant in text
         if r.status == "violated":
             c = r.counterexamples[0]
-            assert " and ".join(c.path)[:40] in text.replace("\n", " ") or c.path[0] in text
+            # the region (one bound pair per feature); the full chain only when verbose
+            assert "region: " + " and ".join(c.region) in text
+            assert " and ".join(c.path) not in text
+            assert "path:   " + " and ".join(c.path) in render_text(report, verbose=True)
     assert "\x1b[" not in text
+
+
+def test_junit_counts_in_the_singular(tmp_path):
+    inv = tmp_path / "one.inv"
+    # only the leaf that blocks violates this: exactly one path
+    inv.write_text("invariant never_block:\n  ensure action != block\n")
+    rep = check(ROOT / "examples" / "spec-toy.clef", [inv])
+    assert rep.results[0].violating_paths == 1
+    xml = render_junit(rep, root=tmp_path)
+    failure = ET.fromstring(xml).find(".//failure")
+    assert failure.get("message") == "violated on 1 path"
+    assert "1 paths" not in xml and "1 path" in failure.text

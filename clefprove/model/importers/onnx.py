@@ -58,8 +58,11 @@ def import_onnx(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -
     )
     try:
         import onnx
-    except ImportError:  # pragma: no cover - onnx is in the 'import' extra
-        raise ImportModelError("the 'onnx' package is needed to import ONNX models") from None
+    except ImportError:  # onnx is the 'import' extra, the one library an importer uses
+        raise ImportModelError(
+            "the 'onnx' package is needed to import ONNX models; "
+            "install it with: pip install 'clefprove[import]'"
+        ) from None
     try:
         model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf raises several types on garbage

@@ -1,0 +1,91 @@
+"""The service's Prometheus metrics (names of SPEC §6), in a registry of their own.
+
+Label children are bound once (per action, per feature, per reload result), so counting a
+decision is one ``inc()`` on a prebuilt child, with no label lookup per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+#: Reload outcomes, the values of ``clefprove_reloads_total{result}``.
+RELOAD_RESULTS = ("accepted", "refused", "invalid", "unauthorized")
+
+#: Decision-time buckets (seconds): a decision takes microseconds, a batch milliseconds.
+DECISION_BUCKETS = (
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+)  # fmt: skip
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    """Every metric the service exports."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()  # *_created series: noise for a scraper of this service
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        self.decisions = Counter(
+            "clefprove_decisions_total", "Decisions answered, by action.", ["action"], registry=r
+        )
+        self.decision_seconds = Histogram(
+            "clefprove_decision_seconds",
+            "Time to answer one POST /decide (parse, decide, encode the answer).",
+            buckets=DECISION_BUCKETS,
+            registry=r,
+        )
+        self.input_errors = Counter(
+            "clefprove_input_errors_total", "POST /decide requests refused as bad input.",
+            registry=r,
+        )  # fmt: skip
+        self.out_of_bounds = Counter(
+            "clefprove_feature_out_of_bounds_total",
+            "Input values outside their feature's [min, max], clipped into the domain.",
+            ["feature"],
+            registry=r,
+        )
+        self.reloads = Counter(
+            "clefprove_reloads_total", "Reload attempts, by result.", ["result"], registry=r
+        )
+        self.rollbacks = Counter(
+            "clefprove_rollbacks_total", "Rollback attempts, by result.", ["result"], registry=r
+        )
+        self.model_info = Gauge(
+            "clefprove_model_info",
+            "The served model (value 1).",
+            ["name", "version", "sha256"],
+            registry=r,
+        )
+        for result in RELOAD_RESULTS:
+            self.reloads.labels(result)
+            self.rollbacks.labels(result)
+        self._info: tuple[str, str, str] | None = None
+
+    def bind_model(
+        self, actions: Sequence[str], features: Sequence[str]
+    ) -> tuple[list[Counter], dict[str, Counter]]:
+        """Prebuilt children for one model's actions (by index) and numeric features."""
+        return [self.decisions.labels(a) for a in actions], {
+            f: self.out_of_bounds.labels(f) for f in features
+        }
+
+    def serve(self, name: str, version: str, sha256: str) -> None:
+        """Make ``clefprove_model_info`` name the served model only."""
+        if self._info is not None:
+            self.model_info.remove(*self._info)
+        self._info = (name, version, sha256)
+        self.model_info.labels(*self._info).set(1)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,611 @@
+"""The verified decision service (SPEC §6): a Starlette app over one :class:`Service`.
+
+The service serves one :class:`~clefprove.app.served.ServedModel` at a time and replaces it
+only with a model whose exact bytes passed the gate (:mod:`clefprove.app.admission`) against
+the service's invariants.  Admissions (upload, rollback, SIGHUP) are serialised by one lock:
+a second reload waits for the first.  Every refusal leaves the served model untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextlib
+import datetime as dt
+import enum
+import hmac
+import json
+import multiprocessing
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clefprove.app.admission import GateSettings, Verdict, diff_files, gate_file, worker_init
+from clefprove.app.metrics import CONTENT_TYPE, Metrics
+from clefprove.app.served import ServedModel, one_line_input_error, serve_model
+from clefprove.app.store import ModelStore
+from clefprove.errors import ClefproveError, InputError
+from clefprove.model.clef import load_bytes
+
+JSON = "application/json"
+#: Default body limits (bytes): one POST /decide, one uploaded model.
+MAX_DECIDE_BYTES = 1 << 20
+MAX_MODEL_BYTES = 256 << 20
+#: Admitted models remembered for /rollback (their bytes are in the store).
+HISTORY = 64
+
+
+class ReloadResult(enum.Enum):
+    """How an admission ended: the ``result`` label of ``clefprove_reloads_total``."""
+
+    ACCEPTED = "accepted"
+    REFUSED = "refused"  # an invariant violated or unknown
+    INVALID = "invalid"  # not a valid .clef file
+    UNAUTHORIZED = "unauthorized"
+    ERROR = "error"  # an internal error in the gate (never counted as a verdict)
+
+
+_STATUS = {
+    ReloadResult.ACCEPTED: 200,
+    ReloadResult.REFUSED: 409,
+    ReloadResult.INVALID: 400,
+    ReloadResult.UNAUTHORIZED: 401,
+    ReloadResult.ERROR: 500,
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer to one admission: result, HTTP status and JSON body."""
+
+    result: ReloadResult
+    body: dict[str, Any]
+    exit_code: int  # that of ``clefprove gate`` on the same file (4: internal error)
+
+    @property
+    def status(self) -> int:
+        return _STATUS[self.result]
+
+    def one_line(self) -> str:
+        if "error" in self.body:
+            return str(self.body["error"])
+        s = self.body.get("summary", {})
+        return (
+            f"{self.result.value}: {s.get('holds', 0)} hold, {s.get('violated', 0)} violated, "
+            f"{s.get('unknown', 0)} unknown"
+        )
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_decide_bytes: int = MAX_DECIDE_BYTES
+    max_model_bytes: int = MAX_MODEL_BYTES
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Service:
+    """The served model, its admissions, and the state every handler reads."""
+
+    def __init__(
+        self,
+        model_path: str,
+        settings: GateSettings,
+        store: ModelStore,
+        token: str | None,
+        limits: Limits = Limits(),
+    ) -> None:
+        self.model_path = model_path
+        self.settings = settings
+        self.store = store
+        self._token = token.encode() if token else None
+        self.limits = limits
+        self.metrics = Metrics()
+        self.current: ServedModel | None = None
+        self.history: list[str] = []  # sha256 of admitted models, oldest first
+        self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()
+        self._pool = self._new_pool(settings.cache_dir)  # the gate
+        self._diff_pool = self._new_pool(None)  # behaviour diffs, never in an admission's way
+        self._pending_diff: cf.Future[dict[str, Any]] | None = None
+
+    # ------------------------------------------------------------------ the gate worker
+    @staticmethod
+    def _new_pool(cache_dir: str | None) -> cf.ProcessPoolExecutor:
+        # spawn: a fork of a process running an event loop and threads is not safe
+        return cf.ProcessPoolExecutor(
+            1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_init,
+            initargs=(cache_dir,),
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._diff_pool.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, staged: Path) -> cf.Future[Verdict]:
+        return self._pool.submit(gate_file, str(staged), self.settings)
+
+    async def _record_diff(self, old: str, new: str) -> None:
+        """After a swap: the behaviour diff from the model replaced to the new one, kept for
+        ``GET /model`` and in the store record (computed in a worker process of its own)."""
+        if self._pending_diff is not None:
+            self._pending_diff.cancel()  # superseded, if it has not started yet
+        try:
+            future = self._pending_diff = self._diff_pool.submit(
+                diff_files, str(self.store.model_path(old)), str(self.store.model_path(new))
+            )
+            d = await asyncio.wrap_future(future)
+            entry = {"from": old, **d}
+            self.diffs[new] = entry
+            while len(self.diffs) > HISTORY:
+                del self.diffs[next(iter(self.diffs))]
+            self.store.annotate(new, "diff", entry)
+        except asyncio.CancelledError:
+            return
+        except cf.BrokenExecutor:
+            self._diff_pool = self._new_pool(None)
+        except Exception as exc:  # never fatal: the diff is information, not a verdict
+            _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
+
+    # ------------------------------------------------------------------ admission
+    def _prepare(self, data: bytes, label: str) -> tuple[Any, Path]:
+        """Validate *data* as a genuine ``.clef`` file and stage it for the gate."""
+        model = load_bytes(bytes(data), origin=label)
+        return model, self.store.stage(data)
+
+    def _conclude(
+        self, model: Any, staged: Path, verdict: Verdict, origin: str, label: str
+    ) -> Outcome:
+        """Serve *model* if its verdict admits it; *label* is the report's model path."""
+        if verdict.exit_code == 2:
+            self.store.discard(staged)
+            return Outcome(ReloadResult.INVALID, {"error": verdict.error}, 2)
+        if verdict.sha256 != model.sha256 or verdict.check is None:  # pragma: no cover - a bug
+            self.store.discard(staged)
+            return Outcome(
+                ReloadResult.ERROR, {"error": "internal error: the gate checked other bytes"}, 4
+            )
+        body = dict(verdict.check)
+        body["model"] = {**body["model"], "path": label}  # not the staging file's name
+        if not verdict.admitted:
+            self.store.discard(staged)
+            return Outcome(ReloadResult.REFUSED, body, verdict.exit_code)
+        when = _now()
+        served = serve_model(model, verdict, origin, when, self.metrics)
+        record = {"admitted_at": when, "origin": origin, **body}
+        self.store.admit(staged, model.sha256, record)
+        self.current = served  # the swap: one reference
+        self.metrics.serve(model.name, model.version, model.sha256)
+        if not self.history or self.history[-1] != model.sha256:
+            self.history.append(model.sha256)
+            del self.history[:-HISTORY]
+        return Outcome(ReloadResult.ACCEPTED, body, 0)
+
+    def admit_now(self, data: bytes, path: str) -> Outcome:
+        """Blocking admission of the file *path* (start-up, before the event loop runs)."""
+        try:
+            model, staged = self._prepare(data, path)
+        except ClefproveError as exc:
+            return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+        verdict = self._submit(staged).result()
+        return self._conclude(model, staged, verdict, f"startup {path}", path)
+
+    async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
+        """Gate *data* and serve it if every invariant holds (serialised with every other).
+
+        *origin* is recorded with an admitted model; *label* names the file in messages."""
+        async with self._lock:
+            if rollback:
+                if len(self.history) < 2:
+                    return Outcome(
+                        ReloadResult.REFUSED, {"error": "no previous model to roll back to"}, 1
+                    )
+                label = str(self.store.model_path(self.history[-2]))
+                try:
+                    data = read_model_file(label, self.limits.max_model_bytes)
+                except ClefproveError as exc:
+                    return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+            try:
+                model, staged = self._prepare(data, label)
+            except ClefproveError as exc:
+                return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+            try:
+                verdict = await asyncio.wrap_future(self._submit(staged))
+            except cf.BrokenExecutor:  # the worker died (killed, out of memory): start anew
+                self.store.discard(staged)
+                self._pool = self._new_pool(self.settings.cache_dir)
+                return Outcome(
+                    ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
+                )
+            before = self.history[:-1] if rollback else None
+            replaced = self.current.sha256 if self.current is not None else None
+            out = self._conclude(model, staged, verdict, origin, label)
+            if out.result is ReloadResult.ACCEPTED:
+                if rollback and before is not None:
+                    self.history[:] = before
+                if replaced is not None and replaced != model.sha256:
+                    task = asyncio.get_running_loop().create_task(
+                        self._record_diff(replaced, model.sha256)
+                    )
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+            return out
+
+    async def reload_from_path(self) -> Outcome:
+        """SIGHUP: admit MODEL again from its path, through the same gate."""
+        try:
+            data = read_model_file(self.model_path, self.limits.max_model_bytes)
+        except ClefproveError as exc:
+            out = Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+        else:
+            out = await self.admit(data, f"SIGHUP {self.model_path}", self.model_path)
+        self.metrics.reloads.labels(_counted(out.result)).inc()
+        _log(f"SIGHUP reload of {self.model_path}: {out.one_line()}")
+        return out
+
+    # ------------------------------------------------------------------ authentication
+    def authorize(self, request: Request) -> Response | None:
+        """None when the request carries the reload token, else the refusal to answer."""
+        if self._token is None:
+            return _json(
+                403,
+                {
+                    "error": "reloading over HTTP is disabled: no token configured "
+                    "(--token-file or CLEFPROVE_RELOAD_TOKEN)"
+                },
+            )
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("utf-8", "surrogateescape"), self._token
+        )
+        if ok:
+            return None
+        return _json(
+            401,
+            {"error": "missing or wrong reload token"},
+            {"WWW-Authenticate": 'Bearer realm="clefprove"'},
+        )
+
+
+def _counted(result: ReloadResult) -> str:
+    return result.value if result is not ReloadResult.ERROR else ReloadResult.INVALID.value
+
+
+def read_model_file(path: str, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ClefproveError(f"{path}: larger than the model size limit ({limit} bytes)")
+    return data
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(f"clefprove serve: {line}\n")
+    sys.stderr.flush()
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(body) + "\n", status, headers, JSON)
+
+
+def _error(status: int, message: str) -> Response:
+    return _json(status, {"error": message})
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The whole request body, or :class:`BodyTooLarge` as soon as it exceeds *limit*."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _model_from_multipart(request: Request, body: bytes, limit: int) -> bytes:
+    """The file in the multipart field ``model`` (raises :class:`InputError`)."""
+
+    async def stream() -> Any:
+        yield body
+
+    parser = MultiPartParser(request.headers, stream(), max_files=1, max_fields=16,
+                             max_part_size=limit)  # fmt: skip
+    try:
+        form = await parser.parse()
+    except MultiPartException as exc:
+        raise InputError(f"bad multipart body: {exc.message}") from None
+    try:
+        field = form.get("model")
+        if field is None:
+            raise InputError("the multipart body has no field named 'model'")
+        if isinstance(field, str):
+            raise InputError("the multipart field 'model' must be a file (curl -F model=@FILE)")
+        return await field.read()
+    finally:
+        await form.close()
+
+
+def build_app(service: Service, access_log: bool = False) -> ASGIApp:
+    """The ASGI application of *service* (SIGHUP handled while it runs)."""
+    metrics = service.metrics
+    limits = service.limits
+
+    decide_body = _decider(service)
+
+    async def decide(request: Request) -> Response:
+        """POST /decide through Starlette (the fast path below answers it first)."""
+        served = service.current  # this request's model, whatever reloads happen meanwhile
+        try:
+            body = await _read_body(request, limits.max_decide_bytes)
+        except BodyTooLarge:
+            body = None
+        status, content = decide_body(served, body)
+        return Response(content, status, None, JSON)
+
+    async def upload(request: Request) -> Response:
+        refusal = service.authorize(request)
+        if refusal is not None:
+            metrics.reloads.labels("unauthorized").inc()
+            return refusal
+        try:
+            body = await _read_body(request, limits.max_model_bytes)
+            if request.headers.get("content-type", "").startswith("multipart/form-data"):
+                body = await _model_from_multipart(request, body, limits.max_model_bytes)
+        except BodyTooLarge:
+            metrics.reloads.labels("invalid").inc()
+            return _error(413, f"model larger than {limits.max_model_bytes} bytes")
+        except InputError as exc:
+            metrics.reloads.labels("invalid").inc()
+            return _error(400, exc.one_line())
+        out = await service.admit(body, "upload", "upload")
+        metrics.reloads.labels(_counted(out.result)).inc()
+        return _json(out.status, out.body)
+
+    async def rollback(request: Request) -> Response:
+        refusal = service.authorize(request)
+        if refusal is not None:
+            metrics.rollbacks.labels("unauthorized").inc()
+            return refusal
+        out = await service.admit(b"", "rollback", "rollback", rollback=True)
+        metrics.rollbacks.labels(_counted(out.result)).inc()
+        return _json(out.status, out.body)
+
+    async def model(request: Request) -> Response:
+        served = service.current
+        assert served is not None
+        described = served.description()
+        diff = service.diffs.get(served.sha256)
+        if diff is not None:
+            described["diff"] = diff
+        return _json(200, {**described, "history": list(service.history)})
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(metrics.exposition(), 200, None, CONTENT_TYPE)
+
+    async def healthz(request: Request) -> Response:
+        return _json(200, {"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        served = service.current
+        if served is None:
+            return _json(503, {"status": "no verified model"})
+        return _json(200, {"status": "ready", "sha256": served.sha256})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, exc.detail)
+
+    async def lifespan(app: Starlette) -> Any:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(service.reload_from_path()))
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGHUP)
+
+    app = Starlette(
+        routes=[
+            Route("/decide", decide, methods=["POST"]),
+            Route("/reload", upload, methods=["POST"]),
+            Route("/rollback", rollback, methods=["POST"]),
+            Route("/model", model, methods=["GET"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error},
+        lifespan=contextlib.asynccontextmanager(lifespan),
+    )
+    fast = DecideFastPath(app, service, decide_body)
+    return AccessLog(fast) if access_log else fast
+
+
+def _decider(service: Service) -> Callable[[ServedModel | None, bytes | None], tuple[int, bytes]]:
+    """The answer to one POST /decide body (None: it was too large) on *served*: status and
+    JSON bytes.  Metrics are counted only for a request answered in full."""
+    metrics, limit = service.metrics, service.limits.max_decide_bytes
+    errors, histogram = metrics.input_errors, metrics.decision_seconds
+    too_large = _error_bytes(f"request body larger than {limit} bytes")
+
+    def decide_body(served: ServedModel | None, body: bytes | None) -> tuple[int, bytes]:
+        t0 = time.perf_counter()
+        assert served is not None  # the port listens only once a model is admitted
+        if body is None:
+            errors.inc()
+            return 413, too_large
+        try:
+            obj = _parse(body)
+            if type(obj) is list:
+                rows = []
+                for i, rec in enumerate(obj):
+                    try:
+                        rows.append(served.encode(rec))
+                    except InputError as exc:
+                        raise InputError(one_line_input_error(exc, i)) from None
+                records = obj
+            else:
+                rows = [served.encode(obj)]
+                records = [obj]
+        except InputError as exc:
+            errors.inc()
+            return 400, _error_bytes(exc.one_line())
+        leaves = served.decide(rows)
+        for rec in records:
+            served.count_clipped(rec)
+        served.count_decisions(leaves)
+        if type(obj) is list:
+            content = b"[" + b", ".join(map(served.answer, leaves)) + b"]\n"
+        else:
+            content = served.answer(leaves[0]) + b"\n"
+        histogram.observe(time.perf_counter() - t0)
+        return 200, content
+
+    return decide_body
+
+
+def _error_bytes(message: str) -> bytes:
+    return (json.dumps({"error": message}) + "\n").encode()
+
+
+_JSON_HEADER = (b"content-type", JSON.encode())
+
+
+class DecideFastPath:
+    """ASGI: ``POST /decide`` answered straight from the ASGI messages (no Request, Response
+    or routing objects: they cost more than the decision), everything else by Starlette."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        service: Service,
+        decide_body: Callable[[ServedModel | None, bytes | None], tuple[int, bytes]],
+    ) -> None:
+        self.app = app
+        self.service = service
+        self.decide_body = decide_body
+        self.limit = service.limits.max_decide_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/decide" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        served = self.service.current  # this request's model, whatever reloads happen meanwhile
+        body: bytes | None = None
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                break
+        else:
+            try:
+                body = await self._body(receive)
+            except _Gone:
+                return
+        status, content = self.decide_body(served, body)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [_JSON_HEADER, (b"content-length", str(len(content)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": content})
+
+    async def _body(self, receive: Receive) -> bytes | None:
+        """The body, or None once it exceeds the limit."""
+        message = await receive()
+        body = message.get("body", b"")
+        if not message.get("more_body", False):
+            return body if len(body) <= self.limit else None
+        chunks = [body]
+        size = len(body)
+        while message.get("more_body", False):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class _Gone(Exception):
+    """The client disconnected before its request body was complete."""
+
+
+def _parse(body: bytes) -> Any:
+    from clefprove.eval.inputs import parse_json_input
+
+    obj = parse_json_input(body)
+    if not isinstance(obj, dict | list):
+        raise InputError("the body must be a JSON object (one input) or an array of objects")
+    return obj
+
+
+class AccessLog:
+    """ASGI middleware: one JSON line per request on stdout (never a header, so no token)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = 500
+        size = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status, size
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                size += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            client = scope.get("client")
+            line = {
+                "time": _now(),
+                "client": f"{client[0]}:{client[1]}" if client else None,
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "bytes": size,
+                "seconds": round(time.perf_counter() - t0, 6),
+            }
+            sys.stdout.write(json.dumps(line) + "\n")
+            sys.stdout.flush()

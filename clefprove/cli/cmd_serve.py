@@ -1,0 +1,214 @@
+"""``clefprove serve MODEL INVARIANTS... [--addr HOST:PORT]``: the verified decision service.
+
+The service (SPEC §6, :mod:`clefprove.app.service`) needs the ``serve`` extra (Starlette,
+uvicorn, prometheus-client); only this command imports it.  The initial model passes the gate
+before the port listens; if it does not, the command exits with the gate's status (1, 2 or 3)
+and one line, without ever serving it.  SIGTERM or Ctrl-C stops it gracefully (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from clefprove.errors import ClefproveError
+
+DEFAULT_ADDR = "127.0.0.1:8080"
+TOKEN_ENV = "CLEFPROVE_RELOAD_TOKEN"
+INSTALL_HINT = "pip install 'clefprove[serve]'"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="decision service that only ever serves a model that passed its invariants"
+    )
+    p.add_argument("model", help="the .clef model to serve (gated at start-up; SIGHUP reloads it)")
+    p.add_argument("invariants", nargs="+", help=".inv files or directories")
+    p.add_argument(
+        "--addr", default=DEFAULT_ADDR, metavar="HOST:PORT", help=f"listen address ({DEFAULT_ADDR})"
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a listen address other than loopback",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"reload token (else ${TOKEN_ENV}; without one, HTTP reload is disabled)",
+    )
+    p.add_argument(
+        "--store", metavar="DIR", default=None, help="admitted models (default .clefprove-store)"
+    )
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--cache", metavar="DIR", default=None, help="proof cache directory")
+    cache.add_argument("--no-cache", action="store_true", help="do not use the proof cache")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="solver processes (1)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="per solver query")  # fmt: skip
+    p.add_argument(
+        "--rlimit",
+        type=int,
+        default=50_000_000,
+        metavar="N",
+        help="Z3 resource limit per query (deterministic)",
+    )
+    p.add_argument("--counterexamples", type=int, default=3, metavar="K")
+    p.add_argument(
+        "--max-body", type=int, default=1 << 20, metavar="BYTES", help="POST /decide body limit"
+    )
+    p.add_argument(
+        "--max-model",
+        type=int,
+        default=256 << 20,
+        metavar="BYTES",
+        help="uploaded model size limit",
+    )
+    p.add_argument("--access-log", action="store_true", help="one JSON line per request on stdout")
+    p.set_defaults(func=run)
+
+
+def parse_addr(addr: str, allow_remote: bool) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) -> (host, port); refuses non-loopback hosts
+    unless *allow_remote*."""
+    host, sep, port_text = addr.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ClefproveError(f"--addr {addr!r}: expected HOST:PORT with a port in 0..65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host:
+        raise ClefproveError(f"--addr {addr!r}: no host (use 127.0.0.1 for loopback)")
+    if not allow_remote and not _is_loopback(host):
+        raise ClefproveError(
+            f"--addr {addr}: {host} is not a loopback address; pass --allow-remote to listen on it"
+        )
+    return host, int(port_text)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it could resolve to anything
+        return False
+
+
+def read_token(path: str | None) -> str | None:
+    if path is None:
+        return os.environ.get(TOKEN_ENV) or None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ClefproveError(f"{path}: cannot read the token file: {reason}") from None
+    if not token:
+        raise ClefproveError(f"{path}: the token file is empty")
+    return token
+
+
+def _require_serve_extra() -> None:
+    for module in ("starlette", "uvicorn", "prometheus_client", "python_multipart"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise ClefproveError(
+                f"clefprove serve needs {module.replace('_', '-')}: {INSTALL_HINT}"
+            ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from clefprove.cli.options import check_limits
+
+    check_limits(args)
+    for name in ("max_body", "max_model", "rlimit"):
+        if getattr(args, name) < 1:
+            raise ClefproveError(f"--{name.replace('_', '-')} must be at least 1")
+    host, port = parse_addr(args.addr, args.allow_remote)
+    token = read_token(args.token_file)
+    _require_serve_extra()
+
+    from clefprove.app.admission import GateSettings
+    from clefprove.app.service import Limits, Service, build_app, read_model_file
+    from clefprove.app.store import DEFAULT_DIR, ModelStore
+    from clefprove.dsl.files import expand_paths
+    from clefprove.incremental.store import DEFAULT_DIR as CACHE_DIR
+
+    expand_paths(args.invariants)  # an unreadable path is exit 2 before anything starts
+    cache = None if args.no_cache else args.cache or os.environ.get("CLEFPROVE_CACHE") or CACHE_DIR
+    settings = GateSettings(
+        tuple(str(os.path.abspath(p)) for p in args.invariants),
+        None if cache is None else os.path.abspath(cache),
+        args.timeout,
+        args.rlimit,
+        args.jobs,
+        args.counterexamples,
+    )
+    limits = Limits(args.max_body, args.max_model)
+    store = ModelStore(args.store or DEFAULT_DIR)
+    sock = _bind(host, port)
+    # Until the service handles SIGHUP, ignore it; the gate's worker processes started meanwhile
+    # keep ignoring it (a signal to the whole process group is the service's, not theirs).
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    service = Service(os.path.abspath(args.model), settings, store, token, limits)
+    try:
+        outcome = service.admit_now(read_model_file(args.model, args.max_model), args.model)
+        if outcome.exit_code != 0:
+            sys.stderr.write(f"clefprove serve: not serving {args.model}: {outcome.one_line()}\n")
+            return outcome.exit_code
+        return _serve(service, sock, build_app(service, args.access_log), args)
+    finally:
+        service.close()
+        sock.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ClefproveError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _serve(service: Any, sock: socket.socket, app: Any, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    sock.listen(2048)
+    host, port = sock.getsockname()[:2]
+    served = service.current
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(
+        f"clefprove serve: listening on http://{shown}:{port}  "
+        f"({served.model.name} {served.model.version}, sha256 {served.sha256})\n"
+    )
+    sys.stderr.flush()
+    config = uvicorn.Config(
+        app,
+        loop="auto",  # uvloop when installed
+        http="auto",  # httptools when installed
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        backlog=2048,
+    )
+    # uvicorn re-raises the stop signal after its graceful shutdown: make that a no-op, so a
+    # stopped service exits 0.
+    stopped = signal.signal(signal.SIGTERM, lambda *_: None)
+    interrupted = signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, stopped)
+        signal.signal(signal.SIGINT, interrupted)
+    return 0
