@@ -261,7 +261,7 @@ def single_tree(model: Model | Ensemble, origin: str, what: str = "this command"
 
 
 def load_model(
-    path: str | os.PathLike[str], clef_only: bool = False, what: str = "this command"
+    path: str | os.PathLike[str], clef_only: bool = False, *, what: str = "this command"
 ) -> Model:
     """Load a single-tree model from a `.clef` file or a JSON source (chosen by content);
     an ensemble is refused (see :func:`load_any`)."""

@@ -97,7 +97,7 @@ def test_round_trip_is_byte_identical(toy, tmp_path):
     again = load(path)
     assert isinstance(again, Ensemble)
     assert write_clef(again) == data
-    assert again.sha256 == hashlib.sha256(data[:-32]).hexdigest() == toy.sha256
+    assert again.sha256 == hashlib.sha256(data).hexdigest() == toy.sha256  # sha256sum
     assert HEADER.unpack_from(data, 0)[1] == 2  # format version 2
     assert load_any(path).sha256 == toy.sha256
 
@@ -106,7 +106,7 @@ def test_single_tree_commands_refuse_ensembles_in_one_line(toy, tmp_path):
     path = tmp_path / "m.clef"
     path.write_bytes(write_clef(toy))
     with pytest.raises(ClefproveError) as info:
-        load_model(path, "clefprove diff")
+        load_model(path, what="clefprove diff")
     assert "a tree ensemble (3 trees); clefprove diff supports single trees only" in str(info.value)
 
 
