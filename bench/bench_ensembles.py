@@ -86,8 +86,8 @@ def _clefprove(kind, clf, path, spec_path, feats, lo, hi, c, timeout):
     import clefprove
     from clefprove.dsl.loader import parse_text
     from clefprove.model.importers import import_model
-    from clefprove.verify.options import CheckOptions
     from clefprove.verify.ensemble import check_ensemble_invariant
+    from clefprove.verify.options import CheckOptions
 
     t0 = time.perf_counter()
     if kind == "forest":
@@ -95,7 +95,8 @@ def _clefprove(kind, clf, path, spec_path, feats, lo, hi, c, timeout):
     else:
         model = import_model(kind, path, spec_path)
     cond = " and ".join(
-        f"f{j} >= {float(a)!r} and f{j} <= {float(b)!r}" for j, (a, b) in enumerate(zip(lo, hi))
+        f"f{j} >= {float(a)!r} and f{j} <= {float(b)!r}"
+        for j, (a, b) in enumerate(zip(lo, hi, strict=True))
     )
     inv = parse_text(f"invariant box:\n  when {cond}\n  ensure action == class_{c}\n", model)
     res = check_ensemble_invariant(model, inv.invariants[0], CheckOptions(timeout=timeout), 1)
@@ -114,7 +115,8 @@ def _veritas(kind, clf, lo, hi, c, timeout):
     at = veritas.get_addtree(clf, silent=True)
     threshold = 0.5 if kind == "forest" else 0.0
     box = [
-        veritas.Interval(float(a), float(np.nextafter(b, np.inf))) for a, b in zip(lo, hi)
+        veritas.Interval(float(a), float(np.nextafter(b, np.inf)))
+        for a, b in zip(lo, hi, strict=True)
     ]
     heuristic = veritas.HeuristicType.MAX_OUTPUT if c == 0 else veritas.HeuristicType.MIN_OUTPUT
     cfg = veritas.Config(heuristic)
@@ -128,8 +130,7 @@ def _veritas(kind, clf, lo, hi, c, timeout):
     crossing = [
         search.get_solution(k).output
         for k in range(search.num_solutions())
-        if (search.get_solution(k).output > threshold)
-        == (c == 0)
+        if (search.get_solution(k).output > threshold) == (c == 0)
     ]
     if crossing:
         status = "violated"
@@ -200,8 +201,10 @@ def main() -> None:
                 print(*rows[-1], flush=True)
     print()
     print(machine())
-    print(f"{len(QUERIES)} box queries per model (rows {sorted({i for i, _ in QUERIES})}, "
-          f"eps {sorted({e for _, e in QUERIES})}), timeout {args.timeout:g} s each")
+    print(
+        f"{len(QUERIES)} box queries per model (rows {sorted({i for i, _ in QUERIES})}, "
+        f"eps {sorted({e for _, e in QUERIES})}), timeout {args.timeout:g} s each"
+    )
     print(
         table(
             [
@@ -220,8 +223,10 @@ def main() -> None:
         )
     )
     for kind, ratios in totals.items():
-        print(f"{kind}: geometric mean of clefprove/Veritas median ratios "
-              f"{math.exp(np.mean(np.log(ratios))):.2f}")
+        print(
+            f"{kind}: geometric mean of clefprove/Veritas median ratios "
+            f"{math.exp(np.mean(np.log(ratios))):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -98,8 +98,9 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
                 text.append(json.dumps({"error": errors[i]}))
                 continue
             if ensemble:
-                text.append(_ensemble_line(model, evaluator, X[i], acts[k], confs[k], leaves[k],
-                                           explain))
+                text.append(
+                    _ensemble_line(model, evaluator, X[i], acts[k], confs[k], leaves[k], explain)
+                )
             elif explain:
                 text.append(_explained(model, evaluator, X[i], acts[k], confs[k], leaves[k]))
             else:
@@ -157,7 +158,12 @@ def _explained(
 
 
 def _ensemble_line(
-    model: Any, evaluator: Any, x: np.ndarray, action: int, conf: float, leaves: list[int],
+    model: Any,
+    evaluator: Any,
+    x: np.ndarray,
+    action: int,
+    conf: float,
+    leaves: list[int],
     explain: bool,
 ) -> str:
     """An ensemble's decision: each tree's leaf (tree-local node index); with *explain*, each

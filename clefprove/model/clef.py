@@ -234,9 +234,7 @@ def load(path: str | os.PathLike[str]) -> Model | Ensemble:
     raise ClefFormatError(f"{path}: {reason}")
 
 
-def load_bytes(
-    data: bytes | bytearray | memoryview, origin: str = "<bytes>"
-) -> Model | Ensemble:
+def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model | Ensemble:
     """Validate `.clef` bytes held in memory."""
     if len(data) < HEADER_SIZE + DIGEST_SIZE:
         raise ClefFormatError(f"{origin}: {_short_reason(bytes(data[:8]), len(data))}")
@@ -631,8 +629,9 @@ def _validate_trees(
     parent_depth = np.concatenate((depth[parents], depth[parents]))
     off = depth[children] != parent_depth + 1
     if off.any():
-        raise ClefFormatError(f"{where(int(children[np.flatnonzero(off)[0]]))}: depth does not "
-                              "match its parent's")
+        raise ClefFormatError(
+            f"{where(int(children[np.flatnonzero(off)[0]]))}: depth does not match its parent's"
+        )
     deepest = np.maximum.reduceat(depth, starts)
     if np.any(deepest != depths):
         t = int(np.flatnonzero(deepest != depths)[0])
@@ -647,8 +646,10 @@ def _validate_trees(
     bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
     bad(numeric & ~np.isfinite(value), "threshold is NaN or infinite")
     categorical = kind == NodeKind.CATEGORICAL
-    bad(categorical & (ftypes[safe_feat] != cat_type),
-        "categorical split on a non-categorical feature")
+    bad(
+        categorical & (ftypes[safe_feat] != cat_type),
+        "categorical split on a non-categorical feature",
+    )
     bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
     if membership.size and int(membership.max()) > 1:
         raise ClefFormatError("categorical membership table holds values other than 0 and 1")

@@ -301,7 +301,9 @@ def _from_ensemble(
     feats = [_feature_json(f, i) for i, f in enumerate(features)]
     n_in = int(model.n_features_in_)
     if n_in != len(feats):
-        raise ImportModelError(f"the model was fitted on {n_in} features but {len(feats)} were declared")
+        raise ImportModelError(
+            f"the model was fitted on {n_in} features but {len(feats)} were declared"
+        )
     names_in = getattr(model, "feature_names_in_", None)
     if names_in is not None and [str(n) for n in names_in] != [f["name"] for f in feats]:
         raise ImportModelError(

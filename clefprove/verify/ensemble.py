@@ -34,11 +34,11 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
-from clefprove.model.ensemble import Arithmetic, Ensemble, Link, Rule
+from clefprove.geometry.boxes import Box, LeafBoxes, split_bounds, tables
+from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
-from clefprove.geometry.boxes import Box, LeafBoxes, split_bounds, tables
 from clefprove.verify.options import CheckOptions
 
 #: Time budget per invariant when ``--timeout`` is not given (seconds).
@@ -68,7 +68,6 @@ def ensemble_tables(model: Ensemble) -> Tables:
     hit = model.__dict__.get("_clefprove_ensemble_tables")
     if hit is not None:
         return hit
-    n_feat = len(model.features)
     nodes = model.nodes
     offset = np.repeat(model.roots, model.sizes)
     kind = nodes["kind"]
@@ -145,8 +144,15 @@ def ensemble_tables(model: Ensemble) -> Tables:
     )
     starts = np.searchsorted(tree, np.arange(model.n_trees), side="left").astype(np.int64)
     out = Tables(
-        lo_all, hi_all, cats_all, np.asarray(model.values, dtype=np.float64), tree, starts,
-        feasible, tuple(cuts), flat,
+        lo_all,
+        hi_all,
+        cats_all,
+        np.asarray(model.values, dtype=np.float64),
+        tree,
+        starts,
+        feasible,
+        tuple(cuts),
+        flat,
     )
     object.__setattr__(model, "_clefprove_ensemble_tables", out)
     return out
@@ -260,8 +266,13 @@ class SearchResult:
     solver_paths: int = 0
 
 
-def _rows(model: Ensemble, regions: list[Region], actions: np.ndarray, conf_lo: np.ndarray,
-          conf_hi: np.ndarray) -> LeafBoxes:
+def _rows(
+    model: Ensemble,
+    regions: list[Region],
+    actions: np.ndarray,
+    conf_lo: np.ndarray,
+    conf_hi: np.ndarray,
+) -> LeafBoxes:
     n = len(regions)
     F = len(model.features)
     lo = np.empty((n, F + 1))
@@ -270,12 +281,19 @@ def _rows(model: Ensemble, regions: list[Region], actions: np.ndarray, conf_lo: 
         lo[r, :F], hi[r, :F] = g.lo, g.hi
     lo[:, F], hi[:, F] = conf_lo, conf_hi
     cats = {f: np.stack([g.cats[f] for g in regions]) for f in (regions[0].cats if n else {})}
-    return LeafBoxes(np.zeros(n, dtype=np.int64), lo, hi, cats, actions.astype(np.int64),
-                     np.ones(n, dtype=bool))
+    return LeafBoxes(
+        np.zeros(n, dtype=np.int64), lo, hi, cats, actions.astype(np.int64), np.ones(n, dtype=bool)
+    )
 
 
-def _coverage(tab: Tables, model: Ensemble, i: int, lo: np.ndarray, hi: np.ndarray,
-              cats: dict[int, np.ndarray]) -> float:
+def _coverage(
+    tab: Tables,
+    model: Ensemble,
+    i: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cats: dict[int, np.ndarray],
+) -> float:
     """The share of feature *i*'s grid cells (or codes) that the box meets."""
     f = model.features[i]
     if f.type is FeatureType.CATEGORICAL:
@@ -286,13 +304,15 @@ def _coverage(tab: Tables, model: Ensemble, i: int, lo: np.ndarray, hi: np.ndarr
     return (b - a + 1) / (cuts.size + 1)
 
 
-def _weight(tab: Tables, model: Ensemble, lo: np.ndarray, hi: np.ndarray,
-            cats: dict[int, np.ndarray]) -> float:
+def _weight(
+    tab: Tables, model: Ensemble, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> float:
     return math.prod(_coverage(tab, model, i, lo, hi, cats) for i in range(len(model.features)))
 
 
-def _split_node(model: Ensemble, tab: Tables, g: Region, spread: np.ndarray,
-                n_reach: np.ndarray) -> tuple[int, Any] | None:
+def _split_node(
+    model: Ensemble, tab: Tables, g: Region, spread: np.ndarray, n_reach: np.ndarray
+) -> tuple[int, Any] | None:
     """(feature, side) of a split that some multi-leaf tree makes inside the region: the
     ``(left_hi, right_lo)`` bounds of a numeric split, or the left code mask of a categorical
     one."""
@@ -348,8 +368,10 @@ def _children(model: Ensemble, tab: Tables, g: Region, f: int, side: Any) -> lis
 
 def _point(model: Ensemble, g: Region) -> np.ndarray:
     rows = nm.Rows(
-        np.append(g.lo, 0.0)[None, :], np.append(g.hi, 0.0)[None, :],
-        {f: m[None, :] for f, m in g.cats.items()}, np.array([0]),
+        np.append(g.lo, 0.0)[None, :],
+        np.append(g.hi, 0.0)[None, :],
+        {f: m[None, :] for f, m in g.cats.items()},
+        np.array([0]),
     )
     return eg.nice_point(model, rows, 0)  # type: ignore[arg-type]
 
@@ -379,8 +401,10 @@ def search(
         roots.append((Region(dom.lo, dom.hi, dom_cats, base_reach, 1.0), prep.violation))
     else:
         dom_rows = nm.Rows(
-            np.append(dom.lo, 0.0)[None, :], np.append(dom.hi, 1.0)[None, :],
-            {f: m[None, :] for f, m in dom_cats.items()}, np.array([-1]),
+            np.append(dom.lo, 0.0)[None, :],
+            np.append(dom.hi, 1.0)[None, :],
+            {f: m[None, :] for f, m in dom_cats.items()},
+            np.array([-1]),
         )
         for conj in conjuncts:
             nrows, ok, _ = nm.narrow(
@@ -389,8 +413,10 @@ def search(
             if not ok[0]:
                 continue
             lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
-            cats = {f: nm.cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
-                    for f in dom_cats}
+            cats = {
+                f: nm.cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
+                for f in dom_cats
+            }
             reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
             for f, m in cats.items():
                 reach &= (tab.cats[f] & m).any(axis=1)
@@ -410,8 +436,13 @@ def search(
         regions = [e[0] for e in exact]
         acts = np.array([e[1] for e in exact])
         conf = np.array([e[2] for e in exact])
-        boxes = _rows(model, regions, acts, np.where([e[3] for e in exact], conf, 0.0),
-                      np.where([e[3] for e in exact], conf, 1.0))
+        boxes = _rows(
+            model,
+            regions,
+            acts,
+            np.where([e[3] for e in exact], conf, 0.0),
+            np.where([e[3] for e in exact], conf, 1.0),
+        )
         pv = eg.decide(tab.flat, prep, boxes, settings)
         res.solver_paths += pv.solver_paths
         res.regions += len(regions)
@@ -450,10 +481,12 @@ def search(
             exact.append((g, d.action, d.confidence, True))
         else:
             spread = (
-                np.maximum.reduceat(np.where(g.reach[:, None], tab.values, -np.inf),
-                                    tab.starts, axis=0)
-                - np.minimum.reduceat(np.where(g.reach[:, None], tab.values, np.inf),
-                                      tab.starts, axis=0)
+                np.maximum.reduceat(
+                    np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0
+                )
+                - np.minimum.reduceat(
+                    np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0
+                )
             ).sum(axis=1)
             split = _split_node(model, tab, g, spread, n_reach)
             if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
@@ -525,8 +558,15 @@ def check_ensemble_invariant(
         )
         d = evaluator.evaluate_one(xe) if ok else None
         xs = xe.tolist()
-        if d is None or not ck.evaluate(inv.when, xs, d.action, d.confidence) or ck.evaluate(
-            inv.ensure, xs, d.action, d.confidence  # type: ignore[arg-type]
+        if (
+            d is None
+            or not ck.evaluate(inv.when, xs, d.action, d.confidence)
+            or ck.evaluate(
+                inv.ensure,
+                xs,
+                d.action,
+                d.confidence,  # type: ignore[arg-type]
+            )
         ):
             warnings.append("internal: an unconfirmed ensemble witness was dropped")
             continue

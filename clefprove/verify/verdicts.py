@@ -71,6 +71,7 @@ class Counterexample:
 
     def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> Counterexample:
         return replace(self, region=region_of(self.leaf))
+
     #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
     leaves: tuple[int, ...] | None = None
 
@@ -80,7 +81,9 @@ class Counterexample:
         if self.leaves is None:
             return f"leaf {self.leaf}"
         shown = ", ".join(map(str, self.leaves[:8]))
-        return f"leaves {shown}{', ...' if len(self.leaves) > 8 else ''} of {len(self.leaves)} trees"
+        return (
+            f"leaves {shown}{', ...' if len(self.leaves) > 8 else ''} of {len(self.leaves)} trees"
+        )
 
     def to_json_dict(self) -> dict[str, Any]:
         if self.leaves is not None:

@@ -21,8 +21,7 @@ def leaf_values(draw, outputs: int, probabilities: bool) -> list[float]:
         out[k] = share
         return [float(np.float32(v)) for v in out]  # float32 arithmetic takes float32 values
     return [
-        draw(st.one_of(st.sampled_from(VALUES), st.floats(-2, 2, width=32)))
-        for _ in range(outputs)
+        draw(st.one_of(st.sampled_from(VALUES), st.floats(-2, 2, width=32))) for _ in range(outputs)
     ]
 
 
@@ -40,9 +39,7 @@ def ensemble_trees(draw, features, depth, thresholds, outputs, probabilities) ->
         seen.append(t)
         node["threshold"] = t
     for side in ("left", "right"):
-        node[side] = draw(
-            ensemble_trees(features, depth - 1, thresholds, outputs, probabilities)
-        )
+        node[side] = draw(ensemble_trees(features, depth - 1, thresholds, outputs, probabilities))
     return node
 
 
@@ -54,8 +51,11 @@ def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margi
     n_actions = 2 if link == "logistic" else draw(st.integers(2, 4))
     outputs = 1 if link == "logistic" else n_actions
     arithmetic = draw(st.sampled_from(["float32", "float64"]))
-    rules = {"logistic": ["half", "proba", "margin"], "softmax": ["proba", "margin"],
-             "identity": ["proba", "margin"]}[link]
+    rules = {
+        "logistic": ["half", "proba", "margin"],
+        "softmax": ["proba", "margin"],
+        "identity": ["proba", "margin"],
+    }[link]
     n_trees = draw(st.integers(1, max_trees))
     thresholds: dict = {}
     trees = [

@@ -62,10 +62,15 @@ def test_check_json_verdicts_and_confirmed_counterexamples(toy, tmp_path):
         for c in res["counterexamples"]:
             line = run_cli("eval", clef, stdin=json.dumps(c["input"]) + "\n")
             got = json.loads(line.stdout)
-            assert got == {"action": c["action"], "confidence": c["confidence"],
-                           "leaves": c["leaves"]}
-            x = [f.values.index(c["input"][f.name]) if f.values else float(c["input"][f.name])
-                 for f in model.features]
+            assert got == {
+                "action": c["action"],
+                "confidence": c["confidence"],
+                "leaves": c["leaves"],
+            }
+            x = [
+                f.values.index(c["input"][f.name]) if f.values else float(c["input"][f.name])
+                for f in model.features
+            ]
             assert ev.evaluate_one(np.array(x, dtype=float)).action == model.actions.index(
                 c["action"]
             )
@@ -127,8 +132,10 @@ def test_single_tree_commands_refuse_and_coq_is_not_exported(toy, tmp_path):
 def test_gate_on_an_ensemble(toy, tmp_path):
     clef, _ = toy
     inv = tmp_path / "ok.inv"
-    inv.write_text('invariant a:\n  when ua_family == "curl" and client_rtt_ms > 300\n'
-                   "  ensure action == block\n")
+    inv.write_text(
+        'invariant a:\n  when ua_family == "curl" and client_rtt_ms > 300\n'
+        "  ensure action == block\n"
+    )
     r = run_cli("gate", clef, inv)
     assert r.returncode == 0, r.stdout + r.stderr
 

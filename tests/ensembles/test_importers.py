@@ -24,8 +24,12 @@ from clefprove.model.importers import import_model
 from clefprove.model.types import NodeKind
 
 F64_MAX = float(np.finfo(np.float64).max)
-DATASETS = {"breast_cancer": load_breast_cancer, "iris": load_iris, "wine": load_wine,
-            "digits": load_digits}
+DATASETS = {
+    "breast_cancer": load_breast_cancer,
+    "iris": load_iris,
+    "wine": load_wine,
+    "digits": load_digits,
+}
 
 
 def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -33,8 +37,10 @@ def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _wide(n: int, top: float = F64_MAX) -> list[dict]:
-    return [{"name": f"f{i}", "type": "float", "min": -top, "max": top, "default": 0.0}
-            for i in range(n)]
+    return [
+        {"name": f"f{i}", "type": "float", "min": -top, "max": top, "default": 0.0}
+        for i in range(n)
+    ]
 
 
 #: scikit-learn refuses inputs beyond float32's range: its domain ends at the largest float32.
@@ -50,13 +56,25 @@ def _near(values: np.ndarray) -> np.ndarray:
         dn32 = np.nextafter(f32, np.float32(-np.inf)).astype(np.float64)
     f = f32.astype(np.float64)
     mids = np.concatenate([(f + up32) / 2, (f + dn32) / 2])
-    out = np.concatenate([v, np.nextafter(v, np.inf), np.nextafter(v, -np.inf), f, up32, dn32,
-                          mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+    out = np.concatenate(
+        [
+            v,
+            np.nextafter(v, np.inf),
+            np.nextafter(v, -np.inf),
+            f,
+            up32,
+            dn32,
+            mids,
+            np.nextafter(mids, np.inf),
+            np.nextafter(mids, -np.inf),
+        ]
+    )
     return out[np.isfinite(out)]
 
 
-def boundary_rows(model: Ensemble, X: np.ndarray, n: int, seed: int,
-                  extra: dict[int, np.ndarray] | None = None) -> np.ndarray:
+def boundary_rows(
+    model: Ensemble, X: np.ndarray, n: int, seed: int, extra: dict[int, np.ndarray] | None = None
+) -> np.ndarray:
     """*n* data rows with one to three columns moved to a boundary value of that column."""
     rng = np.random.default_rng(seed)
     nodes = model.nodes
@@ -79,8 +97,14 @@ def boundary_rows(model: Ensemble, X: np.ndarray, n: int, seed: int,
     return R
 
 
-def _agree(model: Ensemble, R: np.ndarray, classes: np.ndarray, pred: np.ndarray,
-           proba: np.ndarray, tol: float) -> None:
+def _agree(
+    model: Ensemble,
+    R: np.ndarray,
+    classes: np.ndarray,
+    pred: np.ndarray,
+    proba: np.ndarray,
+    tol: float,
+) -> None:
     b = EnsembleEvaluator(model).evaluate(R)
     label = classes[b.actions]
     bad = np.flatnonzero(label != pred)
@@ -141,7 +165,7 @@ def test_sklearn_refuses_regressors_naming_the_route():
     X, y = _data("iris")
     for reg in (RandomForestRegressor(n_estimators=2), GradientBoostingRegressor(n_estimators=2)):
         reg.fit(X, y)
-        with pytest.raises(ImportModelError, match="cannot be converted .supported: .*Random"):
+        with pytest.raises(ImportModelError, match=r"cannot be converted .supported: .*Random"):
             clefprove.from_sklearn(reg, _wide(4), actions=["a", "b", "c"])
 
 
@@ -154,9 +178,18 @@ XGB = [
     ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 50, "max_depth": 6}),
     ("iris", {"objective": "multi:softprob", "n_estimators": 10, "max_depth": 4}),
     ("wine", {"objective": "multi:softmax", "n_estimators": 10, "max_depth": 3}),
-    ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 2, "max_depth": 5,
-                       "num_parallel_tree": 10, "subsample": 0.8, "colsample_bynode": 0.8,
-                       "learning_rate": 1.0}),
+    (
+        "breast_cancer",
+        {
+            "objective": "binary:logistic",
+            "n_estimators": 2,
+            "max_depth": 5,
+            "num_parallel_tree": 10,
+            "subsample": 0.8,
+            "colsample_bynode": 0.8,
+            "learning_rate": 1.0,
+        },
+    ),
 ]
 
 
@@ -221,10 +254,27 @@ LGB = [
     ("breast_cancer", {"objective": "binary", "n_estimators": 10}),
     ("breast_cancer", {"objective": "binary", "n_estimators": 50, "max_depth": 6}),
     ("wine", {"objective": "multiclass", "n_estimators": 10}),
-    ("breast_cancer", {"objective": "binary", "boosting_type": "rf", "n_estimators": 10,
-                       "subsample": 0.7, "subsample_freq": 1, "colsample_bytree": 0.7}),
-    ("iris", {"objective": "multiclass", "boosting_type": "rf", "n_estimators": 10,
-              "subsample": 0.7, "subsample_freq": 1}),
+    (
+        "breast_cancer",
+        {
+            "objective": "binary",
+            "boosting_type": "rf",
+            "n_estimators": 10,
+            "subsample": 0.7,
+            "subsample_freq": 1,
+            "colsample_bytree": 0.7,
+        },
+    ),
+    (
+        "iris",
+        {
+            "objective": "multiclass",
+            "boosting_type": "rf",
+            "n_estimators": 10,
+            "subsample": 0.7,
+            "subsample_freq": 1,
+        },
+    ),
 ]
 
 

@@ -8,9 +8,8 @@ from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator
-from clefprove.verify import engine as eg
-from clefprove.verify.options import CheckOptions
 from clefprove.verify.ensemble import check_ensemble_invariant
+from clefprove.verify.options import CheckOptions
 from tests.ensembles.gen import ensembles
 from tests.verify.gen import enumerate_inputs, invariants
 
@@ -73,8 +72,15 @@ def _dense_rows(model, rng, n=3000):
             continue
         sel = (model.nodes["kind"] == 1) & (model.nodes["feature"] == i)
         t = model.nodes["value"][sel]
-        cand = np.concatenate([t, np.nextafter(t, np.inf), np.nextafter(t, -np.inf),
-                               [f.min, f.max, f.default], rng.uniform(f.min, f.max, 8)])
+        cand = np.concatenate(
+            [
+                t,
+                np.nextafter(t, np.inf),
+                np.nextafter(t, -np.inf),
+                [f.min, f.max, f.default],
+                rng.uniform(f.min, f.max, 8),
+            ]
+        )
         cand = np.clip(cand, f.min, f.max)
         if f.is_integral:
             cand = np.unique(np.concatenate([np.floor(cand), np.ceil(cand)]))
@@ -108,13 +114,19 @@ def test_region_bounds_contain_every_decision(data):
     model = data.draw(ensembles(all_int=True, max_trees=6))
     X = enumerate_inputs(model)
     lo = np.array([data.draw(st.integers(int(f.min), int(f.max))) for f in model.features])
-    hi = np.array([data.draw(st.integers(int(v), int(f.max))) for v, f in
-                   zip(lo, model.features, strict=True)])
-    inside = np.all((X >= lo) & (X <= hi), axis=1)
+    hi = np.array(
+        [
+            data.draw(st.integers(int(v), int(f.max)))
+            for v, f in zip(lo, model.features, strict=True)
+        ]
+    )
+    inside = np.all((lo <= X) & (hi >= X), axis=1)
     tab = ensemble_tables(model)
     reach = tab.feasible & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
     for f in tab.cats:
-        mask = (np.arange(tab.cats[f].shape[1]) >= lo[f]) & (np.arange(tab.cats[f].shape[1]) <= hi[f])
+        mask = (np.arange(tab.cats[f].shape[1]) >= lo[f]) & (
+            np.arange(tab.cats[f].shape[1]) <= hi[f]
+        )
         reach &= (tab.cats[f] & mask).any(axis=1)
     s_lo, s_hi, _ = score_bounds(model, tab, reach)
     oc = outcomes(model, s_lo, s_hi)

@@ -52,20 +52,25 @@ def z3_violated(model, inv) -> bool | None:
     if c.divisor != 1:
         scores = [z3.fpDiv(rne, s, z3.FPVal(c.divisor, sort)) for s in scores]
     if c.outputs == 1:
-        decisions = [z3.Not(z3.fpGEQ(scores[0], z3.FPVal(0.0, sort))),
-                     z3.fpGEQ(scores[0], z3.FPVal(0.0, sort))]
+        decisions = [
+            z3.Not(z3.fpGEQ(scores[0], z3.FPVal(0.0, sort))),
+            z3.fpGEQ(scores[0], z3.FPVal(0.0, sort)),
+        ]
     else:
         decisions = [
-            z3.And([z3.fpGT(scores[a], scores[j]) for j in range(a)]
-                   + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)])
+            z3.And(
+                [z3.fpGT(scores[a], scores[j]) for j in range(a)]
+                + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)]
+            )
             for a in range(c.outputs)
         ]
     ref = refs[0]
     for a, decided in enumerate(decisions):
         s = z3.Solver()
         s.set("timeout", 60000)
-        s.add(*base, decided, ref.formula(inv.when, a, 0.0),
-              z3.Not(ref.formula(inv.ensure, a, 0.0)))
+        s.add(
+            *base, decided, ref.formula(inv.when, a, 0.0), z3.Not(ref.formula(inv.ensure, a, 0.0))
+        )
         r = s.check()
         if r == z3.unknown:
             return None
@@ -96,8 +101,16 @@ def test_a_small_budget_gives_unknown_with_the_share_proved():
 
     X, y = load_breast_cancer(return_X_y=True)
     clf = RandomForestClassifier(n_estimators=30, max_depth=6, random_state=0).fit(X, y)
-    feats = [{"name": f"f{i}", "type": "float", "min": float(X[:, i].min()),
-              "max": float(X[:, i].max()), "default": float(X[:, i].min())} for i in range(X.shape[1])]
+    feats = [
+        {
+            "name": f"f{i}",
+            "type": "float",
+            "min": float(X[:, i].min()),
+            "max": float(X[:, i].max()),
+            "default": float(X[:, i].min()),
+        }
+        for i in range(X.shape[1])
+    ]
     model = clefprove.from_sklearn(clf, feats, actions=["a", "b"])
     # True (the winner of two averaged shares has at least half), but only cells show it.
     inv = parse_text("invariant half:\n  ensure confidence >= 0.5\n", model).invariants[0]

@@ -14,8 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clefprove.errors import ClefFormatError, ClefproveError, ModelSourceError
-from clefprove.model.clef import HEADER, TREE_RECORD, load, load_any, load_bytes, load_model
-from clefprove.model.clef import write_clef
+from clefprove.model.clef import (
+    HEADER,
+    TREE_RECORD,
+    load,
+    load_any,
+    load_bytes,
+    load_model,
+    write_clef,
+)
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link, Rule
 from clefprove.model.source import compile_source
 from clefprove.model.types import NODE_DTYPE
@@ -177,7 +184,10 @@ def test_crafted_combine_metadata(toy):
         (lambda s: s["trees"][1]["right"]["left"].update(value=[0, "x", 0]), "must be a number"),
         (lambda s: s["trees"][2]["left"].update(value=[0, float("nan"), 0]), "must be finite"),
         (lambda s: s.update(trees=[]), "trees: must be a non-empty list"),
-        (lambda s: s["ensemble"].update(link="logistic"), "base must list one number per output (1)"),
+        (
+            lambda s: s["ensemble"].update(link="logistic"),
+            "base must list one number per output (1)",
+        ),
         (lambda s: s["ensemble"].update(link="logistic", base=[0]), "logistic link has one output"),
         (lambda s: s["ensemble"].update(rule="half"), "rule 'half' needs a logistic link"),
         (lambda s: s["ensemble"].update(base=[0.1, 0, 0]), "float32 arithmetic needs float32"),

@@ -251,7 +251,10 @@ def _convert(
             if j in cat_features or listed:
                 codes = [int(c) for c in info.split(":")] if listed else []
                 codes += [
-                    c for a in arrays for i, s in a["cat_codes"].items() if a["feat"][i] == j
+                    c
+                    for a in arrays
+                    for i, s in a["cat_codes"].items()
+                    if a["feat"][i] == j
                     for c in s
                 ]
                 top = max([c for c in codes if c >= 0], default=0)

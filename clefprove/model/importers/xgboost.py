@@ -467,7 +467,12 @@ def _convert_ensemble(doc: dict[str, Any], spec: FeatureSpec | None, path: Any, 
     converted = []
     for t, a in enumerate(arrays):
         lefts, rights, indices, conds, types, cats = (
-            a["lefts"], a["rights"], a["indices"], a["conds"], a["types"], a["cats"]
+            a["lefts"],
+            a["rights"],
+            a["indices"],
+            a["conds"],
+            a["types"],
+            a["cats"],
         )
         group = info[t]
 
