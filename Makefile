@@ -22,6 +22,7 @@ quick: setup
 lint:
 	$(PYTHON) -m ruff check clefprove tests bench examples
 	$(PYTHON) -m ruff format --check clefprove tests bench examples
+	$(PYTHON) -m mypy
 
 demo:
 	$(PYTHON) -m pip install -q -e .

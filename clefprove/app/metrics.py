@@ -34,7 +34,8 @@ class Metrics:
     """Every metric the service exports."""
 
     def __init__(self) -> None:
-        disable_created_metrics()  # *_created series: noise for a scraper of this service
+        # *_created series: noise for a scraper of this service (prometheus_client: untyped)
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = r = CollectorRegistry(auto_describe=True)
         self.decisions = Counter(
             "clefprove_decisions_total", "Decisions answered, by action.", ["action"], registry=r

@@ -74,7 +74,9 @@ class ServedModel:
     def decide(self, rows: list[list[float]]) -> list[int]:
         """The leaf of every encoded input."""
         if len(rows) >= BATCH_MIN:
-            return self.evaluator.evaluate(np.array(rows, dtype=np.float64)).leaves.tolist()
+            batch = self.evaluator.evaluate(np.array(rows, dtype=np.float64))
+            leaves: list[int] = batch.leaves.tolist()
+            return leaves
         one = self.evaluator.evaluate_one
         return [one(x).leaf for x in rows]
 

@@ -23,7 +23,7 @@ TOKEN_ENV = "CLEFPROVE_RELOAD_TOKEN"
 INSTALL_HINT = "pip install 'clefprove[serve]'"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="decision service that only ever serves a model that passed its invariants"
     )

@@ -224,7 +224,7 @@ def _one(
         res = InvariantExport(inv.name, SKIPPED, reason=reason)
         return res, f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
-    e = from_checked(inv.ensure)  # type: ignore[arg-type]
+    e = from_checked(inv.ensure_formula)
     if mirror.check(domain, tree, w, e):
         block = _defs(ident, w, e, names) + "\n\n" + _theorem(ident, w, e, names)
         res = InvariantExport(inv.name, PROVED, theorem=ident)
@@ -285,10 +285,12 @@ def _ask_verifier(model: Model, inv: ck.CheckedInvariant) -> tuple[str, list[lis
     """The verifier's verdict and its counterexamples as exact encoded inputs."""
     from clefprove.eval.inputs import encode_record
     from clefprove.verify.api import check_invariant
+    from clefprove.verify.verdicts import Counterexample
 
     result = check_invariant(model, inv, counterexamples=3)
     out = []
     for cex in result.counterexamples:
+        assert isinstance(cex, Counterexample)  # a non-relational invariant's
         x = encode_record(model, cex.input)
         out.append([Fraction(float(v)) for v in x])
     return result.status, out
@@ -404,7 +406,7 @@ def _refutation(
     )
 
 
-def _model_file(model: Model, domain: tuple, tree: object, names: Names) -> str:
+def _model_file(model: Model, domain: tuple[FDom, ...], tree: CTree, names: Names) -> str:
     feats = []
     for i, (f, n) in enumerate(zip(model.features, names.features, strict=True)):
         feats.append(

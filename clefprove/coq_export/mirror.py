@@ -11,8 +11,10 @@ both on the same inputs and compare.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Literal
 
 from clefprove.coq_export.terms import (
     CONF,
@@ -84,7 +86,7 @@ def box_empty(bx: list[FBox]) -> bool:
     return any(fbox_empty(b) for b in bx)
 
 
-def upd(bx: list[FBox], i: int, g) -> list[FBox]:  # type: ignore[no-untyped-def]
+def upd(bx: list[FBox], i: int, g: Callable[..., FBox]) -> list[FBox]:
     if i >= len(bx):
         return bx
     out = list(bx)
@@ -118,12 +120,14 @@ def drop_codes(cs: tuple[int, ...], b: FBox) -> FBox:
 # ------------------------------------------------------------------- literals and DNF
 
 # A literal: ("lin", terms, k, strict) with terms ((feature, q), ...), or ("in", f, codes, pos).
-Lit = tuple
+LinLit = tuple[Literal["lin"], tuple[tuple[int, Fraction], ...], Fraction, bool]
+InLit = tuple[Literal["in"], int, tuple[int, ...], bool]
+Lit = LinLit | InLit
 
 
 def cmp_lit(
     pos: bool, terms: tuple[tuple[int, Fraction], ...], k: Fraction, s: bool, c: Fraction
-) -> Lit:
+) -> LinLit:
     feat = tuple((v, q) for v, q in terms if v != CONF)
     conf = sum((q for v, q in terms if v == CONF), ZERO)
     k2 = k + conf * c
@@ -220,7 +224,7 @@ def fm_check(cs: list[Cstr]) -> bool:
     return fm_loop(max((len(c[0]) for c in cs), default=0), 0, cs)
 
 
-def ms_vars(ms: list[Lit]) -> list[int]:
+def ms_vars(ms: list[LinLit]) -> list[int]:
     acc: list[int] = []
     for m in ms:
         for i, _ in m[1]:
@@ -239,7 +243,7 @@ def bound_cs(bx: list[FBox], i: int) -> list[Cstr]:
 # ------------------------------------------------------------------- one conjunction
 
 
-def int_round(bx: list[FBox], lit: Lit) -> Lit:
+def int_round(bx: list[FBox], lit: LinLit) -> LinLit:
     """``int_round``: a Chvatal-Gomory rounding of one literal over integral features."""
     _, terms, k, s = lit
     lcm = 1
@@ -258,8 +262,8 @@ def int_round(bx: list[FBox], lit: Lit) -> Lit:
     return ("lin", scaled, Fraction(-bound), False)
 
 
-def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[Lit]]:
-    ms: list[Lit] = []
+def apply_lits(bx: list[FBox], t: list[Lit]) -> tuple[list[FBox], list[LinLit]]:
+    ms: list[LinLit] = []
     for lit in t:
         if lit[0] == "in":
             _, f, cs, pos = lit

@@ -152,7 +152,7 @@ def float_note(q: Fraction) -> str:
 def tree_term(tree: CTree) -> str:
     """The tree as a Coq term, written without recursion (deep trees are fine)."""
     out: list[str] = []
-    stack: list[object] = [tree]
+    stack: list[CTree | str] = [tree]
     while stack:
         item = stack.pop()
         if isinstance(item, str):

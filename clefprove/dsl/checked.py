@@ -100,6 +100,7 @@ class Relational:
     """Base class of relational ``ensure`` forms (two inputs differing in one feature)."""
 
     __slots__ = ()
+    feature: int  # the one feature in which the two inputs differ (every subclass has it)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,13 @@ class CheckedInvariant:
     @property
     def is_relational(self) -> bool:
         return isinstance(self.ensure, Relational)
+
+    @property
+    def ensure_formula(self) -> Formula:
+        """``ensure`` of a non-relational invariant: the formula every per-path stage decides."""
+        if isinstance(self.ensure, Relational):
+            raise TypeError(f"{self.name}: a relational invariant has no ensure formula")
+        return self.ensure
 
     @property
     def canonical(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -584,7 +584,7 @@ class Checker:
             )
         if action_context:
             raise self._unknown_action(expr.pos, name)
-        pools = [
+        pools: list[tuple[str, Collection[str]]] = [
             ("feature", self.features),
             ("let", self.lets),
             ("name", [*self.actions, "action", "confidence"]),
@@ -726,7 +726,7 @@ class Checker:
                 "severity line that orders every action",
             )
         r = self.rank[target]
-        keep = {
+        keep: Callable[[int], bool] = {
             "<": lambda k: k < r,
             "<=": lambda k: k <= r,
             ">": lambda k: k > r,

@@ -215,6 +215,7 @@ def format_program(program: ast.Program) -> str:
             name = item.name.name.ljust(let_width.get(i, 0))
             lines = _clause(f"let {name} = ", item.expr, "")
         else:
+            assert isinstance(item, ast.Invariant)  # the third and last kind of item
             lines = _invariant(item, by_item[i])  # places the head's comment itself
         if not isinstance(item, ast.Invariant):
             _trailing(lines, head)

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from importlib import resources
+from typing import Any, NoReturn
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+from lark.tree import Meta
 
 from clefprove.dsl import ast
 from clefprove.dsl.errors import Diagnostic, DslError
@@ -169,12 +171,12 @@ _OPERATOR_HINTS = {
 _PUNCTUATION = {"RPAR", "RSQB", "RBRACE", "COMMA", "$END"}
 
 
-def _expected(names: Sequence[str]) -> str:
+def _expected(acceptable: Sequence[str]) -> str:
     """A short readable list of what the parser could have accepted."""
-    names = set(names)
+    names = set(acceptable)
     if names >= _EXPRESSION_START:
         return "an expression"
-    shown = set()
+    shown: set[str] = set()
     operators = names & _OPERATORS
     rest = names - _OPERATORS
     if len(operators) > 2:
@@ -241,7 +243,8 @@ class _FileParser:
         blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
         starts: dict[int, int] = {}
         for tok in tokens:
-            starts.setdefault(tok.line, tok.column)
+            # lark types a token's line and column as Optional; a lexed token has both
+            starts.setdefault(tok.line, tok.column)  # type: ignore[arg-type]
         program = ast.Program(
             self.file, tuple(items), tuple(comments), blank, tuple(sorted(starts.items()))
         )
@@ -351,7 +354,7 @@ class _FileParser:
                 if tok is bad:
                     break
                 interactive.feed_token(tok)
-            return set(interactive.accepts())
+            return set(interactive.accepts())  # type: ignore[no-untyped-call]
         except UnexpectedInput:  # pragma: no cover - the prefix was accepted once already
             return set()
 
@@ -362,7 +365,7 @@ class _FileParser:
         try:
             for tok in chunk:
                 interactive.feed_token(tok)
-            tree = interactive.feed_eof(self._end_token(following))
+            tree = interactive.feed_eof(self._end_token(following))  # type: ignore[no-untyped-call]
         except UnexpectedToken as exc:
             tok = exc.token
             if tok.type == "$END" and following is None:
@@ -394,13 +397,18 @@ class _FileParser:
             raise
 
 
-def _plain(children: Sequence[object]) -> list[object]:
-    """Children without keyword tokens and absent optionals."""
+#: The children of a rule in grammar order: tokens, the AST nodes built for sub-rules (a tuple of
+#: them for ``set`` and ``interval``) and None for an absent optional; grammar.lark fixes the shape.
+_Children = list[Any]
+
+
+def _plain(children: Sequence[Any]) -> list[ast.Expr]:
+    """Children without keyword tokens and absent optionals: the expressions."""
     return [c for c in children if c is not None and not isinstance(c, Token)]
 
 
 @v_args(meta=True)
-class _Builder(Transformer):
+class _Builder(Transformer[Token, ast.Item]):
     """Lark parse tree -> AST (positions from ``propagate_positions``)."""
 
     def __init__(self, owner: _FileParser) -> None:
@@ -408,22 +416,22 @@ class _Builder(Transformer):
         self.owner = owner
         self.file = owner.file
 
-    def _p(self, meta: object) -> ast.Pos:
+    def _p(self, meta: Meta) -> ast.Pos:
         return _pos(self.file, meta)
 
     # items
-    def severity(self, meta, children):
+    def severity(self, meta: Meta, children: _Children) -> ast.Severity:
         names = [c for c in children if isinstance(c, Token) and c.type in _NAMES]
         idents = tuple(ast.Ident(self._ident(n), pos=_pos(self.file, n)) for n in names)
         return ast.Severity(idents, pos=self._p(meta))
 
-    def let_def(self, meta, children):
+    def let_def(self, meta: Meta, children: _Children) -> ast.Let:
         name = children[1]
         return ast.Let(
             ast.Ident(str(name), pos=_pos(self.file, name)), children[2], pos=self._p(meta)
         )
 
-    def invariant(self, meta, children):
+    def invariant(self, meta: Meta, children: _Children) -> ast.Invariant:
         _kw, name, desc, when_kw, when, ensure_kw, ensure = children
         description = None
         if desc is not None:
@@ -439,81 +447,83 @@ class _Builder(Transformer):
         )
 
     # boolean structure
-    def implies(self, meta, children):
+    def implies(self, meta: Meta, children: _Children) -> ast.Implies:
         return ast.Implies(tuple(_plain(children)), pos=self._p(meta))
 
-    def or_expr(self, meta, children):
+    def or_expr(self, meta: Meta, children: _Children) -> ast.Or:
         return ast.Or(tuple(_plain(children)), pos=self._p(meta))
 
-    def and_expr(self, meta, children):
+    def and_expr(self, meta: Meta, children: _Children) -> ast.And:
         return ast.And(tuple(_plain(children)), pos=self._p(meta))
 
-    def not_(self, meta, children):
+    def not_(self, meta: Meta, children: _Children) -> ast.Not:
         return ast.Not(children[1], pos=self._p(meta))
 
-    def comparison(self, meta, children):
+    def comparison(self, meta: Meta, children: _Children) -> ast.Compare:
         operands = tuple(c for c in children if not isinstance(c, Token))
         ops = tuple(str(c) for c in children if isinstance(c, Token))
         return ast.Compare(operands, ops, pos=self._p(meta))
 
-    def in_set(self, meta, children):
+    def in_set(self, meta: Meta, children: _Children) -> ast.InSet:
         return ast.InSet(children[0], children[-1], False, pos=self._p(meta))
 
-    def not_in_set(self, meta, children):
+    def not_in_set(self, meta: Meta, children: _Children) -> ast.InSet:
         return ast.InSet(children[0], children[-1], True, pos=self._p(meta))
 
-    def in_interval(self, meta, children):
+    def in_interval(self, meta: Meta, children: _Children) -> ast.InInterval:
         lo, hi = children[-1]
         return ast.InInterval(children[0], lo, hi, False, pos=self._p(meta))
 
-    def not_in_interval(self, meta, children):
+    def not_in_interval(self, meta: Meta, children: _Children) -> ast.InInterval:
         lo, hi = children[-1]
         return ast.InInterval(children[0], lo, hi, True, pos=self._p(meta))
 
-    def set(self, meta, children):
+    def set(self, meta: Meta, children: _Children) -> tuple[ast.Expr, ...]:
         return tuple(_plain(children))
 
-    def interval(self, meta, children):
+    def interval(self, meta: Meta, children: _Children) -> tuple[ast.Expr, ...]:
         return tuple(_plain(children))
 
     # arithmetic
-    def sum(self, meta, children):
+    def sum(self, meta: Meta, children: _Children) -> ast.Sum:
         rest = tuple((str(children[i]), children[i + 1]) for i in range(1, len(children), 2))
         return ast.Sum(children[0], rest, pos=self._p(meta))
 
-    def product(self, meta, children):
+    def product(self, meta: Meta, children: _Children) -> ast.Product:
         return ast.Product(tuple(_plain(children)), pos=self._p(meta))
 
-    def neg(self, meta, children):
+    def neg(self, meta: Meta, children: _Children) -> ast.Neg:
         return ast.Neg(children[1], pos=self._p(meta))
 
     # atoms
-    def number(self, meta, children):
+    def number(self, meta: Meta, children: _Children) -> ast.Number:
         tok = children[0]
         return ast.Number(str(tok), self._number(tok), pos=_pos(self.file, tok))
 
-    def string(self, meta, children):
+    def string(self, meta: Meta, children: _Children) -> ast.String:
         tok = children[0]
         return ast.String(self._string(tok), pos=_pos(self.file, tok))
 
-    def true(self, meta, children):
+    def true(self, meta: Meta, children: _Children) -> ast.BoolLit:
         return ast.BoolLit(True, pos=_pos(self.file, children[0]))
 
-    def false(self, meta, children):
+    def false(self, meta: Meta, children: _Children) -> ast.BoolLit:
         return ast.BoolLit(False, pos=_pos(self.file, children[0]))
 
-    def name(self, meta, children):
+    def name(self, meta: Meta, children: _Children) -> ast.Name:
         tok = children[0]
         return ast.Name(self._ident(tok), pos=_pos(self.file, tok))
 
-    def call(self, meta, children):
+    def call(self, meta: Meta, children: _Children) -> ast.Call:
         name = children[0]
         return ast.Call(str(name), tuple(_plain(children[1:])), pos=self._p(meta))
 
-    def paren(self, meta, children):
+    def paren(self, meta: Meta, children: _Children) -> ast.Paren:
         return ast.Paren(_plain(children)[0], pos=self._p(meta))
 
-    def __default__(self, data, children, meta):  # pragma: no cover - grammar and builder agree
+    def __default__(
+        self, data: str, children: _Children, meta: Meta
+    ) -> NoReturn:  # pragma: no cover - grammar and builder agree
         raise AssertionError(f"no AST rule for {data!r}")
 
     # literal checks
@@ -538,7 +548,7 @@ class _Builder(Transformer):
 
     def _string(self, tok: Token) -> str:
         try:
-            value = json.loads(str(tok))
+            value: str = json.loads(str(tok))  # a STRING token is one JSON string
         except ValueError:
             self.owner.error_at(tok, "malformed string (escapes are those of JSON)")
             return ""

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from clefprove.errors import InputError
 from clefprove.model.types import Model, NodeKind
@@ -365,6 +366,15 @@ class _Buffers:
     """Per-chunk work arrays, reused across chunks and steps."""
 
     __slots__ = ("fi", "finite", "flag", "go", "rowoff", "s", "s_next", "tv", "xv")
+    s: npt.NDArray[np.intp]
+    s_next: npt.NDArray[np.intp]
+    fi: npt.NDArray[np.intp]
+    xv: npt.NDArray[np.float64]
+    tv: npt.NDArray[np.float64]
+    go: npt.NDArray[np.bool_]
+    flag: npt.NDArray[np.bool_]
+    rowoff: npt.NDArray[np.intp]
+    finite: npt.NDArray[np.bool_]
 
     def __init__(self, m: int, n_features: int) -> None:
         names = ("s", "s_next", "fi", "xv", "tv", "go", "flag", "rowoff", "finite")

@@ -248,7 +248,7 @@ def step_down(
 
 def empty_rows(lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]) -> np.ndarray:
     """(k,) bool: which boxes contain no input."""
-    empty = np.any(lo > hi, axis=1)
+    empty: np.ndarray = np.any(lo > hi, axis=1)
     for m in cats.values():
         empty |= ~m.any(axis=1)
     return empty

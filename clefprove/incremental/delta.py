@@ -143,7 +143,7 @@ def _equal_records(
     feature and threshold bits; categorical splits the same feature and set."""
     kind = a.kind[pa]
     leaf = kind == NodeKind.LEAF
-    same = (kind == b.kind[pb]) & np.where(
+    same: np.ndarray = (kind == b.kind[pb]) & np.where(
         leaf, a.aux[pa] == b.aux[pb], a.feature[pa] == b.feature[pb]
     )
     same &= (kind == NodeKind.CATEGORICAL) | (a.bits[pa] == b.bits[pb])

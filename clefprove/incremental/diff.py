@@ -93,7 +93,7 @@ class DiffReport:
                     "regions": [r.to_json_dict() for r in self.regions],
                 }
             )
-        out = {
+        out: dict[str, Any] = {
             "old": self.old,
             "new": self.new,
             "structural": {
@@ -189,7 +189,9 @@ def conditions(
     return tuple(out)
 
 
-def _intersections(old: Model, new: Model) -> tuple[np.ndarray, ...]:
+def _intersections(
+    old: Model, new: Model
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """(new_leaf, old_leaf, lo, hi, cats) of every non-empty intersection of leaf boxes."""
     n_feat = len(new.features)
     nb = leaf_boxes(new)

@@ -40,7 +40,7 @@ HASH_BYTES = 32
 _SPLIT_WIDTH = 1 + 32 + 32 + 32 + 32
 
 
-def _h(data: bytes) -> bytes:
+def _h(data: bytes | memoryview) -> bytes:
     return hashlib.sha256(data).digest()
 
 
@@ -150,7 +150,7 @@ def _leaf_counts(model: Model) -> np.ndarray:
     nodes = model.nodes
     kind = nodes["kind"]
     depth = nodes["depth"].astype(np.int64)
-    count = (kind == NodeKind.LEAF).astype(np.int64)
+    count: np.ndarray = (kind == NodeKind.LEAF).astype(np.int64)
     split = kind != NodeKind.LEAF
     left = nodes["left"].astype(np.int64)
     right = nodes["right"].astype(np.int64)
@@ -195,8 +195,8 @@ def content_digest(model: Model) -> str:
 def _content_digest(model: Model) -> str:
     h = hashlib.sha256(b"content\0")
     h.update(_domain_json(model, None, True))
-    h.update(memoryview(np.ascontiguousarray(model.nodes)).cast("B"))
-    h.update(memoryview(np.ascontiguousarray(model.membership)).cast("B"))
+    h.update(np.ascontiguousarray(model.nodes).data.cast("B"))
+    h.update(np.ascontiguousarray(model.membership).data.cast("B"))
     return h.hexdigest()
 
 

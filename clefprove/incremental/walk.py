@@ -45,7 +45,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -66,9 +66,15 @@ from clefprove.model.types import Model, NodeKind
 from clefprove.status import Verdict
 from clefprove.verify import api
 from clefprove.verify import engine as eg
+from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.verdicts import HOLDS, Counterexample, InvariantResult
+from clefprove.verify.verdicts import (
+    HOLDS,
+    Counterexample,
+    InvariantResult,
+    RelationalCounterexample,
+)
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -135,7 +141,13 @@ class _Walk:
     inner_keys: list[list[bytes]]
 
 
-def _walk(cache: CacheStore, model: Model, scopes: list[bytes]) -> _Walk:
+class _SubtreeLookup(Protocol):
+    """What :func:`_walk` asks of a cache (:class:`CacheStore`, or :class:`_NoLookup`)."""
+
+    def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]: ...
+
+
+def _walk(cache: _SubtreeLookup, model: Model, scopes: list[bytes]) -> _Walk:
     hashes = merkle.subtree_hashes(model)
     counts = merkle.leaf_counts(model)
     kind = model.nodes["kind"]
@@ -292,19 +304,21 @@ def _to_json(res: InvariantResult) -> str:
     # Field by field (dataclasses.asdict deep-copies, and costs more than the rest of a
     # re-check's bookkeeping); counterexamples are the only nested dataclasses.
     d: dict[str, Any] = {name: getattr(res, name) for name in _STORED_FIELDS}
-    d["counterexamples"] = [
-        {
-            "input": c.input,
-            "action": c.action,
-            "confidence": c.confidence,
-            "leaf": c.leaf,
-            "path": list(c.path),
-        }
-        for c in res.counterexamples  # type: ignore[union-attr]
-    ]
+    d["counterexamples"] = [_counterexample_json(c) for c in res.counterexamples]
     d["warnings"] = list(res.warnings)
     d["paths_total"] = res.paths_checked + res.paths_reused
     return json.dumps(d, sort_keys=True)
+
+
+def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[str, Any]:
+    assert isinstance(c, Counterexample)  # the proof cache holds non-relational results only
+    return {
+        "input": c.input,
+        "action": c.action,
+        "confidence": c.confidence,
+        "leaf": c.leaf,
+        "path": list(c.path),
+    }
 
 
 def _from_json(text: str, seconds: float) -> InvariantResult:
@@ -396,9 +410,9 @@ def _vacuity(
             return None
 
         def vacuous_per_leaf() -> bool:
-            wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
+            wprep = eg.prepare(model, ev.when_invariant(inv), settings.dnf_cap)
             if not nm.uses_decision(wprep.violation, len(model.features)):
-                return api.when_is_vacuous(model, prep, api.domain_boxes(model), settings)
+                return ev.when_is_vacuous(model, prep, ev.domain_boxes(model), settings)
             pvw = per_leaf(wprep)
             if record is not None:
                 record(delta.LeafOutcomes(pvw.status, pvw.how))
@@ -418,10 +432,10 @@ def _vacuity(
             if remember is not None:
                 remember(answer)
             return answer
-        wprep = eg.prepare(model, api.when_invariant(inv), settings.dnf_cap)
+        wprep = eg.prepare(model, ev.when_invariant(inv), settings.dnf_cap)
         if nm.uses_decision(wprep.violation, len(model.features)):  # not reached: see above
-            return api.when_is_vacuous(model, prep, leaf_boxes(model), settings)
-        pv = eg.decide(model, wprep, api.domain_boxes(model), settings)
+            return ev.when_is_vacuous(model, prep, leaf_boxes(model), settings)
+        pv = eg.decide(model, wprep, ev.domain_boxes(model), settings)
         answer = bool(np.all(pv.status == eg.SAFE))
         if not np.any(pv.status == eg.UNKNOWN):
             out.whole.append((key, json.dumps({"vacuous": answer})))
@@ -518,7 +532,7 @@ def _fresh(
             learn.append((i, pv))
             run.out.whole.append((run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths})))
     if learn:
-        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])  # type: ignore[arg-type]
+        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])
         for j, (i, pv) in enumerate(learn):
             run.out.proofs.extend(
                 (k, run.scopes[i], c) for k, c in _safe_proofs(run.model, w, j, pv.boxes, pv.status)

@@ -192,7 +192,7 @@ def _convert_tree(
     features: tuple[Feature, ...],
     class_to_action: list[str] | None = None,
     leaf: Callable[[int], dict[str, Any]] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The JSON tree of a fitted ``tree_``; leaves by *leaf(i)*, or the majority class of
     ``value`` with its share (a single classifier tree) when *leaf* is None."""
     left, right = tree.children_left, tree.children_right

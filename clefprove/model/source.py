@@ -199,6 +199,10 @@ def feature_to_json(f: Feature) -> dict[str, Any]:
     return out
 
 
+#: One node record, the fields of NODE_DTYPE: (value, left, right, aux, feature, kind, depth).
+_Record = tuple[float, int, int, int, int, int, int]
+
+
 class _TreeBuilder:
     """Flattens the JSON tree into pre-order node records and a membership table."""
 
@@ -206,7 +210,7 @@ class _TreeBuilder:
         self.features = features
         self.feature_index = {f.name: i for i, f in enumerate(features)}
         self.action_index = {a: i for i, a in enumerate(actions)}
-        self.records: list[tuple[float, int, int, int, int, int, int]] = []
+        self.records: list[_Record] = []
         self.membership = bytearray()
         self.rows: dict[bytes, int] = {}
         self.max_depth = 0
@@ -238,7 +242,7 @@ class _TreeBuilder:
             if len(self.records) + len(stack) > 2**32 - 1:
                 raise _fail(path, "too many nodes")
 
-    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> tuple:
+    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> _Record:
         _check_keys(obj, _LEAF_KEYS, path)
         action = _require(obj, "action", path)
         if not isinstance(action, str) or action not in self.action_index:
@@ -249,7 +253,7 @@ class _TreeBuilder:
             raise _fail(f"{path}.confidence", f"{obj['confidence']} is outside [0, 1]")
         return (conf, index, index, self.action_index[action], 0, NodeKind.LEAF, depth)
 
-    def _split(self, obj: dict[str, Any], path: str, depth: int) -> tuple:
+    def _split(self, obj: dict[str, Any], path: str, depth: int) -> _Record:
         _check_keys(obj, _SPLIT_KEYS, path)
         name = _require(obj, "feature", path)
         if not isinstance(name, str) or name not in self.feature_index:

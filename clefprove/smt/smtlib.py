@@ -169,7 +169,7 @@ def query_script(
     """The standalone script of the query of *invariant* (non-relational) at *leaf*."""
     if invariant.is_relational:
         raise ClefproveError(f"{invariant.name}: relational invariants have no per-path query")
-    return path_query(model, invariant.when, invariant.ensure, leaf, status, invariant.name)  # type: ignore[arg-type]
+    return path_query(model, invariant.when, invariant.ensure_formula, leaf, status, invariant.name)
 
 
 def path_query(

@@ -27,7 +27,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from clefprove.model.types import FeatureType, Model
 from clefprove.status import Decided, LeafOutcome
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
+
+if TYPE_CHECKING:
+    from clefprove.smt.paths import Limits
 
 SAFE, VIOLATED, UNKNOWN = LeafOutcome.SAFE, LeafOutcome.VIOLATED, LeafOutcome.UNKNOWN
 
@@ -84,7 +87,7 @@ def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> 
 
 def _prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
     norm = nm.Normalizer(model)
-    v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure))))  # type: ignore[arg-type]
+    v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure_formula))))
     when = norm.nnf(invariant.when)
     return Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
 
@@ -172,7 +175,9 @@ def _solve(
     queries = [smt_paths.query_from_boxes(boxes, int(r)) for r in rows]
     jobs = max(1, int(settings.jobs))
     if jobs == 1 or len(queries) < PARALLEL_MIN_SOLVER_PATHS:
-        return smt_paths.solve(model, inv.when, inv.ensure, queries, _limits(settings, prep.tag))
+        return smt_paths.solve(
+            model, inv.when, inv.ensure_formula, queries, _limits(settings, prep.tag)
+        )
     # Contiguous chunks in pre-order are subtrees (or runs of neighbouring subtrees), so the
     # workers keep the solver's prefix sharing; results come back in order.
     from concurrent.futures import ProcessPoolExecutor
@@ -185,14 +190,14 @@ def _solve(
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=smt_paths.init_worker,
-        initargs=(model, inv.when, inv.ensure, _limits(settings, prep.tag)),
+        initargs=(model, inv.when, inv.ensure_formula, _limits(settings, prep.tag)),
     ) as pool:
         for part in pool.map(smt_paths.solve_in_worker, chunks):
             out.extend(part)
     return out
 
 
-def _limits(settings: CheckOptions, tag: str) -> Any:
+def _limits(settings: CheckOptions, tag: str) -> Limits:
     from clefprove.smt.paths import Limits
 
     ms = 0 if settings.timeout is None else max(1, int(settings.timeout * 1000))
@@ -212,7 +217,7 @@ def isolated_witness(
     inv = prep.invariant
     limits = _limits(CheckOptions(timeout=settings.timeout, rlimit=settings.rlimit), prep.tag)
     query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
-    verdict, x = smt_paths.solve(model, inv.when, inv.ensure, [query], limits)[0]
+    verdict, x = smt_paths.solve(model, inv.when, inv.ensure_formula, [query], limits)[0]
     return x if verdict == "sat" else None
 
 
@@ -321,7 +326,7 @@ def witness(
     which other rows were decided in the same run; the run's own witness if that fails."""
     if r in pv.witnesses:
         if settings is not None:
-            alone = isolated_witness(model, prep, pv.boxes, r, settings)  # type: ignore[arg-type]
+            alone = isolated_witness(model, prep, pv.boxes, r, settings)
             if alone is not None:
                 return alone
         return pv.witnesses[r]

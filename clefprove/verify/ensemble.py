@@ -537,7 +537,7 @@ def check_ensemble_invariant(
     model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
 ) -> Any:
     """The verdict on one non-relational invariant of an ensemble (an InvariantResult)."""
-    from clefprove.verify.api import decode, encode_record, when_is_vacuous_on_domain
+    from clefprove.verify.evidence import decode, encode, when_is_vacuous_on_domain
     from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
 
     t0 = time.perf_counter()
@@ -552,7 +552,7 @@ def check_ensemble_invariant(
         if confirmed >= max(counterexamples, 1):
             break
         record = decode(model, x)  # type: ignore[arg-type]
-        xe = encode_record(model, record)  # type: ignore[arg-type]
+        xe = encode(model, record)  # type: ignore[arg-type]
         ok = np.array_equal(xe, x) and all(
             f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
         )

@@ -200,7 +200,7 @@ def _join(is_and: bool, parts: list[object]) -> object:
                 return ck.Const(not is_and)
             continue
         if isinstance(p, NAnd if is_and else NOr):
-            out.extend(p.args)  # type: ignore[union-attr]
+            out.extend(p.args)
         else:
             out.append(p)
     if not out:
@@ -248,7 +248,8 @@ def _member(actions: np.ndarray, allowed: frozenset[int]) -> np.ndarray:
     table = np.zeros(top + 2, dtype=bool)  # index -1 reads the last slot, never set
     if allowed:
         table[list(allowed)] = True
-    return table[actions]
+    member: np.ndarray = table[actions]
+    return member
 
 
 def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +264,7 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             return rows.hi[:, col] >= b, rows.lo[:, col] < b
         case Cat(feature, codes, size):
             m = cat_mask(rows.cats, feature, n, size)
-            sel = np.zeros(size, dtype=bool)
+            sel: np.ndarray = np.zeros(size, dtype=bool)
             sel[list(codes)] = True
             return (m & sel).any(axis=1), (m & ~sel).any(axis=1)
         case Act(actions):

@@ -148,7 +148,9 @@ def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | 
 # ---------------------------------------------------------------- the pair matrix
 
 
-def _stable_ok(lo_a, hi_a, lo_b, hi_b, delta: Fraction) -> np.ndarray:
+def _stable_ok(
+    lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
+) -> np.ndarray:
     """Exact ``distance([lo_a, hi_a], [lo_b, hi_b]) <= delta`` (broadcast arrays)."""
     with np.errstate(over="ignore", invalid="ignore"):
         gap = np.maximum(np.maximum(lo_b - hi_a, lo_a - hi_b), 0.0)
@@ -253,7 +255,7 @@ class PairChecker:
         act = self.actions
         if self.prep.rank is not None:
             r = self.prep.rank[act]
-            m = r[None, :] < r[a0:a1, None]
+            m: np.ndarray = r[None, :] < r[a0:a1, None]
         else:
             m = act[None, :] != act[a0:a1, None]
         m &= self.live[a0:a1, None] & self.live[None, :]
@@ -265,7 +267,7 @@ class PairChecker:
         """Pairs (A in chunk, B) whose narrowed boxes meet on non-f features and are related
         on f (Ci narrows A, Cj narrows B); *base* already filtered."""
         sa, sb = self.sides[i], self.sides[j]
-        m = base & sa.ok[a0:a1, None] & sb.ok[None, :]
+        m: np.ndarray = base & sa.ok[a0:a1, None] & sb.ok[None, :]
         if not m.any():
             return m
         la, ha = sa.rows.lo[a0:a1], sa.rows.hi[a0:a1]
@@ -442,7 +444,7 @@ class PairChecker:
 # ---------------------------------------------------------------- confirmation
 
 
-def encode_record(model: Model, record: dict[str, Any]) -> np.ndarray:
+def _encode(model: Model, record: dict[str, Any]) -> np.ndarray:
     out = np.empty(len(model.features), dtype=np.float64)
     for i, f in enumerate(model.features):
         v = record[f.name]
@@ -461,7 +463,7 @@ def confirm_pair(
     """A counterexample for (x, x') if the evaluator confirms it, else None: both decode and
     re-encode exactly, lie in the domain, differ only in f, are related on f, reach *leaves*,
     satisfy ``when``, and their decisions break the property."""
-    from clefprove.verify.api import decode, describe_path
+    from clefprove.verify.evidence import decode, describe_path
 
     inv, rel = prep.invariant, prep.relation
     records = []
@@ -469,11 +471,11 @@ def confirm_pair(
     decisions = []
     for xi, leaf in zip((x, x2), leaves, strict=True):
         rec = decode(model, xi)
-        xe = encode_record(model, rec)
+        xe = _encode(model, rec)
         if not np.array_equal(xe, xi):
             return None
-        for i, f in enumerate(model.features):
-            if not (f.min <= xe[i] <= f.max):
+        for i, feature in enumerate(model.features):
+            if not (feature.min <= xe[i] <= feature.max):
                 return None
         d = evaluator.evaluate_one(xe)
         if int(d.leaf) != leaf:
@@ -513,7 +515,7 @@ def check_relational(
     boxes: LeafBoxes | None = None,
 ) -> InvariantResult:
     """The verdict on one relational invariant (see module docstring)."""
-    from clefprove.verify.api import _evaluator
+    from clefprove.verify.evidence import evaluator_for as _evaluator
 
     t0 = time.perf_counter()
     settings = settings or CheckOptions()
@@ -614,7 +616,7 @@ def _when_vacuous(
     model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
 ) -> bool:
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
-    from clefprove.verify.api import when_is_vacuous
+    from clefprove.verify.evidence import when_is_vacuous
 
     probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False))
     prep = eg.prepare(model, probe, settings.dnf_cap)

@@ -22,7 +22,7 @@ def settle(
     n_unknown: int,
     is_vacuous: Callable[[], bool],
     warnings: list[str],
-) -> tuple[str, bool]:
+) -> tuple[Verdict, bool]:
     """An invariant's status from its path counts, and whether it holds vacuously (asked only
     of a holding invariant); a vacuous one gets a warning appended to *warnings*."""
     if n_violating:

@@ -125,9 +125,10 @@ def test_counterexample_limit_and_cache_flags(capsys):
 
 
 def test_jobs_do_not_change_verdicts(capsys):
-    main(["check", EDGE, INV, "--format", "json", "--jobs", "1"])
+    # --no-cache: a shared cache that an earlier test filled would make both runs reuse
+    main(["check", EDGE, INV, "--format", "json", "--no-cache", "--jobs", "1"])
     one = json.loads(capsys.readouterr().out)
-    main(["check", EDGE, INV, "--format", "json", "--jobs", "2"])
+    main(["check", EDGE, INV, "--format", "json", "--no-cache", "--jobs", "2"])
     two = json.loads(capsys.readouterr().out)
     strip = lambda d: [{k: v for k, v in r.items() if k != "seconds"} for r in d["results"]]  # noqa: E731
     assert strip(one) == strip(two)

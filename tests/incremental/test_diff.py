@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from clefprove.eval.evaluator import Evaluator
 from clefprove.incremental import merkle
 from clefprove.incremental.diff import _intersections, diff, shares
-from clefprove.verify.api import describe_path
+from clefprove.verify.evidence import describe_path
 from tests.incremental import models as M
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -88,7 +88,9 @@ def f64_lt_cut(t: float) -> float:
     return -INF if t == -INF else _norm(math.nextafter(t, -INF))
 
 
-def condition(mode: str, t: float, leq: Callable[[float], float], lt: Callable[[float], float]):
+def condition(
+    mode: str, t: float, leq: Callable[[float], float], lt: Callable[[float], float]
+) -> Interval:
     """The :class:`Interval` of inputs for which ``cmp(x) MODE t`` is true.
 
     *leq* and *lt* give the cuts of ``cmp(x) <= t`` and ``cmp(x) < t`` (``cmp`` is how the

@@ -151,7 +151,7 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
     f32 = elem != _DOUBLE
 
     def make(i: int, t: Tree | None, f: Tree | None) -> Tree:
-        if t is None:
+        if t is None or f is None:  # walk() gives a leaf None, None
             return leaves.leaf(i)
         mode, thr, feat = table.modes[i], table.values[i], table.features[i]
         cond = float32_condition(mode, thr) if f32 else float64_condition(mode, thr)
@@ -250,7 +250,7 @@ class _Leaves:
     """Leaf decisions (action index, confidence) under onnxruntime's label rule."""
 
     def __init__(
-        self, a: dict[str, Any], n: int, table: _NodeTable, int_labels: bool, labels: list
+        self, a: dict[str, Any], n: int, table: _NodeTable, int_labels: bool, labels: list[Any]
     ) -> None:
         self.n = n
         self.table = table
@@ -259,7 +259,7 @@ class _Leaves:
             raise ImportModelError(
                 f"post_transform {self.post} is not supported (NONE, SOFTMAX, LOGISTIC)"
             )
-        dtype = np.float32  # onnxruntime sums weights in the threshold type
+        dtype: type[np.floating[Any]] = np.float32  # onnxruntime sums weights in the threshold type
         if "class_weights_as_tensor" in a and "class_weights" not in a:
             weights = [float(w) for w in _list(a, "class_weights_as_tensor")]
             dtype = np.float64

@@ -166,7 +166,7 @@ class _Ubj:
                 raise ValueError("truncated typed array")
             arr = np.frombuffer(self.data, dtype=np.dtype(fmt), count=count, offset=pos)
             return arr.tolist(), end
-        out = []
+        out: list[Any] = []
         while True:
             if count is not None and len(out) == count:
                 return out, pos
@@ -257,7 +257,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     cat_features = {indices[i] for i in range(n) if lefts[i] != -1 and types[i] == 1}
 
     def derived() -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         for j in range(n_columns):
             name = check_name(names[j], "feature name") if names else f"f{j}"
             ftype = ftypes[j] if j < len(ftypes) else "q"

@@ -1,0 +1,128 @@
+"""What a result is made of: counterexamples confirmed by the evaluator and described, and the
+vacuity of ``when``.  Shared by the per-path results (:mod:`clefprove.verify.api`) and the
+relational ones (:mod:`clefprove.verify.relational`), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.geometry.boxes import Box, LeafBoxes, path_to
+from clefprove.model.types import FeatureType, Model
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
+from clefprove.verify.verdicts import Counterexample
+
+
+def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
+    """``when`` of *inv* as an invariant of its own (``ensure false``): a leaf "violates" it
+    when some input of the leaf satisfies ``when``.  One object per *inv* (kept by *inv*), so
+    that its normal form is memoised with it."""
+    return inv.derived.get(
+        ("verify.when",),
+        lambda: ck.CheckedInvariant(
+            inv.name + "-when", None, inv.file, inv.line, 1, inv.when, ck.Const(False)
+        ),
+    )
+
+
+def when_is_vacuous(
+    model: Model, prep: eg.Prepared, boxes: LeafBoxes, settings: CheckOptions
+) -> bool:
+    """True only when ``when`` is proved unsatisfiable on the whole domain."""
+    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    n_feat = len(model.features)
+    if nm.uses_decision(wprep.violation, n_feat):
+        pv = eg.decide(model, wprep, boxes, settings)
+    else:
+        pv = eg.decide(model, wprep, domain_boxes(model), settings)
+    return bool(np.all(pv.status == eg.SAFE))
+
+
+def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:
+    """True only when ``when`` (which must not mention the decision) is proved unsatisfiable
+    on the domain box; False (not proved) when it mentions the decision (ensembles)."""
+    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    if nm.uses_decision(wprep.violation, len(model.features)):
+        return False
+    pv = eg.decide(model, wprep, domain_boxes(model), settings)
+    return bool(np.all(pv.status == eg.SAFE))
+
+
+def domain_boxes(model: Model) -> LeafBoxes:
+    """The whole domain as a single box (confidence column [0, 1], no action)."""
+    d = Box.domain(model)
+    lo = np.append(d.lo, 0.0)[None, :]
+    hi = np.append(d.hi, 1.0)[None, :]
+    return LeafBoxes(
+        np.array([0]),
+        lo,
+        hi,
+        {f: m[None, :] for f, m in d.cats.items()},
+        np.array([-1]),
+        np.array([not d.empty]),
+    )
+
+
+def evaluator_for(model: Model) -> Any:
+    """The model's evaluator (built once, kept by the model)."""
+    from clefprove.eval.evaluator import Evaluator
+
+    return model.derived.get(("eval.evaluator",), lambda: Evaluator(model))
+
+
+def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
+    """Encoded input -> the JSON record a user writes."""
+    return {f.name: f.decode(float(x[i])) for i, f in enumerate(model.features)}
+
+
+def encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+    """The JSON record of an input -> its encoded values (the inverse of :func:`decode`)."""
+    out = np.empty(len(model.features), dtype=np.float64)
+    for i, f in enumerate(model.features):
+        v = record[f.name]
+        out[i] = f.values.index(v) if f.type is FeatureType.CATEGORICAL else float(v)
+    return out
+
+
+def confirm(
+    model: Model, evaluator: Any, inv: ck.CheckedInvariant, leaf: int, x: np.ndarray
+) -> Counterexample | None:
+    """A counterexample for *x* if the evaluator confirms it (else None): the decoded input
+    re-encodes to *x*, is in the domain, reaches *leaf*, satisfies ``when``, breaks ``ensure``."""
+    record = decode(model, x)
+    xe = encode(model, record)
+    if not np.array_equal(xe, x):
+        return None
+    for i, f in enumerate(model.features):
+        if not (f.min <= xe[i] <= f.max):
+            return None
+    d = evaluator.evaluate_one(xe)
+    if int(d.leaf) != leaf:
+        return None
+    xs = xe.tolist()
+    if not ck.evaluate(inv.when, xs, d.action, d.confidence):
+        return None
+    if ck.evaluate(inv.ensure_formula, xs, d.action, d.confidence):
+        return None
+    return Counterexample(
+        record, model.actions[d.action], float(d.confidence), leaf, describe_path(model, leaf)
+    )
+
+
+def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
+    """The box of inputs that reach *leaf*, one bound pair per feature its path narrows."""
+    from clefprove.model.describe import region_conditions
+
+    return tuple(region_conditions(model, [*(n for n, _ in path_to(model, leaf)), leaf]))
+
+
+def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
+    """Readable split conditions from the root to *leaf*."""
+    from clefprove.model.describe import condition
+
+    return tuple(condition(model, node, left) for node, left in path_to(model, leaf))
