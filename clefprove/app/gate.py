@@ -72,12 +72,14 @@ def run_gate(
     *invariants* are .inv paths, or a program already checked against *new*'s features and
     actions (a caller that gates many versions of one model parses the files once)."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any, load_model, single_tree
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
-    model = load_model(new, clef_only=True)  # full validation, digest included
-    old = load_model(previous) if previous is not None else None
+    model = load_any(new, clef_only=True)  # full validation, digest included
+    old = load_model(previous, what="gate --previous") if previous is not None else None
+    if old is not None:
+        single_tree(model, str(new), "gate --previous")  # no behaviour diff of ensembles yet
     if isinstance(invariants, CheckedProgram):
         program = invariants
     else:

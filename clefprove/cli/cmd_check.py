@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         warn,
     )
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inputs(args.output, args.model, *expand_paths(args.invariants))
     if args.smtlib is not None:
         _smtlib_directory(args.smtlib)
-    model = load_model(args.model)
+    model = load_any(args.model)
     program = load_invariants(args.invariants, model)
     jobs = args.jobs or default_jobs()
     work = model.n_leaves * len(program.invariants)

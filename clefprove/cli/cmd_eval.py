@@ -45,9 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     if args.input == "-":
         return evaluate_stream(model, sys.stdin.buffer, sys.stdout, explain=args.explain)
     try:
@@ -67,7 +67,13 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
     from clefprove.eval.evaluator import Evaluator
     from clefprove.eval.inputs import RecordEncoder
 
-    evaluator = Evaluator(model)
+    ensemble = hasattr(model, "combine")
+    if ensemble:
+        from clefprove.eval.ensemble import EnsembleEvaluator
+
+        evaluator: Any = EnsembleEvaluator(model)
+    else:
+        evaluator = Evaluator(model)
     encoder = RecordEncoder(model)
     quoted = [json.dumps(a, allow_nan=False) for a in model.actions]
     bad = 0
@@ -91,7 +97,11 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
                 bad += 1
                 text.append(json.dumps({"error": errors[i]}, allow_nan=False))
                 continue
-            if explain:
+            if ensemble:
+                text.append(
+                    _ensemble_line(model, evaluator, X[i], acts[k], confs[k], leaves[k], explain)
+                )
+            elif explain:
                 text.append(_explained(model, evaluator, X[i], acts[k], confs[k], leaves[k]))
             else:
                 text.append(
@@ -146,3 +156,27 @@ def _explained(
         },
         allow_nan=False,
     )
+
+
+def _ensemble_line(
+    model: Any,
+    evaluator: Any,
+    x: np.ndarray,
+    action: int,
+    conf: float,
+    leaves: list[int],
+    explain: bool,
+) -> str:
+    """An ensemble's decision: each tree's leaf (tree-local node index); with *explain*, each
+    tree's leaf values and the input as evaluated."""
+    out: dict[str, Any] = {
+        "action": model.actions[action],
+        "confidence": conf,
+        "leaves": leaves,
+    }
+    if explain:
+        from clefprove.eval.inputs import decode_input
+
+        out["contributions"] = evaluator.contributions(x)
+        out["input"] = decode_input(model, x)
+    return json.dumps(out, allow_nan=False)

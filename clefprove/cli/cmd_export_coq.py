@@ -32,10 +32,21 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import emit
     from clefprove.coq_export.export import export_coq
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
+    from clefprove.model.ensemble import Ensemble
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     program = load_invariants(args.invariants, model)
+    if isinstance(model, Ensemble):
+        # No certificate format covers ensembles yet: nothing is written, nothing claimed.
+        width = max((len(inv.name) for inv in program.invariants), default=0)
+        lines = [f"{args.output}: not written: {model.name} is a tree ensemble"]
+        lines += [
+            f"  {inv.name:<{width}}  not exported  tree ensembles are not exported to Coq yet"
+            for inv in program.invariants
+        ]
+        emit("\n".join(lines), None)
+        return 3
     try:
         export = export_coq(model, program)
     except RecursionError:

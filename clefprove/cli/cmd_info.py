@@ -34,13 +34,18 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
         "max_depth": model.max_depth,
         "features": [feature_to_json(f) for f in model.features],
         "actions": list(model.actions),
+        **(
+            {"trees": model.n_trees, "ensemble": model.combine.to_json()}
+            if hasattr(model, "combine")
+            else {}
+        ),
     }
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    model = load_model(args.model)
+    model = load_any(args.model)
     info = model_summary(model, args.model)
     if args.format == "json":
         emit(json.dumps(info, indent=2, allow_nan=False), None)
@@ -52,7 +57,14 @@ def run(args: argparse.Namespace) -> int:
             if model.from_source
             else [f"file      {args.model} ({model.size} bytes)", f"sha256    {model.sha256}"]
         ),
-        f"tree      {model.n_nodes} nodes, {model.n_leaves} leaves, max depth {model.max_depth}",
+        (
+            f"trees     {model.n_trees} trees, {model.n_nodes} nodes, {model.n_leaves} leaves, "
+            f"max depth {model.max_depth}"
+            if hasattr(model, "combine")
+            else f"tree      {model.n_nodes} nodes, {model.n_leaves} leaves, "
+            f"max depth {model.max_depth}"
+        ),
+        *([f"combine   {_combine_text(model.combine)}"] if hasattr(model, "combine") else []),
         f"actions   {', '.join(model.actions)}",
         "features",
     ]
@@ -67,3 +79,21 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"  {f.name:<{width}}  {f.type!s:<11}  {f.describe_domain()}  default {shown}")
     emit("\n".join(lines), None)
     return 0
+
+
+def _combine_text(c: Any) -> str:
+    """How an ensemble's leaf values become a decision, in one line."""
+    link = {"logistic": "sigmoid", "softmax": "softmax", "identity": "averaged probabilities"}
+    rule = {
+        "proba": "first argmax of the probabilities",
+        "half": "class 1 iff p > 0.5",
+        "margin": "first argmax of the scores" if c.outputs > 1 else "class 1 iff score >= 0",
+    }
+    parts = [f"{c.arithmetic} sums of {c.outputs} output{'s' if c.outputs > 1 else ''}"]
+    if any(c.base):
+        parts.append("base " + ", ".join(f"{b:g}" for b in c.base))
+    if c.divisor != 1:
+        parts.append(f"divided by {c.divisor:g}")
+    parts.append(link[str(c.link)] + (f" (scale {c.scale:g})" if c.scale != 1 else ""))
+    parts.append(rule[str(c.rule)])
+    return "; ".join(parts)

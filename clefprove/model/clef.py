@@ -1,4 +1,8 @@
-"""The binary ``.clef`` format, version 1 (layout in docs/format.md): encoder and loader.
+"""The binary ``.clef`` format (layout in docs/format.md): encoder and loader.
+
+Version 1 holds one tree (:class:`Model`), version 2 a tree ensemble
+(:class:`~clefprove.model.ensemble.Ensemble`); a single tree is always written as version 1, so
+v1 files load and re-encode byte for byte as before.
 
 Loading maps the file read-only and validates it in one linear, vectorised pass over the node
 records (which stay in the mapping: the node array is a numpy view, not a copy).  Every defect
@@ -20,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ClefFormatError, ClefproveError
+from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
 from clefprove.model.types import (
     MAX_TREE_DEPTH,
     NODE_DTYPE,
@@ -31,6 +36,12 @@ from clefprove.model.types import (
 
 MAGIC = b"\x89CLEF\r\n\x1a"
 FORMAT_VERSION = 1
+#: The ensemble format; the newest version this clefprove reads.
+ENSEMBLE_VERSION = 2
+NEWEST_VERSION = ENSEMBLE_VERSION
+#: Most trees an ensemble may hold.
+MAX_TREES = 100_000
+TREE_RECORD = struct.Struct("<IIII")  # first record, record count, max depth, leaf count
 HEADER = struct.Struct("<8sHHIIIIIQQQQ")  # see docs/format.md
 HEADER_SIZE = 64
 DIGEST_SIZE = 32
@@ -92,8 +103,94 @@ def encode_clef(
     return body + hashlib.sha256(body).digest()
 
 
-def write_clef(model: Model) -> bytes:
+def encode_ensemble(
+    name: str,
+    version: str,
+    features: tuple[Feature, ...],
+    actions: tuple[str, ...],
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+    values: np.ndarray,
+    combine: Combine,
+    extra: dict[str, Any] | None = None,
+) -> bytes:
+    """Serialise an ensemble into `.clef` v2 bytes (deterministic; layout in docs/format.md)."""
+    from clefprove.model.source import feature_to_json
+
+    meta = {
+        "name": name,
+        "version": version,
+        "features": [feature_to_json(f) for f in features],
+        "actions": list(actions),
+        **(extra or {}),
+        "ensemble": combine.to_json(),
+    }
+    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    nodes_offset = _align8(HEADER_SIZE + len(meta_bytes))
+    nodes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE)
+    node_bytes = nodes.tobytes()
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    leaf = nodes["kind"] == NodeKind.LEAF
+    table = b"".join(
+        TREE_RECORD.pack(
+            int(a), int(n), int(d), int(np.count_nonzero(leaf[int(a) : int(a) + int(n)]))
+        )
+        for a, n, d in zip(starts, sizes, depths, strict=True)
+    )
+    value_bytes = np.ascontiguousarray(values, dtype="<f8").tobytes()
+    membership_offset = nodes_offset + len(node_bytes) + len(table) + len(value_bytes)
+    member_bytes = np.ascontiguousarray(membership, dtype=np.uint8).tobytes()
+    header = HEADER.pack(
+        MAGIC,
+        ENSEMBLE_VERSION,
+        HEADER_SIZE,
+        0,
+        len(sizes),
+        len(nodes),
+        int(max(depths)),
+        len(member_bytes),
+        HEADER_SIZE,
+        len(meta_bytes),
+        nodes_offset,
+        membership_offset,
+    )
+    body = b"".join(
+        (
+            header,
+            meta_bytes,
+            b"\0" * (nodes_offset - HEADER_SIZE - len(meta_bytes)),
+            node_bytes,
+            table,
+            value_bytes,
+            member_bytes,
+        )
+    )
+    return body + hashlib.sha256(body).digest()
+
+
+def write_clef(model: Model | Ensemble) -> bytes:
     """The `.clef` bytes of *model* (identical to the bytes it was loaded from)."""
+    if isinstance(model, Ensemble):
+        extra = {
+            k: v
+            for k, v in model.metadata.items()
+            if k not in {"name", "version", "features", "actions", "ensemble"}
+        }
+        return encode_ensemble(
+            model.name,
+            model.version,
+            model.features,
+            model.actions,
+            model.nodes,
+            model.membership,
+            model.sizes,
+            model.depths,
+            model.values,
+            model.combine,
+            extra,
+        )
     extra = {
         k: v
         for k, v in model.metadata.items()
@@ -111,7 +208,7 @@ def write_clef(model: Model) -> bytes:
     )
 
 
-def load(path: str | os.PathLike[str]) -> Model:
+def load(path: str | os.PathLike[str]) -> Model | Ensemble:
     """Map and validate a `.clef` file."""
     try:
         with open(path, "rb") as fh:
@@ -137,7 +234,7 @@ def load(path: str | os.PathLike[str]) -> Model:
     raise ClefFormatError(f"{path}: {reason}")
 
 
-def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model:
+def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model | Ensemble:
     """Validate `.clef` bytes held in memory."""
     if len(data) < HEADER_SIZE + DIGEST_SIZE:
         raise ClefFormatError(f"{origin}: {_short_reason(bytes(data[:8]), len(data))}")
@@ -147,8 +244,31 @@ def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") ->
         raise ClefFormatError(f"{origin}: {exc}") from None
 
 
-def load_model(path: str | os.PathLike[str], clef_only: bool = False) -> Model:
-    """Load a model from a `.clef` file or a JSON source file (chosen by content).
+#: The commands that take tree ensembles (named in the refusal of the others).
+ENSEMBLE_COMMANDS = "compile, import, info, eval, check, gate (without --previous)"
+
+
+def single_tree(model: Model | Ensemble, origin: str, what: str = "this command") -> Model:
+    """*model* if it is a single tree; an ensemble is refused with a one-line reason."""
+    if isinstance(model, Ensemble):
+        raise ClefproveError(
+            f"{origin}: a tree ensemble ({model.n_trees} trees); {what} supports single trees "
+            f"only (ensembles work with {ENSEMBLE_COMMANDS})"
+        )
+    return model
+
+
+def load_model(
+    path: str | os.PathLike[str], clef_only: bool = False, *, what: str = "this command"
+) -> Model:
+    """Load a single-tree model from a `.clef` file or a JSON source (chosen by content);
+    an ensemble is refused (see :func:`load_any`)."""
+    return single_tree(load_any(path, clef_only), str(path), what)
+
+
+def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | Ensemble:
+    """Load a model or an ensemble from a `.clef` file or a JSON source file (chosen by
+    content).
 
     With *clef_only* (the gate, a service reload), anything but a genuine `.clef` file (its
     magic bytes) is refused: a deploy check must vouch for the exact bytes the runtime maps.
@@ -204,7 +324,7 @@ def _short_reason(head: bytes, size: int) -> str:
     return f"truncated: {size} bytes, a .clef file has at least {HEADER_SIZE + DIGEST_SIZE}"
 
 
-def _parse(buf: Any, origin: str) -> Model:
+def _parse(buf: Any, origin: str) -> Model | Ensemble:
     size = len(buf)
     fields = HEADER.unpack_from(buf, 0)
     (
@@ -223,11 +343,11 @@ def _parse(buf: Any, origin: str) -> Model:
     ) = fields
     if magic != MAGIC:
         raise ClefFormatError("not a .clef file (wrong magic bytes)")
-    if version != FORMAT_VERSION:
-        if version > FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, ENSEMBLE_VERSION):
+        if version > NEWEST_VERSION:
             raise ClefFormatError(
                 f"format version {version} is newer than this clefprove reads "
-                f"(version {FORMAT_VERSION}); upgrade clefprove"
+                f"(versions {FORMAT_VERSION} to {NEWEST_VERSION}); upgrade clefprove"
             )
         raise ClefFormatError(f"unsupported format version {version}")
     if header_size != HEADER_SIZE or flags != 0:
@@ -240,9 +360,11 @@ def _parse(buf: Any, origin: str) -> Model:
     if digest != bytes(buf[size - DIGEST_SIZE :]):
         raise ClefFormatError("SHA-256 digest mismatch: the file is truncated or corrupted")
     hasher.update(digest)  # the model's identity is the digest of the whole file (sha256sum's)
+    if version == ENSEMBLE_VERSION:
+        return _parse_ensemble(buf, fields, hasher.hexdigest(), origin)
     if n_trees != 1:
         raise ClefFormatError(
-            f"the file holds {n_trees} trees; this clefprove reads single-tree models only"
+            f"the file holds {n_trees} trees under format version 1, which holds one tree"
         )
     if n_nodes < 1:
         raise ClefFormatError("the tree has no nodes")
@@ -307,6 +429,246 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     return meta
 
 
+def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str) -> Ensemble:
+    """The rest of a v2 (ensemble) file, after magic, version, flags and digest."""
+    size = len(buf)
+    (_, _, _, _, n_trees, n_nodes, max_depth, member_size, meta_offset, meta_size) = fields[:10]
+    nodes_offset, member_offset = fields[10], fields[11]
+    if not 1 <= n_trees <= MAX_TREES:
+        raise ClefFormatError(f"an ensemble holds 1 to {MAX_TREES} trees, not {n_trees}")
+    if n_nodes < n_trees:
+        raise ClefFormatError(f"{n_nodes} nodes cannot make {n_trees} trees")
+    if max_depth > MAX_TREE_DEPTH:
+        raise ClefFormatError(f"declared depth {max_depth} exceeds the limit of {MAX_TREE_DEPTH}")
+    table_offset = nodes_offset + n_nodes * NODE_DTYPE.itemsize
+    values_offset = table_offset + n_trees * TREE_RECORD.size
+    if (
+        meta_offset != HEADER_SIZE
+        or nodes_offset != _align8(HEADER_SIZE + meta_size)
+        or member_offset < values_offset
+        or member_offset + member_size + DIGEST_SIZE != size
+    ):
+        raise ClefFormatError("section table does not match the file size (truncated or crafted)")
+    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]))
+    features, actions = meta["_features"], meta["_actions"]
+    combine = parse_combine(meta.get("ensemble"), len(actions))
+    if member_offset - values_offset != 0 and (member_offset - values_offset) % (
+        8 * combine.outputs
+    ):
+        raise ClefFormatError("section table does not match the file size (truncated or crafted)")
+    n_values = (member_offset - values_offset) // (8 * combine.outputs)
+    table = np.frombuffer(buf, dtype="<u4", count=4 * n_trees, offset=table_offset).reshape(
+        n_trees, 4
+    )
+    starts, sizes, depths, leaves = (table[:, k].astype(np.int64) for k in range(4))
+    if starts[0] != 0 or np.any(sizes < 1) or np.any(starts[1:] != (starts + sizes)[:-1]):
+        raise ClefFormatError("tree table: trees must follow each other without gaps")
+    if int(starts[-1] + sizes[-1]) != n_nodes:
+        raise ClefFormatError("tree table does not cover the node array")
+    if int(leaves.sum()) != n_values:
+        raise ClefFormatError(
+            f"tree table counts {int(leaves.sum())} leaves but the value table has {n_values} rows"
+        )
+    if np.any(depths > max_depth) or int(depths.max()) != max_depth:
+        raise ClefFormatError(f"tree table depths do not match the declared depth {max_depth}")
+    nodes = np.frombuffer(buf, dtype=NODE_DTYPE, count=n_nodes, offset=nodes_offset)
+    values = np.frombuffer(
+        buf, dtype="<f8", count=n_values * combine.outputs, offset=values_offset
+    ).reshape(n_values, combine.outputs)
+    membership = np.frombuffer(buf, dtype=np.uint8, count=member_size, offset=member_offset)
+    if nodes.flags.writeable:
+        nodes, values, membership = nodes.view(), values.view(), membership.view()
+        for a in (nodes, values, membership):
+            a.flags.writeable = False
+    first_leaf = np.concatenate(([0], np.cumsum(leaves)[:-1]))
+    _validate_trees(nodes, membership, features, starts, sizes, depths)
+    leaf_counts = np.add.reduceat((nodes["kind"] == NodeKind.LEAF).astype(np.int64), starts)
+    if np.any(leaf_counts != leaves):
+        t = int(np.flatnonzero(leaf_counts != leaves)[0])
+        raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
+    _validate_values(values, combine, n_trees)
+    # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
+    # the verifier's rounding bounds assume).
+    if values.size:
+        top = np.maximum.reduceat(np.abs(values).max(axis=1), first_leaf)
+        if float(top.sum()) + max(abs(b) for b in combine.base) > 2.0**100:
+            raise ClefFormatError("leaf values are too large: their sum could overflow")
+    return Ensemble(
+        name=meta["name"],
+        version=meta["version"],
+        features=features,
+        actions=actions,
+        nodes=nodes,
+        membership=membership,
+        roots=starts,
+        sizes=sizes,
+        depths=depths,
+        values=values,
+        combine=combine,
+        sha256=sha256,
+        size=size,
+        metadata={k: v for k, v in meta.items() if not k.startswith("_")},
+    )
+
+
+_COMBINE_KEYS = {"outputs", "base", "arithmetic", "link", "rule", "divisor", "scale"}
+
+
+def parse_combine(raw: Any, n_actions: int, path: str = "metadata.ensemble") -> Combine:
+    """Validate the ``ensemble`` object (how leaf values combine) against the actions."""
+    if not isinstance(raw, dict):
+        raise ClefFormatError(f"{path} is missing or not an object")
+    unknown = sorted(set(raw) - _COMBINE_KEYS)
+    if unknown or set(raw) != _COMBINE_KEYS:
+        what = f"unknown key '{unknown[0]}'" if unknown else "missing keys"
+        raise ClefFormatError(f"{path}: {what} (expected {', '.join(sorted(_COMBINE_KEYS))})")
+    try:
+        arithmetic = Arithmetic(raw["arithmetic"])
+        link = Link(raw["link"])
+        rule = Rule(raw["rule"])
+    except (ValueError, TypeError):
+        raise ClefFormatError(f"{path}: unknown arithmetic, link or rule") from None
+    outputs = raw["outputs"]
+    if not isinstance(outputs, int) or isinstance(outputs, bool) or not 1 <= outputs <= 65535:
+        raise ClefFormatError(f"{path}.outputs must be a whole number in [1, 65535]")
+    base = raw["base"]
+    if not isinstance(base, list) or len(base) != outputs:
+        raise ClefFormatError(f"{path}.base must list one number per output ({outputs})")
+    nums = [*base, raw["divisor"], raw["scale"]]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in nums):
+        raise ClefFormatError(f"{path}: base, divisor and scale must be numbers")
+    floats = [float(v) for v in nums]
+    if not all(np.isfinite(floats)):
+        raise ClefFormatError(f"{path}: base, divisor and scale must be finite")
+    divisor, scale = floats[-2], floats[-1]
+    if not (divisor > 0 and scale > 0):
+        raise ClefFormatError(f"{path}: divisor and scale must be positive")
+    if link is Link.LOGISTIC:
+        if outputs != 1 or n_actions != 2:
+            raise ClefFormatError(f"{path}: a logistic link has one output and two actions")
+    elif outputs != n_actions or outputs < 2:
+        raise ClefFormatError(f"{path}: a {link} link has one output per action (>= 2)")
+    if rule is Rule.HALF and link is not Link.LOGISTIC:
+        raise ClefFormatError(f"{path}: rule 'half' needs a logistic link")
+    if arithmetic is Arithmetic.FLOAT32 and any(
+        float(np.float32(v)) != v for v in floats[:outputs]
+    ):
+        raise ClefFormatError(f"{path}.base: float32 arithmetic needs float32 values")
+    return Combine(outputs, tuple(floats[:outputs]), arithmetic, link, rule, divisor, scale)
+
+
+def _validate_values(values: np.ndarray, combine: Combine, n_trees: int) -> None:
+    if not np.all(np.isfinite(values)):
+        row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+        raise ClefFormatError(f"leaf value row {row} is NaN or infinite")
+    if combine.arithmetic is Arithmetic.FLOAT32:
+        with np.errstate(over="ignore"):
+            off = values.astype(np.float32).astype(np.float64) != values
+        if off.any():
+            row = int(np.flatnonzero(off.any(axis=1))[0])
+            raise ClefFormatError(f"leaf value row {row} is not a float32 value")
+    if combine.link is Link.IDENTITY:
+        # Averaged probabilities: each in [0, 1], so the decision's confidence is too.
+        if np.any((values < 0) | (values > 1)) or any(b != 0 for b in combine.base):
+            raise ClefFormatError("an identity link needs leaf values in [0, 1] and base 0")
+        if combine.divisor != n_trees:
+            raise ClefFormatError("an identity link averages: the divisor is the number of trees")
+
+
+def _validate_trees(
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    features: tuple[Feature, ...],
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+) -> None:
+    """The checks of :func:`_validate_nodes` on every tree of an ensemble at once (tree-local
+    child indices; a leaf's ``aux`` is its rank among all leaves, its ``value`` 0); a defect
+    is named ``tree T: node I`` with I tree-local."""
+    n = len(nodes)
+    tree = np.repeat(np.arange(starts.size), sizes)
+    start = starts[tree]
+    size = sizes[tree]
+    idx = np.arange(n, dtype=np.int64) - start  # tree-local index of every record
+    kind = nodes["kind"]
+    left = nodes["left"].astype(np.int64)
+    right = nodes["right"].astype(np.int64)
+    aux = nodes["aux"].astype(np.int64)
+    feat = nodes["feature"]
+    value = nodes["value"]
+    depth = nodes["depth"].astype(np.int64)
+
+    def where(g: int) -> str:
+        return f"tree {int(tree[g])}: node {int(idx[g])}"
+
+    def bad(mask: np.ndarray, what: str) -> None:
+        if mask.any():
+            raise ClefFormatError(f"{where(int(np.flatnonzero(mask)[0]))}: {what}")
+
+    bad(kind > NodeKind.CATEGORICAL, "unknown node kind")
+    leaf = kind == NodeKind.LEAF
+    split = ~leaf
+    bad(leaf & ((left != idx) | (right != idx)), "a leaf must point to itself")
+    rank = np.cumsum(leaf, dtype=np.int64) - 1
+    bad(leaf & (aux != rank), "leaf value row out of order")
+    bad(leaf & (value != 0.0), "an ensemble leaf's value field must be 0")
+    bad(split & ((left >= size) | (right >= size)), "child index out of range")
+    bad(split & ((left <= idx) | (right <= idx)), "child index does not come after its parent")
+    bad(split & (left == right), "both children are the same node")
+    bad(split & (feat >= len(features)), "feature index out of range")
+    limit = depths[tree]
+    bad(depth > limit, "depth exceeds the tree's declared maximum")
+    bad((idx == 0) & (depth != 0), "the root must have depth 0")
+    parents = np.flatnonzero(split)
+    children = np.concatenate((left[parents], right[parents])) + np.concatenate(
+        (start[parents], start[parents])
+    )
+    refs = np.bincount(children, minlength=n) if children.size else np.zeros(n, dtype=np.int64)
+    bad(refs > 1, "node has more than one parent")
+    bad((refs == 0) & (idx != 0), "node is not reachable from the root")
+    parent_depth = np.concatenate((depth[parents], depth[parents]))
+    off = depth[children] != parent_depth + 1
+    if off.any():
+        raise ClefFormatError(
+            f"{where(int(children[np.flatnonzero(off)[0]]))}: depth does not match its parent's"
+        )
+    deepest = np.maximum.reduceat(depth, starts)
+    if np.any(deepest != depths):
+        t = int(np.flatnonzero(deepest != depths)[0])
+        raise ClefFormatError(
+            f"tree {t}: declared depth {int(depths[t])} but the tree is {int(deepest[t])} deep"
+        )
+    ftypes, vocab = _feature_arrays(features)
+    last = np.uint16(max(len(features) - 1, 0))
+    safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
+    numeric = kind == NodeKind.NUMERIC
+    cat_type = list(FeatureType).index(FeatureType.CATEGORICAL)
+    bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
+    bad(numeric & ~np.isfinite(value), "threshold is NaN or infinite")
+    categorical = kind == NodeKind.CATEGORICAL
+    bad(
+        categorical & (ftypes[safe_feat] != cat_type),
+        "categorical split on a non-categorical feature",
+    )
+    bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
+    if membership.size and int(membership.max()) > 1:
+        raise ClefFormatError("categorical membership table holds values other than 0 and 1")
+    for i in np.flatnonzero(categorical):
+        f = features[int(feat[i])]
+        if not membership[int(aux[i]) : int(aux[i]) + len(f.values)].any():
+            raise ClefFormatError(f"{where(int(i))}: empty categorical set")
+
+
+def _feature_arrays(features: tuple[Feature, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per feature: its type's index in FeatureType and its vocabulary size."""
+    kinds = list(FeatureType)
+    return (
+        np.array([kinds.index(f.type) for f in features], dtype=np.int8),
+        np.array([len(f.values) for f in features], dtype=np.int64),
+    )
+
+
 def _validate_nodes(
     nodes: np.ndarray,
     membership: np.ndarray,
@@ -362,8 +724,7 @@ def _validate_nodes(
     if int(depth.max()) != max_depth:
         raise ClefFormatError(f"declared depth {max_depth} but the tree is {int(depth.max())} deep")
 
-    ftypes = np.array([list(FeatureType).index(f.type) for f in features], dtype=np.int8)
-    vocab = np.array([len(f.values) for f in features], dtype=np.int64)
+    ftypes, vocab = _feature_arrays(features)
     last = np.uint16(max(len(features) - 1, 0))
     safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
     numeric = kind == NodeKind.NUMERIC

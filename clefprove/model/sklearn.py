@@ -11,7 +11,7 @@ the float64 ``t'`` with ``float32(x) <= t  <=>  x <= t'`` for every float64 ``x`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,6 +83,9 @@ def from_sklearn(
     class labels are the action names; a list of action names (string labels must each appear
     in it; integer labels ``k`` map to ``actions[k]``); or a mapping from label to action name.
     """
+    kind = _ensemble_kind(model)
+    if kind is not None:
+        return _from_ensemble(model, kind, features, actions, name, version, description)
     tree = _fitted_tree(model)
     feats = [_feature_json(f, i) for i, f in enumerate(features)]
     n_in = int(getattr(model, "n_features_in_", tree.n_features))
@@ -185,19 +188,27 @@ def _actions(
 
 
 def _convert_tree(
-    tree: Any, features: tuple[Feature, ...], class_to_action: list[str]
+    tree: Any,
+    features: tuple[Feature, ...],
+    class_to_action: list[str] | None = None,
+    leaf: Callable[[int], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The JSON tree of a fitted ``tree_``; leaves by *leaf(i)*, or the majority class of
+    ``value`` with its share (a single classifier tree) when *leaf* is None."""
     left, right = tree.children_left, tree.children_right
     feature, threshold = tree.feature, tree.threshold
     value = tree.value[:, 0, :]
 
-    def leaf(i: int) -> dict[str, Any]:
+    def majority(i: int) -> dict[str, Any]:
+        assert class_to_action is not None
         v = value[i].astype(np.float64)
         total = float(v.sum())
         if not total > 0:
             raise ImportModelError(f"node {i}: leaf holds no samples")
         k = int(np.argmax(v))  # first maximum, as predict does
         return {"action": class_to_action[k], "confidence": float(v[k] / total)}
+
+    leaf = leaf or majority
 
     # Iterative pre-order construction: JSON dicts are filled in place.
     root: dict[str, Any] = {}
@@ -239,3 +250,134 @@ def _split(f: Feature, t: float) -> dict[str, Any] | str:
         return {"feature": f.name, "in": members}
     # int and bool: inputs are whole, so any threshold in [floor(t), floor(t) + 1) is the same.
     return {"feature": f.name, "threshold": whole_threshold(t)}
+
+
+# --------------------------------------------------------------------------- ensembles
+
+_FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
+_BOOSTED = ("GradientBoostingClassifier",)
+_ROUTES = (
+    "supported: DecisionTreeClassifier, ExtraTreeClassifier, RandomForestClassifier, "
+    "ExtraTreesClassifier, GradientBoostingClassifier; XGBoost and LightGBM classifiers "
+    "through `clefprove import`"
+)
+
+
+def _ensemble_kind(model: Any) -> str | None:
+    """'forest', 'boosted', or None for a single tree; other ensembles are refused."""
+    name = type(model).__name__
+    if name in _FORESTS:
+        return "forest"
+    if name in _BOOSTED:
+        return "boosted"
+    if hasattr(model, "estimators_") or name.startswith(("HistGradientBoosting", "Bagging")):
+        raise ImportModelError(f"{name} cannot be converted ({_ROUTES})")
+    return None
+
+
+def _from_ensemble(
+    model: Any,
+    kind: str,
+    features: Sequence[Mapping[str, Any] | Feature],
+    actions: Sequence[str] | Mapping[Any, str] | None,
+    name: str,
+    version: str,
+    description: str | None,
+) -> Any:
+    """A fitted forest or gradient-boosted classifier as a clefprove ensemble.
+
+    * forests: ``predict_proba`` adds every tree's ``tree_.value`` row (class shares, float64)
+      in estimator order from zeros and divides by the number of trees; ``predict`` is its
+      first argmax (exact for ``n_jobs=None``; with several jobs scikit-learn adds the trees
+      in whatever order the threads finish);
+    * gradient boosting: raw scores start at the constant ``_raw_predict_init`` and add
+      ``learning_rate * value`` stage after stage; binary: class 1 iff the score is ``>= 0``,
+      probability ``expit``; multi-class: argmax of the scores, probabilities softmax.
+    """
+    if not hasattr(model, "estimators_") or not hasattr(model, "classes_"):
+        raise ImportModelError(f"{type(model).__name__} is not fitted")
+    if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
+        raise ImportModelError("multi-output ensembles cannot be converted (one action per input)")
+    feats = [_feature_json(f, i) for i, f in enumerate(features)]
+    n_in = int(model.n_features_in_)
+    if n_in != len(feats):
+        raise ImportModelError(
+            f"the model was fitted on {n_in} features but {len(feats)} were declared"
+        )
+    names_in = getattr(model, "feature_names_in_", None)
+    if names_in is not None and [str(n) for n in names_in] != [f["name"] for f in feats]:
+        raise ImportModelError(
+            "declared feature names do not match the names the model was fitted with: "
+            f"{list(map(str, names_in))}"
+        )
+    action_names, class_to_action = _actions(list(model.classes_), actions)
+    if len(set(class_to_action)) != len(class_to_action):
+        raise ImportModelError("two classes map to the same action: an ensemble needs one each")
+    from clefprove.model.source import compile_source, parse_features
+
+    try:
+        parsed = parse_features(feats)
+    except ModelSourceError as exc:
+        raise ImportModelError(f"features: {exc}") from None
+    # Output column k is class k of classes_; the actions are listed in that order.
+    ordered = list(class_to_action)
+    n_classes = len(ordered)
+    trees: list[dict[str, Any]] = []
+    if kind == "forest":
+        for est in model.estimators_:
+            value = est.tree_.value[:, 0, :n_classes]
+
+            def share(i: int, value: np.ndarray = value) -> dict[str, Any]:
+                return {"value": [float(v) for v in value[i]]}
+
+            trees.append(_convert_tree(est.tree_, parsed, leaf=share))
+        ensemble: dict[str, Any] = {
+            "arithmetic": "float64",
+            "link": "identity",
+            "rule": "proba",
+            "divisor": len(model.estimators_),
+        }
+    else:
+        init = getattr(model, "init_", None)
+        if not (init == "zero" or type(init).__name__ == "DummyClassifier"):
+            raise ImportModelError(
+                "a GradientBoostingClassifier with a custom init estimator cannot be converted"
+            )
+        probe = np.zeros((1, n_in), dtype=np.float32)
+        base = np.asarray(model._raw_predict_init(probe), dtype=np.float64)[0]
+        lr = float(model.learning_rate)
+        stages = model.estimators_  # (n_stages, K) regressors
+        K = stages.shape[1]
+        for stage in stages:
+            for k, est in enumerate(stage):
+                value = est.tree_.value[:, 0, 0]
+
+                def scaled(i: int, value: np.ndarray = value, k: int = k) -> dict[str, Any]:
+                    out = [0.0] * K
+                    out[k] = float(lr * value[i])  # the product predict_stages adds
+                    return {"value": out}
+
+                trees.append(_convert_tree(est.tree_, parsed, leaf=scaled))
+        ensemble = {
+            "arithmetic": "float64",
+            "link": "logistic" if K == 1 else "softmax",
+            "rule": "margin",
+            "base": [float(b) for b in base],
+        }
+    source: dict[str, Any] = {
+        "name": name,
+        "version": version,
+        "features": feats,
+        "actions": ordered,
+        "ensemble": ensemble,
+        "trees": trees,
+        "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}},
+    }
+    if description is not None:
+        source["description"] = description
+    if action_names != ordered and set(action_names) != set(ordered):
+        raise ImportModelError(f"actions {action_names} do not name every class once")
+    try:
+        return compile_source(source, origin=f"<sklearn {type(model).__name__}>")
+    except ModelSourceError as exc:
+        raise ImportModelError(f"conversion produced an invalid model: {exc}") from None

@@ -237,10 +237,11 @@ class _TreeBuilder:
         self.membership = bytearray()
         self.rows: dict[bytes, int] = {}
         self.max_depth = 0
+        self.prefix = "tree"  # JSON path of the tree being built
 
     def build(self, tree: Any) -> None:
         # Iterative pre-order walk: (json node, json path, depth, parent slot to patch).
-        stack: list[tuple[Any, str, int, tuple[int, int] | None]] = [(tree, "tree", 0, None)]
+        stack: list[tuple[Any, str, int, tuple[int, int] | None]] = [(tree, self.prefix, 0, None)]
         while stack:
             obj, path, depth, patch = stack.pop()
             if depth > MAX_TREE_DEPTH:
@@ -254,7 +255,7 @@ class _TreeBuilder:
             self.max_depth = max(self.max_depth, depth)
             if not isinstance(obj, dict):
                 raise _fail(path, f"a node must be an object, not {_json_type(obj)}")
-            if "action" in obj or ("feature" not in obj and "left" not in obj):
+            if "action" in obj or "value" in obj or ("feature" not in obj and "left" not in obj):
                 self.records.append(self._leaf(obj, path, index, depth))
                 continue
             self.records.append(self._split(obj, path, depth))
@@ -311,12 +312,110 @@ class _TreeBuilder:
         return (t, 0, 0, 0, fi, NodeKind.NUMERIC, depth)
 
 
-def compile_source(obj: Any, origin: str = "<json>") -> Model:
-    """Validate a parsed JSON model source and compile it into a :class:`Model`."""
+class _EnsembleBuilder(_TreeBuilder):
+    """Flattens several JSON trees: leaves carry value vectors, rows in node order."""
+
+    def __init__(self, features: tuple[Feature, ...], actions: tuple[str, ...], outputs: int):
+        super().__init__(features, actions)
+        self.outputs = outputs
+        self.values: list[list[float]] = []
+        self.all_records: list[tuple[float, int, int, int, int, int, int]] = []
+        self.sizes: list[int] = []
+        self.depths: list[int] = []
+
+    def build_trees(self, trees: Any) -> None:
+        if not isinstance(trees, list) or not trees:
+            raise _fail("trees", "must be a non-empty list of trees")
+        for t, tree in enumerate(trees):
+            self.records, self.max_depth, self.prefix = [], 0, f"trees[{t}]"
+            self.build(tree)
+            self.all_records.extend(self.records)
+            self.sizes.append(len(self.records))
+            self.depths.append(self.max_depth)
+            if len(self.all_records) > 2**32 - 1:
+                raise _fail(self.prefix, "too many nodes")
+
+    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> tuple:
+        _check_keys(obj, _ENSEMBLE_LEAF_KEYS, path)
+        raw = _require(obj, "value", path)
+        vec = raw if isinstance(raw, list) else [raw]
+        if len(vec) != self.outputs:
+            raise _fail(f"{path}.value", f"needs {self.outputs} number(s), one per output")
+        row = [_finite(v, f"{path}.value", "a leaf value") for v in vec]
+        self.values.append(row)
+        return (0.0, index, index, len(self.values) - 1, 0, NodeKind.LEAF, depth)
+
+
+_ENSEMBLE_LEAF_KEYS = {"value", "id", "samples"}
+_ENSEMBLE_TOP_KEYS = {"name", "version", "features", "actions", "ensemble", "trees"}
+_ENSEMBLE_DEFAULTS: dict[str, Any] = {
+    "arithmetic": "float64",
+    "rule": "proba",
+    "divisor": 1,
+    "scale": 1,
+}
+_ENSEMBLE_KEYS = {"arithmetic", "link", "rule", "base", "divisor", "scale"}
+
+
+def _compile_ensemble(obj: dict[str, Any], origin: str) -> Any:
+    from clefprove.errors import ClefFormatError
+    from clefprove.model.clef import encode_ensemble, load_bytes, parse_combine
+
+    _check_keys(obj, _ENSEMBLE_TOP_KEYS | {"description", "metadata"}, "")
+    name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
+    version = obj.get("version", "0.0.0")
+    for key, v in (("name", name), ("version", version)):
+        if not isinstance(v, str):
+            raise _fail(key, "must be a string")
+        if has_control_characters(v):
+            raise _fail(key, f"{v!r} holds a control character")
+    features = parse_features(_require(obj, "features", ""))
+    actions = parse_actions(_require(obj, "actions", ""))
+    spec = _require(obj, "ensemble", "")
+    if not isinstance(spec, dict):
+        raise _fail("ensemble", "must be an object")
+    _check_keys(spec, _ENSEMBLE_KEYS, "ensemble")
+    link = _require(spec, "link", "ensemble")
+    outputs = 1 if link == "logistic" else len(actions)
+    raw = {**_ENSEMBLE_DEFAULTS, "base": [0.0] * outputs, **spec, "outputs": outputs}
+    try:
+        combine = parse_combine(raw, len(actions), "ensemble")
+    except ClefFormatError as exc:
+        raise ModelSourceError(str(exc)) from None
+    builder = _EnsembleBuilder(features, actions, outputs)
+    builder.build_trees(_require(obj, "trees", ""))
+    nodes = np.array(builder.all_records, dtype=NODE_DTYPE)
+    membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
+    values = np.array(builder.values, dtype=np.float64).reshape(-1, outputs)
+    meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
+    data = encode_ensemble(
+        name,
+        version,
+        features,
+        actions,
+        nodes,
+        membership,
+        np.array(builder.sizes),
+        np.array(builder.depths),
+        values,
+        combine,
+        meta,
+    )
+    try:
+        return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
+    except ClefFormatError as exc:  # value checks that depend on the whole ensemble
+        raise ModelSourceError(str(exc).removeprefix(f"{origin}: ")) from None
+
+
+def compile_source(obj: Any, origin: str = "<json>") -> Any:
+    """Validate a parsed JSON model source and compile it into a :class:`Model` (or, for a
+    source with ``trees``, an :class:`~clefprove.model.ensemble.Ensemble`)."""
     from clefprove.model.clef import encode_clef, load_bytes
 
     if not isinstance(obj, dict):
         raise _fail("", f"{origin}: a model source must be a JSON object")
+    if "trees" in obj or "ensemble" in obj:
+        return _compile_ensemble(obj, origin)
     _check_keys(obj, _TOP_KEYS, "")
     name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
     version = obj.get("version", "0.0.0")

@@ -35,9 +35,10 @@ def _details(r: InvariantResult, where: str) -> str:
             continue
         lines.append(
             f"input {json.dumps(c.input, allow_nan=False)} -> {c.action} "
-            f"(confidence {confidence(c.confidence)}, leaf {c.leaf})"
+            f"(confidence {confidence(c.confidence)}, {c.where})"
         )
-        lines.append("  path: " + " and ".join(c.path))
+        if c.leaves is None:
+            lines.append("  path: " + " and ".join(c.path))
     return "\n".join(lines)
 
 

@@ -58,10 +58,8 @@ def _message(r: InvariantResult) -> str:
                     f"(leaf {c.leaves[1]})."
                 )
             else:
-                text += (
-                    f" Counterexample: {json.dumps(c.input, allow_nan=False)} -> {c.action} "
-                    f"(leaf {c.leaf})."
-                )
+                shown = json.dumps(c.input, allow_nan=False)
+                text += f" Counterexample: {shown} -> {c.action} ({c.where})."
         return text
     return (
         f"Invariant '{r.invariant}' is undecided on {plural(r.unknown_paths, unit)} "

@@ -123,11 +123,12 @@ def _single(console: Console, i: int, c: Counterexample, verbose: bool) -> None:
         _t(
             f"  counterexample {i}: action ",
             (c.action, "bold"),
-            f" (confidence {confidence(c.confidence)}, leaf {c.leaf})",
+            f" (confidence {confidence(c.confidence)}, {c.where})",
         )
     )
-    console.print(_t("    region: " + _conditions(c.region or c.path)), soft_wrap=True)
-    if verbose:
+    if c.leaves is None:  # an ensemble's counterexample has no single path or region
+        console.print(_t("    region: " + _conditions(c.region or c.path)), soft_wrap=True)
+    if verbose and c.leaves is None:
         console.print(_t("    path:   " + _conditions(c.path)), soft_wrap=True)
     console.print(_t("    input:  " + json.dumps(c.input, allow_nan=False)), soft_wrap=True)
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import LeafBoxes, leaf_boxes
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
 from clefprove.verify import engine as eg
 from clefprove.verify.evidence import (
@@ -66,12 +67,12 @@ def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
     return load_invariants([str(p) for p in items], model)
 
 
-def _model(model: Model | str | os.PathLike[str]) -> tuple[Model, str]:
-    if isinstance(model, Model):
+def _model(model: Model | Ensemble | str | os.PathLike[str]) -> tuple[Model | Ensemble, str]:
+    if isinstance(model, Model | Ensemble):
         return model, str(model.metadata.get("path", model.name))
-    from clefprove.model.clef import load_model
+    from clefprove.model.clef import load_any
 
-    return load_model(model), str(model)
+    return load_any(model), str(model)
 
 
 def check(
@@ -111,6 +112,30 @@ def check(
     if settings.smtlib_dir is not None:
         Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
     total = len(program.invariants)
+    if isinstance(mdl, Ensemble):
+        # Ensembles: branch and bound per invariant (verify/ensemble.py), always afresh: the
+        # proof cache stores per-subtree outcomes of single trees.
+        from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
+
+        results: list[InvariantResult] = []
+        for i, inv in enumerate(program.invariants):
+            results.append(
+                relational_unknown(mdl, inv)
+                if inv.is_relational
+                else check_ensemble_invariant(mdl, inv, settings, counterexamples)
+            )
+            if progress is not None:
+                progress(i + 1, total)
+        info = ModelInfo(
+            model_path or path,
+            mdl.sha256,
+            mdl.n_nodes,
+            mdl.n_leaves,
+            mdl.name,
+            mdl.version,
+            mdl.from_source,
+        )
+        return Report(info, tuple(results), time.perf_counter() - start)
     relational = any(inv.is_relational for inv in program.invariants)
     boxes = leaf_boxes(mdl) if cache is None or relational else None
     strategy: RunStrategy = cache if cache is not None else FreshRun(boxes)

@@ -45,6 +45,16 @@ def when_is_vacuous(
     return bool(np.all(pv.status == eg.SAFE))
 
 
+def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:
+    """True only when ``when`` (which must not mention the decision) is proved unsatisfiable
+    on the domain box; False (not proved) when it mentions the decision (ensembles)."""
+    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    if nm.uses_decision(wprep.violation, len(model.features)):
+        return False
+    pv = eg.decide(model, wprep, domain_boxes(model), settings)
+    return bool(np.all(pv.status == eg.SAFE))
+
+
 def domain_boxes(model: Model) -> LeafBoxes:
     """The whole domain as a single box (confidence column [0, 1], no action)."""
     d = Box.domain(model)

@@ -72,7 +72,27 @@ class Counterexample:
     def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> Counterexample:
         return replace(self, region=region_of(self.leaf))
 
+    #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
+    leaves: tuple[int, ...] | None = None
+
+    @property
+    def where(self) -> str:
+        """``leaf N``, or for an ensemble ``leaves a, b, ...`` (one per tree, the first 8)."""
+        if self.leaves is None:
+            return f"leaf {self.leaf}"
+        shown = ", ".join(map(str, self.leaves[:8]))
+        return (
+            f"leaves {shown}{', ...' if len(self.leaves) > 8 else ''} of {len(self.leaves)} trees"
+        )
+
     def to_json_dict(self) -> dict[str, Any]:
+        if self.leaves is not None:
+            return {
+                "input": dict(self.input),
+                "action": self.action,
+                "confidence": self.confidence,
+                "leaves": list(self.leaves),
+            }
         return {
             "input": dict(self.input),
             "action": self.action,
@@ -138,6 +158,8 @@ class InvariantResult:
     #: ``monotone(f)`` etc. for a relational invariant: its counts are leaf *pairs* and its
     #: counterexamples :class:`RelationalCounterexample`; None otherwise.
     relation: str | None = None
+    #: For an ensemble: the share of the input domain proved (docs/verification.md).
+    proved_share: float | None = None
 
     def finished(
         self, order: Sequence[str], region_of: Callable[[int], tuple[str, ...]]
@@ -168,6 +190,8 @@ class InvariantResult:
             out["description"] = self.description
         if self.relation is not None:
             out["relation"] = self.relation
+        if self.proved_share is not None:
+            out["proved_share"] = round(self.proved_share, 6)
         out["paths_checked"] = self.paths_checked
         out["paths_reused"] = self.paths_reused
         out["seconds"] = round(self.seconds, 6)

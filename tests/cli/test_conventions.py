@@ -70,6 +70,7 @@ BUG = (
     "def _bug(*a, **k):\n"
     "    raise ZeroDivisionError('division by zero in a place that should not divide')\n"
     "_c.load_model = _bug\n"
+    "_c.load_any = _bug\n"
     "_f.format_text = _bug\n"
 )
 

@@ -205,3 +205,21 @@ def test_report_near_the_float64_limits_has_no_nan(old, new):
     for text in (render_markdown(ctx), render_html(ctx)):
         low = text.lower()
         assert "nan%" not in low and 'width="nan' not in low and "inf%" not in low
+
+
+def test_every_json_dump_in_the_package_refuses_nan():
+    """Every json.dumps/json.dump call in clefprove passes allow_nan=False (no NaN/Infinity)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "clefprove"
+    missing = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in ("json.dumps", "json.dump")
+                and not any(k.arg == "allow_nan" for k in node.keywords)
+            ):
+                missing.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert missing == []

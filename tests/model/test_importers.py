@@ -507,24 +507,26 @@ def test_xgboost_categorical_splits(tmp_path) -> None:
     assert (decide(model, Xt)[0] == expect).all()
 
 
-def test_xgboost_refuses_forests_and_other_objectives(tmp_path) -> None:
+def test_xgboost_forests_are_ensembles_and_other_objectives_refused(tmp_path) -> None:
+    from clefprove.model.ensemble import Ensemble
+
     rng = np.random.default_rng(9)
     X, y = _xgb_data(rng, 200)
     xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(X, y).get_booster().save_model(
         tmp_path / "f.json"
     )
-    with pytest.raises(ImportModelError, match="3 trees"):
-        import_model("xgboost", tmp_path / "f.json")
+    forest = import_model("xgboost", tmp_path / "f.json")
+    assert isinstance(forest, Ensemble) and forest.n_trees == 3
     y3 = rng.integers(0, 3, 200)
     xgb.XGBClassifier(n_estimators=1, max_depth=2).fit(X, y3).get_booster().save_model(
         tmp_path / "mc.json"
     )
-    with pytest.raises(ImportModelError, match="single tree"):
-        import_model("xgboost", tmp_path / "mc.json")
+    multi = import_model("xgboost", tmp_path / "mc.json")
+    assert isinstance(multi, Ensemble) and multi.n_trees == 3 and multi.combine.outputs == 3
     xgb.XGBRegressor(n_estimators=1, max_depth=2).fit(X, y).get_booster().save_model(
         tmp_path / "r.json"
     )
-    with pytest.raises(ImportModelError, match="objective"):
+    with pytest.raises(ImportModelError, match="objective 'reg:squarederror' is not supported"):
         import_model("xgboost", tmp_path / "r.json")
 
 
@@ -607,23 +609,29 @@ def test_lightgbm_categorical_vocabulary_from_spec(tmp_path) -> None:
         import_model("lightgbm", path, write(tmp_path, "g.json", json.dumps(spec)))
 
 
-def test_lightgbm_refuses_forests_and_other_objectives(tmp_path) -> None:
+def test_lightgbm_forests_are_ensembles_and_other_objectives_refused(tmp_path) -> None:
+    from clefprove.model.ensemble import Ensemble
+
     rng = np.random.default_rng(23)
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] > 0).astype(int)
     params = {"objective": "binary", "verbose": -1, "num_leaves": 4}
     lgb.train(params, lgb.Dataset(X, y), num_boost_round=3).save_model(tmp_path / "f.txt")
-    with pytest.raises(ImportModelError, match="3 trees"):
-        import_model("lightgbm", tmp_path / "f.txt")
+    forest = import_model("lightgbm", tmp_path / "f.txt")
+    assert isinstance(forest, Ensemble) and forest.n_trees == 3
     reg = {"objective": "regression", "verbose": -1, "num_leaves": 4}
     lgb.train(reg, lgb.Dataset(X, X[:, 1]), num_boost_round=1).save_model(tmp_path / "r.txt")
-    with pytest.raises(ImportModelError, match="objective"):
+    with pytest.raises(ImportModelError, match="objective 'regression' is not supported"):
         import_model("lightgbm", tmp_path / "r.txt")
     multi = {"objective": "multiclass", "num_class": 3, "verbose": -1, "num_leaves": 4}
     y3 = rng.integers(0, 3, 300)
     lgb.train(multi, lgb.Dataset(X, y3), num_boost_round=1).save_model(tmp_path / "m.txt")
-    with pytest.raises(ImportModelError, match="objective"):
-        import_model("lightgbm", tmp_path / "m.txt")
+    model = import_model("lightgbm", tmp_path / "m.txt")
+    assert isinstance(model, Ensemble) and model.combine.outputs == 3
+    ova = {"objective": "multiclassova", "num_class": 3, "verbose": -1, "num_leaves": 4}
+    lgb.train(ova, lgb.Dataset(X, y3), num_boost_round=1).save_model(tmp_path / "o.txt")
+    with pytest.raises(ImportModelError, match="objective 'multiclassova"):
+        import_model("lightgbm", tmp_path / "o.txt")
 
 
 # --------------------------------------------------------------------------- CLI

@@ -157,8 +157,8 @@ def test_refusals() -> None:
 
     X = np.array([[0.0, 1.0], [1.0, 0.0]] * 5)
     feats = [
-        {"name": "a", "type": "float", "min": 0, "max": 1, "default": 0},
-        {"name": "b", "type": "float", "min": 0, "max": 1, "default": 0},
+        {"name": "f0", "type": "float", "min": 0, "max": 1, "default": 0},
+        {"name": "f1", "type": "float", "min": 0, "max": 1, "default": 0},
     ]
     reg = sklearn_tree.DecisionTreeRegressor().fit(X, [0.0, 1.0] * 5)
     with pytest.raises(ImportModelError, match="not a decision-tree classifier"):
@@ -169,8 +169,9 @@ def test_refusals() -> None:
     with pytest.raises(ImportModelError, match="not fitted"):
         from_sklearn(sklearn_tree.DecisionTreeClassifier(), feats, actions=["a"])
     forest = RandomForestClassifier(n_estimators=2).fit(X, [0, 1] * 5)
-    with pytest.raises(ImportModelError, match="not a single tree"):
-        from_sklearn(forest, feats, actions=["a", "b"])
+    assert from_sklearn(forest, feats, actions=["a", "b"]).n_trees == 2  # an ensemble
+    with pytest.raises(ImportModelError, match="RandomForestClassifier is not fitted"):
+        from_sklearn(RandomForestClassifier(), feats, actions=["a", "b"])
     clf = sklearn_tree.DecisionTreeClassifier().fit(X, [0, 1] * 5)
     with pytest.raises(ImportModelError, match="fitted on 2 features but 1"):
         from_sklearn(clf, feats[:1], actions=["a", "b"])
@@ -179,7 +180,7 @@ def test_refusals() -> None:
     with pytest.raises(ImportModelError, match="not strings"):
         from_sklearn(clf, feats)
     with pytest.raises(ImportModelError, match="features"):
-        from_sklearn(clf, [{"name": "a", "type": "float"}, feats[1]], actions=["a", "b"])
+        from_sklearn(clf, [{"name": "f0", "type": "float"}, feats[1]], actions=["a", "b"])
 
 
 def test_extra_tree_with_sample_weights() -> None:

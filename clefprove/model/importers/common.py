@@ -135,6 +135,13 @@ class Leaf:
 
 
 @dataclass(frozen=True, eq=False)
+class ValueLeaf:
+    """An ensemble tree's leaf: one value per output column."""
+
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class Split:
     """``x[feature] <= cut`` goes left (float64); cut may be +-inf (then one side is empty)."""
 
@@ -154,7 +161,7 @@ class SetSplit:
     right: Tree
 
 
-Tree = Leaf | Split | SetSplit
+Tree = Leaf | ValueLeaf | Split | SetSplit
 
 
 def interval_split(feature: int, cond: Interval, true: Tree, false: Tree) -> Tree:
@@ -286,7 +293,7 @@ def to_json(tree: Tree, features: Sequence[Feature], actions: Sequence[str]) -> 
                 f"the converted tree has more than {MAX_IMPORT_NODES} nodes: "
                 "too many ==/!= or zero-as-missing splits duplicate their subtrees"
             )
-        while not isinstance(t, Leaf):
+        while not isinstance(t, Leaf | ValueLeaf):
             f = features[t.feature]
             side, k_left, k_right = _decide(f, known[t.feature], t)
             if side == "left":
@@ -303,8 +310,11 @@ def to_json(tree: Tree, features: Sequence[Feature], actions: Sequence[str]) -> 
             stack.append((t.left, out["left"], left_known))
             break
         else:
-            out["action"] = actions[t.action]
-            out["confidence"] = t.confidence
+            if isinstance(t, ValueLeaf):
+                out["value"] = list(t.values)
+            else:
+                out["action"] = actions[t.action]
+                out["confidence"] = t.confidence
     return root
 
 
@@ -496,6 +506,36 @@ def build_model(
         return compile_source(source, origin=f"<{origin.get('format', 'import')}>")
     except ModelSourceError as exc:
         raise ImportModelError(f"the converted model is invalid: {exc}") from None
+
+
+def build_ensemble(
+    trees: Sequence[Tree],
+    features_json: list[dict[str, Any]],
+    features: tuple[Feature, ...],
+    actions: list[str],
+    combine: dict[str, Any],
+    spec: FeatureSpec | None,
+    default_name: str,
+    origin: dict[str, Any],
+) -> Any:
+    """Compile imported ensemble trees through :func:`compile_source` (shared validation)."""
+    from clefprove.model.source import compile_source
+
+    source: dict[str, Any] = {
+        "name": (spec.name if spec and spec.name else default_name),
+        "version": (spec.version if spec and spec.version else "0.0.0"),
+        "features": features_json,
+        "actions": actions,
+        "ensemble": combine,
+        "trees": [to_json(t, features, actions) for t in trees],
+        "metadata": {"imported_from": origin},
+    }
+    if spec is not None and spec.description:
+        source["description"] = spec.description
+    try:
+        return compile_source(source, origin=f"<{origin.get('format', 'import')}>")
+    except ModelSourceError as exc:
+        raise ImportModelError(f"the converted ensemble is invalid: {exc}") from None
 
 
 def model_name(path: str | os.PathLike[str]) -> str:

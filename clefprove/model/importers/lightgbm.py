@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ from clefprove.model.importers.common import (
     Leaf,
     SetSplit,
     Tree,
+    ValueLeaf,
+    build_ensemble,
     build_model,
     check_name,
     file_digest,
@@ -83,6 +86,8 @@ def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
         if line == "end of trees":
             break
         if not line or "=" not in line:
+            if line and current is header:
+                header[line] = ""  # a flag such as 'average_output' (random-forest mode)
             continue
         key, _, value = line.partition("=")
         if key == "Tree":
@@ -109,51 +114,17 @@ def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list
     return [kind(v) for v in raw]
 
 
-def _convert(
-    header: dict[str, str],
-    trees: list[dict[str, str]],
-    spec: FeatureSpec | None,
-    path: Any,
-    data: bytes,
-) -> Model:
-    objective = header.get("objective", "").split()
-    if not objective or objective[0] != "binary":
-        raise ImportModelError(
-            f"objective '{' '.join(objective) or '?'}' is not supported (only binary classifiers)"
-        )
-    sigmoid = 1.0
-    for part in objective[1:]:
-        if part.startswith("sigmoid:"):
-            sigmoid = float(part.split(":", 1)[1])
-    if not (math.isfinite(sigmoid) and sigmoid > 0):
-        raise ImportModelError(f"sigmoid {sigmoid} is not a positive number")
-    if (
-        int(header.get("num_class", "1")) != 1
-        or int(header.get("num_tree_per_iteration", "1")) != 1
-    ):
-        raise ImportModelError("multi-class models (one tree per class) are not supported")
-    if len(trees) != 1:
-        raise ImportModelError(
-            f"the model holds {len(trees)} trees; only a single tree can be imported (forests "
-            "are for a later format version): train with num_boost_round=1"
-        )
-    if "average_output" in header:
-        raise ImportModelError("random-forest mode (average_output) is not supported")
-    tree = trees[0]
+def _tree_arrays(tree: dict[str, str], n_columns: int, t: int) -> dict[str, Any]:
+    """One tree's fields, checked; categorical sets decoded."""
     if tree.get("is_linear", "0").strip() not in ("0", ""):
         raise ImportModelError("linear trees are not supported")
-    n_columns = int(header["max_feature_idx"]) + 1
-    if n_columns <= 0:
-        raise ImportModelError("the model has no features")
-    names = header.get("feature_names", "").split()
-    if names and len(names) != n_columns:
-        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
-    infos = header.get("feature_infos", "").split()
-
     n_leaves = int(tree["num_leaves"])
     if n_leaves < 1:
-        raise ImportModelError("num_leaves must be at least 1")
+        raise ImportModelError(f"tree {t}: num_leaves must be at least 1")
     leaf_values = _numbers(tree, "leaf_value", n_leaves)
+    for j, r in enumerate(leaf_values):
+        if not math.isfinite(r):
+            raise ImportModelError(f"tree {t}: leaf {j}: value {r} is not finite")
     n_splits = n_leaves - 1
     if n_splits:
         feat = _numbers(tree, "split_feature", n_splits, int)
@@ -171,16 +142,7 @@ def _convert(
             raise ImportModelError("cat_boundaries do not match cat_threshold")
     else:
         bounds, words = [0], []
-
-    # Node ids: internal node i -> i; leaf j -> n_splits + j (LightGBM writes leaves as ~j).
-    def child(c: int) -> int:
-        node = c if c >= 0 else n_splits + ~c
-        if not 0 <= node < n_splits + n_leaves:
-            raise ImportModelError(f"child {c} is out of range")
-        return node
-
     cat_codes: dict[int, frozenset[int]] = {}
-    cat_features: set[int] = set()
     for i in range(n_splits):
         if not 0 <= feat[i] < n_columns:
             raise ImportModelError(f"split {i} reads feature {feat[i]} of {n_columns}")
@@ -189,7 +151,96 @@ def _convert(
             if not (k.is_integer() and 0 <= k < num_cat):
                 raise ImportModelError(f"split {i}: categorical set {k} does not exist")
             cat_codes[i] = _bitset(words[bounds[int(k)] : bounds[int(k) + 1]])
-            cat_features.add(feat[i])
+    return {
+        "n_splits": n_splits,
+        "leaf_values": leaf_values,
+        "feat": feat,
+        "thresholds": thresholds,
+        "dtypes": dtypes,
+        "lefts": lefts,
+        "rights": rights,
+        "cat_codes": cat_codes,
+    }
+
+
+_ZERO_BAND = Interval(math.nextafter(-ZERO_THRESHOLD, -INF), ZERO_THRESHOLD)
+
+
+def _tree(a: dict[str, Any], leaf: Callable[[int], Tree]) -> Tree:
+    """The intermediate tree of one LightGBM tree; leaf *j* becomes ``leaf(j)``."""
+    n_splits = a["n_splits"]
+    feat, thresholds, dtypes = a["feat"], a["thresholds"], a["dtypes"]
+    cat_codes = a["cat_codes"]
+
+    # Node ids: internal node i -> i; leaf j -> n_splits + j (LightGBM writes leaves as ~j).
+    def child(c: int) -> int:
+        node = c if c >= 0 else n_splits + ~c
+        if not 0 <= node < n_splits + len(a["leaf_values"]):
+            raise ImportModelError(f"child {c} is out of range")
+        return node
+
+    def make(i: int, left: Tree | None, right: Tree | None) -> Tree:
+        if i >= n_splits or left is None or right is None:
+            return leaf(i - n_splits)
+        if i in cat_codes:
+            return SetSplit(feat[i], cat_codes[i], left, right)
+        t = thresholds[i]
+        split = interval_split(feat[i], float64_condition("BRANCH_LEQ", t), left, right)
+        if (dtypes[i] >> 2) & 3 == _MISSING_ZERO:
+            band_side = left if dtypes[i] & _DEFAULT_LEFT else right
+        elif -ZERO_THRESHOLD <= t < ZERO_THRESHOLD:
+            band_side = left if t >= 0.0 else right  # the band is read as 0.0
+        else:
+            return split  # every value of the band is on 0.0's side anyway
+        return interval_split(feat[i], _ZERO_BAND, band_side, split)
+
+    def children(i: int) -> tuple[int, int] | None:
+        if i >= n_splits:
+            return None
+        return child(a["lefts"][i]), child(a["rights"][i])
+
+    return walk(0 if n_splits else n_splits, children, make, what="split")
+
+
+def _convert(
+    header: dict[str, str],
+    trees: list[dict[str, str]],
+    spec: FeatureSpec | None,
+    path: Any,
+    data: bytes,
+) -> Any:
+    objective = header.get("objective", "").split()
+    kind = objective[0] if objective else ""
+    if kind not in ("binary", "multiclass"):
+        raise ImportModelError(
+            f"objective '{' '.join(objective) or '?'}' is not supported (classifiers: binary, "
+            "multiclass; regressors and rankers are not imported)"
+        )
+    sigmoid = 1.0
+    for part in objective[1:]:
+        if part.startswith("sigmoid:"):
+            sigmoid = float(part.split(":", 1)[1])
+    if not (math.isfinite(sigmoid) and sigmoid > 0):
+        raise ImportModelError(f"sigmoid {sigmoid} is not a positive number")
+    n_class = int(header.get("num_class", "1"))
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    k = 1 if kind == "binary" else n_class
+    if per_iteration != k or (kind == "multiclass" and n_class < 2):
+        raise ImportModelError(
+            f"num_class {n_class} with {per_iteration} trees per iteration is not supported"
+        )
+    if not trees or len(trees) % k:
+        raise ImportModelError(f"{len(trees)} trees do not make whole iterations of {k}")
+    average = "average_output" in header
+    n_columns = int(header["max_feature_idx"]) + 1
+    if n_columns <= 0:
+        raise ImportModelError("the model has no features")
+    names = header.get("feature_names", "").split()
+    if names and len(names) != n_columns:
+        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    infos = header.get("feature_infos", "").split()
+    arrays = [_tree_arrays(tree, n_columns, t) for t, tree in enumerate(trees)]
+    cat_features = {a["feat"][i] for a in arrays for i in a["cat_codes"]}
 
     def derived() -> list[dict[str, Any]]:
         out = []
@@ -199,7 +250,13 @@ def _convert(
             listed = info != "none" and not info.startswith("[")
             if j in cat_features or listed:
                 codes = [int(c) for c in info.split(":")] if listed else []
-                codes += [c for i, s in cat_codes.items() if feat[i] == j for c in s]
+                codes += [
+                    c
+                    for a in arrays
+                    for i, s in a["cat_codes"].items()
+                    if a["feat"][i] == j
+                    for c in s
+                ]
                 top = max([c for c in codes if c >= 0], default=0)
                 if top + 2 > MAX_VOCABULARY:
                     raise ImportModelError(f"feature {name}: category code {top} is too large")
@@ -219,40 +276,7 @@ def _convert(
     auto = names == [f"Column_{j}" for j in range(n_columns)]
     feats_json, feats = resolve_features(spec, n_columns, derived, None if auto else names)
     require_categorical(feats, cat_features, "LightGBM")
-    actions = resolve_actions(spec, [0, 1])
-
-    def leaf(j: int) -> Leaf:
-        r = leaf_values[j]
-        if not math.isfinite(r):
-            raise ImportModelError(f"leaf {j}: value {r} is not finite")
-        z = -sigmoid * r
-        p = 1.0 / (1.0 + math.exp(z)) if z < 700 else 0.0
-        k = 1 if p > 1.0 - p else 0
-        return Leaf(k, p if k == 1 else 1.0 - p)
-
-    zero_band = Interval(math.nextafter(-ZERO_THRESHOLD, -INF), ZERO_THRESHOLD)
-
-    def make(i: int, left: Tree | None, right: Tree | None) -> Tree:
-        if i >= n_splits or left is None or right is None:
-            return leaf(i - n_splits)
-        if i in cat_codes:
-            return SetSplit(feat[i], cat_codes[i], left, right)
-        t = thresholds[i]
-        split = interval_split(feat[i], float64_condition("BRANCH_LEQ", t), left, right)
-        if (dtypes[i] >> 2) & 3 == _MISSING_ZERO:
-            band_side = left if dtypes[i] & _DEFAULT_LEFT else right
-        elif -ZERO_THRESHOLD <= t < ZERO_THRESHOLD:
-            band_side = left if t >= 0.0 else right  # the band is read as 0.0
-        else:
-            return split  # every value of the band is on 0.0's side anyway
-        return interval_split(feat[i], zero_band, band_side, split)
-
-    def children(i: int) -> tuple[int, int] | None:
-        if i >= n_splits:
-            return None
-        return child(lefts[i]), child(rights[i])
-
-    root = walk(0 if n_splits else n_splits, children, make, what="split")
+    actions = resolve_actions(spec, list(range(max(k, 2))))
     origin = {
         "format": "lightgbm",
         "file": os.path.basename(str(path)),
@@ -260,7 +284,41 @@ def _convert(
         "objective": " ".join(objective),
         "lightgbm_version": header.get("version", ""),
     }
-    return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+    if len(trees) == 1 and kind == "binary" and not average:
+        a = arrays[0]
+
+        def leaf(j: int) -> Leaf:
+            r = a["leaf_values"][j]
+            z = -sigmoid * r
+            p = 1.0 / (1.0 + math.exp(z)) if z < 700 else 0.0
+            c = 1 if p > 1.0 - p else 0
+            return Leaf(c, p if c == 1 else 1.0 - p)
+
+        root = _tree(a, leaf)
+        return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+    # Ensembles: LightGBM adds the trees' raw scores in float64, iteration after iteration
+    # (tree t feeds class t % k), divides by the number of iterations in random-forest mode
+    # (average_output), then applies the sigmoid (binary) or softmax; predict is the first
+    # argmax of the probabilities ([1 - p, p] for binary).
+    converted = []
+    for t, a in enumerate(arrays):
+
+        def value_leaf(j: int, a: dict[str, Any] = a, g: int = t % k) -> Tree:
+            out = [0.0] * k
+            out[g] = a["leaf_values"][j]
+            return ValueLeaf(tuple(out))
+
+        converted.append(_tree(a, value_leaf))
+    combine = {
+        "arithmetic": "float64",
+        "link": "logistic" if k == 1 else "softmax",
+        "rule": "proba",
+        "divisor": len(trees) // k if average else 1,
+        "scale": sigmoid,
+    }
+    return build_ensemble(
+        converted, feats_json, feats, actions, combine, spec, model_name(path), origin
+    )
 
 
 def _bitset(words: list[int]) -> frozenset[int]:

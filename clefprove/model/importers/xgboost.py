@@ -28,6 +28,8 @@ from clefprove.model.importers.common import (
     Leaf,
     SetSplit,
     Tree,
+    ValueLeaf,
+    build_ensemble,
     build_model,
     check_name,
     file_digest,
@@ -45,6 +47,7 @@ from clefprove.model.importers.common import (
 from clefprove.model.types import MAX_VOCABULARY, Model
 
 _SUPPORTED = ("binary:logistic",)
+_ENSEMBLE_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
 
 
 def import_xgboost(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
@@ -212,12 +215,8 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if booster.get("name") != "gbtree":
         raise ImportModelError(f"booster '{booster.get('name')}' is not supported (gbtree only)")
     trees = booster["model"]["trees"]
-    if len(trees) != 1:
-        raise ImportModelError(
-            f"the model holds {len(trees)} trees; only a single tree can be imported (forests, "
-            "including multi-class models with one tree per class, are for a later format "
-            "version): train with n_estimators=1"
-        )
+    if len(trees) != 1 or objective != "binary:logistic":
+        return _convert_ensemble(doc, spec, path, data)
     if objective not in _SUPPORTED:
         raise ImportModelError(
             f"objective '{objective}' is not supported (only binary:logistic classifiers)"
@@ -232,8 +231,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     base = np.float32(_float(params["base_score"]))
     if not 0.0 < float(base) < 1.0:
         raise ImportModelError(f"base_score {float(base)} is not a probability in (0, 1)")
-    with np.errstate(all="ignore"):
-        base_margin = np.float32(-np.log(np.float32(1.0) / base - np.float32(1.0)))
+    base_margin = _logit32(base)
 
     lefts = [int(v) for v in tree["left_children"]]
     rights = [int(v) for v in tree["right_children"]]
@@ -317,6 +315,14 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
 
 
+def _logit32(p: np.float32) -> np.float32:
+    """XGBoost's base margin ``-logf(1.0f / p - 1.0f)``: C's ``logf`` is (nearly) correctly
+    rounded, which the float64 log rounded to float32 reproduces and numpy's float32 log does
+    not (it is an ulp off for breast_cancer's base score)."""
+    q = np.float32(1.0) / p - np.float32(1.0)
+    return np.float32(-math.log(float(q)))
+
+
 def _categories(tree: dict[str, Any], n: int) -> dict[int, list[int]]:
     nodes = [int(v) for v in tree.get("categories_nodes", [])]
     segs = [int(v) for v in tree.get("categories_segments", [])]
@@ -330,3 +336,182 @@ def _categories(tree: dict[str, Any], n: int) -> dict[int, list[int]]:
             raise ImportModelError(f"node {node}: categorical split out of range")
         out[node] = cats[seg : seg + size]
     return out
+
+
+def _tree_arrays(tree: dict[str, Any], t: int, n_columns: int) -> dict[str, Any]:
+    """One tree's node arrays, checked (indices in range, same lengths)."""
+    lefts = [int(v) for v in tree["left_children"]]
+    rights = [int(v) for v in tree["right_children"]]
+    indices = [int(v) for v in tree["split_indices"]]
+    conds = [float(v) for v in tree["split_conditions"]]
+    n = len(lefts)
+    if n == 0 or not len(rights) == len(indices) == len(conds) == n:
+        raise ImportModelError(f"tree {t}: tree arrays have different lengths")
+    if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
+        raise ImportModelError("vector-leaf trees (multi_output_tree) are not supported")
+    types = [int(v) for v in tree.get("split_type", [0] * n)]
+    if len(types) != n:
+        raise ImportModelError(f"tree {t}: split_type has {len(types)} entries, expected {n}")
+    for i in range(n):
+        if lefts[i] == -1:
+            continue
+        if not (0 <= lefts[i] < n and 0 <= rights[i] < n):
+            raise ImportModelError(f"tree {t}: node {i}: child index out of range")
+        if not 0 <= indices[i] < n_columns:
+            raise ImportModelError(f"tree {t}: node {i}: split on feature {indices[i]}")
+    return {
+        "lefts": lefts,
+        "rights": rights,
+        "indices": indices,
+        "conds": conds,
+        "types": types,
+        "cats": _categories(tree, n),
+    }
+
+
+def _base_scores(raw: Any, k: int) -> list[float]:
+    if isinstance(raw, str):
+        raw = [v for v in raw.strip().strip("[]").split(",") if v.strip()]
+    if not isinstance(raw, list):
+        raw = [raw]
+    vals = [float(v) for v in raw]
+    if len(vals) == 1:
+        vals = vals * k
+    if len(vals) != k:
+        raise ImportModelError(f"{len(vals)} base scores for {k} classes")
+    return vals
+
+
+def _convert_ensemble(doc: dict[str, Any], spec: FeatureSpec | None, path: Any, data: bytes):
+    """Several trees (boosting rounds, num_parallel_tree, one tree per class) as an ensemble.
+
+    XGBoost adds the trees' leaf values to the base margin in float32, tree after tree in
+    model order (each into its class's score: ``tree_info``); ``binary:logistic``:
+    ``p = sigmoid(margin)`` in float32 and class 1 iff ``p > 0.5``; ``multi:softprob``:
+    float32 softmax and the first argmax of the probabilities; ``multi:softmax``: the first
+    argmax of the margins (the probabilities shown are the softmax of the margins)."""
+    learner = doc["learner"]
+    objective = learner["objective"]["name"]
+    if objective not in _ENSEMBLE_OBJECTIVES:
+        raise ImportModelError(
+            f"objective '{objective}' is not supported (classifiers: "
+            f"{', '.join(_ENSEMBLE_OBJECTIVES)}; regressors and rankers are not imported)"
+        )
+    model = learner["gradient_booster"]["model"]
+    trees = model["trees"]
+    params = learner["learner_model_param"]
+    if int(params.get("num_target", "1")) != 1:
+        raise ImportModelError("multi-target models are not supported")
+    n_class = int(params.get("num_class", "0"))
+    k = 1 if objective == "binary:logistic" else n_class
+    if objective != "binary:logistic" and n_class < 2:
+        raise ImportModelError(f"num_class {n_class} for a multi-class objective")
+    if not trees:
+        raise ImportModelError("the model holds no trees")
+    info = [int(v) for v in model.get("tree_info", [0] * len(trees))]
+    if len(info) != len(trees) or any(not 0 <= g < k for g in info):
+        raise ImportModelError("tree_info does not give every tree a class")
+    n_columns = int(params["num_feature"])
+    arrays = [_tree_arrays(tree, t, n_columns) for t, tree in enumerate(trees)]
+    base = _base_scores(params["base_score"], k)
+    if objective == "binary:logistic":
+        b32 = np.float32(base[0])
+        if not 0.0 < float(b32) < 1.0:
+            raise ImportModelError(f"base_score {float(b32)} is not a probability in (0, 1)")
+        margins = [float(_logit32(b32))]
+    else:  # multi-class base scores are margins already
+        margins = [float(np.float32(b)) for b in base]
+
+    names = [str(v) for v in learner.get("feature_names") or []]
+    ftypes = [str(v) for v in learner.get("feature_types") or []]
+    if names and len(names) != n_columns:
+        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    cat_features = {
+        a["indices"][i]
+        for a in arrays
+        for i in range(len(a["lefts"]))
+        if a["lefts"][i] != -1 and a["types"][i] == 1
+    }
+
+    def derived() -> list[dict[str, Any]]:
+        out = []
+        for j in range(n_columns):
+            name = check_name(names[j], "feature name") if names else f"f{j}"
+            ftype = ftypes[j] if j < len(ftypes) else "q"
+            if ftype == "c" or j in cat_features:
+                top = max(
+                    (
+                        max(c, default=0)
+                        for a in arrays
+                        for i, c in a["cats"].items()
+                        if a["indices"][i] == j
+                    ),
+                    default=0,
+                )
+                if top + 2 > MAX_VOCABULARY:
+                    raise ImportModelError(f"feature {name}: category code {top} is too large")
+                values = [str(c) for c in range(top + 2)]
+                out.append({"name": name, "type": "categorical", "values": values, "default": "0"})
+            elif ftype == "int":
+                lim = 2**53
+                out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
+            elif ftype == "i":
+                out.append({"name": name, "type": "bool", "default": False})
+            else:
+                out.append(wide_float(name))
+        return out
+
+    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
+    require_categorical(feats, cat_features, "XGBoost")
+    actions = resolve_actions(spec, list(range(max(k, 2))))
+    converted = []
+    for t, a in enumerate(arrays):
+        lefts, rights, indices, conds, types, cats = (
+            a["lefts"],
+            a["rights"],
+            a["indices"],
+            a["conds"],
+            a["types"],
+            a["cats"],
+        )
+        group = info[t]
+
+        def make(
+            i: int, left: Tree | None, right: Tree | None, a: dict[str, Any] = a, g: int = group
+        ) -> Tree:
+            if left is None or right is None:
+                out = [0.0] * k
+                out[g] = float(np.float32(a["conds"][i]))
+                return ValueLeaf(tuple(out))
+            if a["types"][i] == 1:
+                codes = frozenset(a["cats"].get(i, ()))
+                return SetSplit(a["indices"][i], codes, right, left)
+            cond = float32_condition("BRANCH_LT", a["conds"][i])
+            return interval_split(a["indices"][i], cond, left, right)
+
+        def children(i: int, a: dict[str, Any] = a) -> tuple[int, int] | None:
+            return None if a["lefts"][i] == -1 else (a["lefts"][i], a["rights"][i])
+
+        del lefts, rights, indices, conds, types, cats
+        converted.append(walk(0, children, make))
+    combine = {
+        "arithmetic": "float32",
+        "link": "logistic" if k == 1 else "softmax",
+        "rule": {"binary:logistic": "half", "multi:softprob": "proba"}.get(objective, "margin"),
+        "base": margins,
+    }
+    booster = learner["gradient_booster"]
+    origin = {
+        "format": "xgboost",
+        "file": os.path.basename(str(path)),
+        "sha256": file_digest(data),
+        "objective": objective,
+        "base_score": base if k > 1 else base[0],
+        "num_parallel_tree": int(
+            booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")
+        ),
+        "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
+    }
+    return build_ensemble(
+        converted, feats_json, feats, actions, combine, spec, model_name(path), origin
+    )

@@ -1,0 +1,214 @@
+"""The ensemble evaluator: the runtime oracle for tree ensembles.
+
+Every (row, tree) pair walks down its tree in one vectorised step per level (the trees' node
+records are read through global lookup tables; leaves point to themselves, so pairs that reach
+a leaf early stay there).  Clipping into the domain is folded into the thresholds as in
+:mod:`clefprove.eval.evaluator`.  Then, per :class:`~clefprove.model.ensemble.Combine`:
+
+* the leaf values are added **tree after tree, in order**, starting from the base scores, in
+  the library's precision (float32 for XGBoost): ``acc = acc + v_t`` as numpy arrays of that
+  dtype, never ``sum()`` (numpy sums pairwise, which rounds differently);
+* the divisor, the link and the decision rule follow, in the same precision.
+
+The result is the library's predict class and its predict_proba for that class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from clefprove.errors import InputError
+from clefprove.model.ensemble import Combine, Ensemble, Link, Rule
+from clefprove.model.types import NodeKind
+
+#: (row, tree) pairs walked per chunk.
+CHUNK_PAIRS = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class EnsembleDecision:
+    """One input's decision: action index, its probability, and each tree's leaf (local)."""
+
+    action: int
+    confidence: float
+    leaves: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EnsembleBatch:
+    actions: np.ndarray  # (n,) intp
+    confidences: np.ndarray  # (n,) float64
+    leaves: np.ndarray  # (n, T) tree-local leaf node indices
+    scores: np.ndarray  # (n, outputs) in the combine's precision, before the link
+
+    def __len__(self) -> int:
+        return int(self.actions.shape[0])
+
+    def decision(self, i: int) -> EnsembleDecision:
+        return EnsembleDecision(
+            int(self.actions[i]), float(self.confidences[i]), tuple(self.leaves[i].tolist())
+        )
+
+
+def accumulate(combine: Combine, leaf_values: np.ndarray) -> np.ndarray:
+    """Scores from per-tree leaf values of shape (n, T, outputs): base, then tree by tree."""
+    dt = combine.arithmetic.dtype
+    vals = leaf_values.astype(dt)
+    acc = np.broadcast_to(np.array(combine.base, dtype=dt), (vals.shape[0], combine.outputs))
+    acc = acc.copy()
+    for t in range(vals.shape[1]):
+        np.add(acc, vals[:, t, :], out=acc)
+    return acc
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    """exp in the dtype of *x*; float32 as C's ``expf`` (float64 exp rounded to float32:
+    numpy's own float32 exp is not always correctly rounded)."""
+    if x.dtype == np.float32:
+        return np.exp(x.astype(np.float64)).astype(np.float32)
+    return np.exp(x)
+
+
+def divide(combine: Combine, s: np.ndarray) -> np.ndarray:
+    """``s / divisor`` in the combine's precision."""
+    if combine.divisor != 1.0:
+        s = s / combine.arithmetic.dtype(combine.divisor)
+    return s
+
+
+def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
+    """(n, classes) probabilities from (n, outputs) scores, in the combine's precision."""
+    dt = combine.arithmetic.dtype
+    one = dt(1.0)
+    s = scores.astype(dt)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        s = divide(combine, s)
+        if combine.link is Link.LOGISTIC:
+            z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
+            p1 = one / (one + _exp(-z))
+            return np.stack((one - p1, p1), axis=1)
+        if combine.link is Link.SOFTMAX:
+            e = _exp(s - s.max(axis=1, keepdims=True))
+            total = e[:, 0].copy()
+            for k in range(1, e.shape[1]):
+                total += e[:, k]
+            return e / total[:, None]
+    return s
+
+
+def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(actions, confidences) from (n, outputs) scores."""
+    proba = probabilities(combine, scores)
+    if combine.rule is Rule.HALF:
+        actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
+    elif combine.rule is Rule.MARGIN:
+        s = divide(combine, scores.astype(combine.arithmetic.dtype))
+        if combine.outputs == 1:
+            actions = (s[:, 0] >= 0).astype(np.intp)
+        else:
+            actions = np.argmax(s, axis=1).astype(np.intp)
+    else:
+        actions = np.argmax(proba, axis=1).astype(np.intp)
+    conf = proba[np.arange(proba.shape[0]), actions].astype(np.float64)
+    return actions, np.clip(conf, 0.0, 1.0)
+
+
+class EnsembleEvaluator:
+    """Evaluates encoded inputs on an :class:`Ensemble`."""
+
+    def __init__(self, model: Ensemble) -> None:
+        self.model = model
+        self.n_features = len(model.features)
+        self._derive()
+
+    def _derive(self) -> None:
+        m = self.model
+        nodes = m.nodes
+        n = m.n_nodes
+        offset = np.repeat(m.roots, m.sizes)  # each record's tree start
+        kind = nodes["kind"]
+        leaf = kind == NodeKind.LEAF
+        feat = np.where(leaf, 0, nodes["feature"]).astype(np.intp)
+        self._left = (nodes["left"].astype(np.intp) + offset).astype(np.intp)
+        self._right = (nodes["right"].astype(np.intp) + offset).astype(np.intp)
+        lo = np.array([f.min for f in m.features])
+        hi = np.array([f.max for f in m.features])
+        value = nodes["value"].astype(np.float64)
+        numeric = kind == NodeKind.NUMERIC
+        thr = np.full(n, np.inf)
+        t, f_lo, f_hi = value[numeric], lo[feat[numeric]], hi[feat[numeric]]
+        thr[numeric] = np.where(t < f_lo, -np.inf, np.where(t >= f_hi, np.inf, t))
+        self._cat = kind == NodeKind.CATEGORICAL
+        thr[self._cat] = np.inf
+        vmax = np.array([max(len(f.values) - 1, 0) for f in m.features], dtype=np.float64)
+        self._catmax = np.where(self._cat, vmax[feat], 0.0)
+        self._catoff = np.where(self._cat, nodes["aux"], 0).astype(np.intp)
+        self._any_cat = bool(self._cat.any())
+        self._feat, self._thr = feat, thr
+        self._row = np.where(leaf, nodes["aux"], 0).astype(np.intp)  # value row of a leaf
+        self._offset = offset
+        self._membership = np.asarray(m.membership, dtype=np.uint8)
+        self._values = np.asarray(m.values, dtype=np.float64)
+
+    def evaluate(self, X: np.ndarray) -> EnsembleBatch:
+        """Evaluate an encoded float64 matrix of shape (n, n_features)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise InputError(
+                f"expected an array of shape (n, {self.n_features}), got {tuple(X.shape)}"
+            )
+        if not np.isfinite(X).all():
+            row, col = (int(v) for v in np.argwhere(~np.isfinite(X))[0])
+            name = self.model.features[col].name
+            raise InputError(f"row {row}: {name}: value {X[row, col]} is not finite")
+        m = self.model
+        n, T, F = X.shape[0], m.n_trees, self.n_features
+        leaves = np.empty((n, T), dtype=np.intp)
+        step = max(1, CHUNK_PAIRS // T)
+        roots = m.roots.astype(np.intp)
+        for start in range(0, n, step):
+            block = X[start : start + step]
+            rows = block.shape[0]
+            flat = block.reshape(-1)
+            s = np.tile(roots, rows)
+            rowoff = np.repeat(np.arange(rows, dtype=np.intp) * F, T)
+            for _ in range(m.max_depth):
+                fi = self._feat.take(s) + rowoff
+                xv = flat.take(fi)
+                go = xv > self._thr.take(s)
+                if self._any_cat:
+                    at = np.flatnonzero(self._cat.take(s))
+                    if at.size:
+                        node = s[at]
+                        code = np.clip(xv[at], 0.0, self._catmax[node]).astype(np.intp)
+                        go[at] = self._membership[self._catoff[node] + code] == 0
+                s = np.where(go, self._right.take(s), self._left.take(s))
+            leaves[start : start + rows] = (s - self._offset.take(s)).reshape(rows, T)
+        global_leaves = leaves + roots[None, :]
+        vals = self._values[self._row[global_leaves]]  # (n, T, outputs)
+        scores = accumulate(m.combine, vals)
+        actions, conf = decide(m.combine, scores)
+        return EnsembleBatch(actions, conf, leaves, scores)
+
+    def evaluate_one(self, x: Sequence[float] | np.ndarray) -> EnsembleDecision:
+        xs = np.asarray(list(x) if not isinstance(x, np.ndarray) else x, dtype=np.float64)
+        if xs.shape != (self.n_features,):
+            raise InputError(f"expected {self.n_features} values, got {xs.size}")
+        if not all(map(math.isfinite, xs.tolist())):
+            j = next(j for j, v in enumerate(xs.tolist()) if not math.isfinite(v))
+            raise InputError(f"{self.model.features[j].name}: value {xs[j]} is not finite")
+        return self.evaluate(xs[None, :]).decision(0)
+
+    def contributions(self, x: Sequence[float] | np.ndarray) -> list[dict[str, Any]]:
+        """Per tree: its leaf (local index) and leaf values at the encoded input *x*."""
+        d = self.evaluate_one(x)
+        out = []
+        for t, leaf in enumerate(d.leaves):
+            row = int(self._row[int(self.model.roots[t]) + leaf])
+            out.append({"tree": t, "leaf": leaf, "value": self._values[row].tolist()})
+        return out

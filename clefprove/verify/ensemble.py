@@ -1,0 +1,646 @@
+"""Per-path invariants on tree ensembles: branch and bound over input regions.
+
+A *region* is a box of encoded inputs (tightened to the value sets, as leaf boxes are).  For
+each tree, the leaves whose boxes meet the region are the ones its inputs can reach; their
+values bound every score from below and above.  Per region, cheapest first:
+
+1. **bounds**: the interval sum of every tree's reachable values plus the base, widened by a
+   rigorous bound on the rounding of the library's sequential float32/float64 sum, gives the
+   possible decisions and, per decision, an interval of confidences (:func:`outcomes`).  If
+   ``when and not ensure`` cannot be true for any of them on the region (three-valued
+   evaluation, :func:`~clefprove.verify.normal.tri`), the region is SAFE;
+2. **one decision**: if only one action is possible and the violation does not mention the
+   confidence, the region is decided exactly like a leaf by the per-path engine (box
+   shortcuts, then Z3), a violation coming with a witness;
+3. **a cell**: if every tree reaches one leaf, the decision is constant on the region; the
+   evaluator gives it at one point, and the region is decided exactly like a leaf;
+4. otherwise the region is split at a threshold of a tree that still reaches several leaves
+   (the widest spread of values first), and both halves are searched (depth first).
+
+``holds`` needs every region settled; ``violated`` an input the evaluator confirms; when the
+time budget runs out the result is ``unknown`` with ``proved_share``, the share of the input
+domain's *threshold grid* (per feature, the intervals between consecutive cuts of every tree,
+and the codes of a categorical feature, each of equal weight) that was settled.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from clefprove.dsl import checked as ck
+from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
+from clefprove.geometry.boxes import Box, LeafBoxes, split_bounds, tables
+from clefprove.model.ensemble import Arithmetic, Ensemble, Link
+from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.options import CheckOptions
+
+#: Time budget per invariant when ``--timeout`` is not given (seconds).
+DEFAULT_BUDGET = 60.0
+
+#: Regions decided per batch of exact (engine) decisions.
+BATCH = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Tables:
+    """Every leaf of every tree, with its box and values (computed once per ensemble)."""
+
+    lo: np.ndarray  # (L, F)
+    hi: np.ndarray  # (L, F)
+    cats: dict[int, np.ndarray]  # feature -> (L, V) bool
+    values: np.ndarray  # (L, outputs)
+    tree: np.ndarray  # (L,) tree of each leaf
+    starts: np.ndarray  # (T,) first leaf row of each tree
+    feasible: np.ndarray  # (L,)
+    cuts: tuple[np.ndarray, ...]  # per feature: sorted distinct cuts (left-child hi bounds)
+    flat: Model  # a one-leaf model: the per-path engine's view of a region
+
+
+def ensemble_tables(model: Ensemble) -> Tables:
+    """The :class:`Tables` of *model* (computed once, cached on the model object)."""
+    hit = model.__dict__.get("_clefprove_ensemble_tables")
+    if hit is not None:
+        return hit
+    nodes = model.nodes
+    offset = np.repeat(model.roots, model.sizes)
+    kind = nodes["kind"]
+    left = nodes["left"].astype(np.int64) + offset
+    right = nodes["right"].astype(np.int64) + offset
+    feat = nodes["feature"].astype(np.int64)
+    numeric = kind == NodeKind.NUMERIC
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
+    dom = Box.domain(model)
+    cat_feats = sorted(dom.cats)
+    # Every tree walked level by level at once (the boxes of leaf_boxes, bit for bit).
+    frontier = model.roots.astype(np.int64)
+    lo = np.tile(dom.lo, (frontier.size, 1))
+    hi = np.tile(dom.hi, (frontier.size, 1))
+    cats = {f: np.tile(dom.cats[f], (frontier.size, 1)) for f in cat_feats}
+    out_nodes, out_lo, out_hi = [], [], []
+    out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cat_feats}
+    while frontier.size:
+        leaf = kind[frontier] == NodeKind.LEAF
+        out_nodes.append(frontier[leaf])
+        out_lo.append(lo[leaf])
+        out_hi.append(hi[leaf])
+        for f in cat_feats:
+            out_cats[f].append(cats[f][leaf])
+        fr = frontier[~leaf]
+        k = fr.size
+        lo_i, hi_i = lo[~leaf], hi[~leaf]
+        frontier = np.concatenate([left[fr], right[fr]])
+        lo, hi = np.concatenate([lo_i, lo_i]), np.concatenate([hi_i, hi_i])
+        num = np.flatnonzero(numeric[fr])
+        fn = feat[fr[num]]
+        hi[num, fn] = np.minimum(hi[num, fn], left_hi[fr[num]])
+        lo[num + k, fn] = np.maximum(lo[num + k, fn], right_lo[fr[num]])
+        new = {}
+        for f in cat_feats:
+            m = cats[f][~leaf]
+            m2 = np.concatenate([m, m])
+            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (feat[fr] == f))
+            if rows.size:
+                width = m.shape[1]
+                member = model.membership[
+                    nodes["aux"][fr[rows]].astype(np.int64)[:, None] + np.arange(width)
+                ].astype(bool)
+                m2[rows] &= member
+                m2[rows + k] &= ~member
+            new[f] = m2
+        cats = new
+    leaves = np.concatenate(out_nodes)
+    order = np.argsort(leaves, kind="stable")  # global node order = value-row order
+    leaves = leaves[order]
+    lo_all, hi_all = np.concatenate(out_lo)[order], np.concatenate(out_hi)[order]
+    cats_all = {f: np.concatenate(v)[order] for f, v in out_cats.items()}
+    feasible = np.all(lo_all <= hi_all, axis=1)
+    for m in cats_all.values():
+        feasible &= m.any(axis=1)
+    rows = nodes["aux"][leaves].astype(np.int64)
+    assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
+    tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
+    cuts = []
+    for i, f in enumerate(model.features):
+        c = np.unique(left_hi[numeric & (feat == i)])
+        cuts.append(c[(c >= f.min) & (c < f.max)])
+    flat = Model(
+        name=model.name,
+        version=model.version,
+        features=model.features,
+        actions=model.actions,
+        nodes=np.array([(0.0, 0, 0, 0, 0, 0, 0)], dtype=model.nodes.dtype),
+        membership=model.membership,
+        max_depth=0,
+        sha256=model.sha256,
+        size=model.size,
+    )
+    starts = np.searchsorted(tree, np.arange(model.n_trees), side="left").astype(np.int64)
+    out = Tables(
+        lo_all,
+        hi_all,
+        cats_all,
+        np.asarray(model.values, dtype=np.float64),
+        tree,
+        starts,
+        feasible,
+        tuple(cuts),
+        flat,
+    )
+    object.__setattr__(model, "_clefprove_ensemble_tables", out)
+    return out
+
+
+@dataclass(eq=False)
+class Region:
+    lo: np.ndarray
+    hi: np.ndarray
+    cats: dict[int, np.ndarray]
+    reach: np.ndarray  # (L,) bool
+    weight: float
+
+
+# ---------------------------------------------------------------- sound bounds
+
+_U = {Arithmetic.FLOAT32: 2.0**-24, Arithmetic.FLOAT64: 2.0**-53}
+#: A score gap that no rounding of the link can turn around (see docs/verification.md).
+_GAP = {Arithmetic.FLOAT32: 2.0**-17, Arithmetic.FLOAT64: 2.0**-44}
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Possible decisions on a region: action indices and, per action, confidence bounds."""
+
+    actions: np.ndarray
+    conf_lo: np.ndarray
+    conf_hi: np.ndarray
+
+
+def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per output, bounds on the library's score over the region, rounding included; and
+    the number of reachable leaves per tree."""
+    n = np.add.reduceat(reach.astype(np.int64), tab.starts)
+    big = np.where(reach[:, None], tab.values, np.inf)
+    small = np.where(reach[:, None], tab.values, -np.inf)
+    mins = np.minimum.reduceat(big, tab.starts, axis=0)  # (T, K)
+    maxs = np.maximum.reduceat(small, tab.starts, axis=0)
+    c = model.combine
+    base = np.array(c.base)
+    lo = base + mins.sum(axis=0)
+    hi = base + maxs.sum(axis=0)
+    mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+    # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
+    # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
+    terms = model.n_trees + 2
+    err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
+    return lo - err, hi + err, n
+
+
+def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
+    """The decisions (and their confidence bounds) possible with scores in [lo, hi]."""
+    c = model.combine
+    dt = c.arithmetic.dtype
+    with np.errstate(over="ignore"):
+        slo = np.nextafter(lo.astype(dt), dt(-np.inf))  # outward to the library's precision
+        shi = np.nextafter(hi.astype(dt), dt(np.inf))
+    u = _U[c.arithmetic]
+    if c.link is Link.LOGISTIC:
+        # The decision and p1 are monotone in the single score: read them at the ends.
+        ends = np.array([[slo[0]], [shi[0]]], dtype=dt)
+        acts, _ = decide(c, ends)
+        p1 = probabilities(c, ends)[:, 1].astype(np.float64)
+        slack = 16 * u
+        p_lo, p_hi = max(0.0, float(p1[0]) - slack), min(1.0, float(p1[1]) + slack)
+        possible = np.arange(int(acts[0]), int(acts[1]) + 1)
+        conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
+        conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
+        return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+    # Several outputs: x = s / divisor, widened for the library's rounded division.
+    d = c.divisor
+    x_lo = slo.astype(np.float64) / d
+    x_hi = shi.astype(np.float64) / d
+    x_lo = x_lo - np.abs(x_lo) * 4 * u - 1e-300
+    x_hi = x_hi + np.abs(x_hi) * 4 * u + 1e-300
+    k = x_lo.shape[0]
+    gap = _GAP[c.arithmetic] * np.maximum(1.0, np.maximum(np.abs(x_lo)[:, None], np.abs(x_hi)))
+    # j beats c for sure when x_j > x_c + gap everywhere: then p_j > p_c (and s_j > s_c).
+    beats = (x_lo[:, None] - x_hi[None, :]) > gap  # [j, c]
+    np.fill_diagonal(beats, False)
+    possible = np.flatnonzero(~beats.any(axis=0))
+    slack = 4 * (k + 4) * u
+    if c.link is Link.IDENTITY:
+        conf_lo, conf_hi = x_lo[possible] - slack, x_hi[possible] + slack
+    else:
+        conf_lo = np.empty(possible.size)
+        conf_hi = np.empty(possible.size)
+        for r, a in enumerate(possible.tolist()):
+            others = np.arange(k) != a
+            with np.errstate(over="ignore"):
+                worst = np.exp(np.minimum(x_hi[others] - x_lo[a], 700.0)).sum()
+                best = np.exp(np.minimum(x_lo[others] - x_hi[a], 700.0)).sum()
+            conf_lo[r] = 1.0 / (1.0 + worst) - slack
+            conf_hi[r] = 1.0 / (1.0 + best) + slack
+    return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+
+
+# ---------------------------------------------------------------- the search
+
+
+@dataclass
+class SearchResult:
+    """What the search found for one invariant."""
+
+    violating: list[tuple[np.ndarray, int, float]] = field(default_factory=list)  # (x, a, c)
+    n_violating: int = 0
+    n_unknown: int = 0
+    regions: int = 0
+    unsettled: float = 0.0  # weight not settled (unknown or not reached in time)
+    timed_out: bool = False
+    solver_paths: int = 0
+
+
+def _rows(
+    model: Ensemble,
+    regions: list[Region],
+    actions: np.ndarray,
+    conf_lo: np.ndarray,
+    conf_hi: np.ndarray,
+) -> LeafBoxes:
+    n = len(regions)
+    F = len(model.features)
+    lo = np.empty((n, F + 1))
+    hi = np.empty((n, F + 1))
+    for r, g in enumerate(regions):
+        lo[r, :F], hi[r, :F] = g.lo, g.hi
+    lo[:, F], hi[:, F] = conf_lo, conf_hi
+    cats = {f: np.stack([g.cats[f] for g in regions]) for f in (regions[0].cats if n else {})}
+    return LeafBoxes(
+        np.zeros(n, dtype=np.int64), lo, hi, cats, actions.astype(np.int64), np.ones(n, dtype=bool)
+    )
+
+
+def _coverage(
+    tab: Tables,
+    model: Ensemble,
+    i: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cats: dict[int, np.ndarray],
+) -> float:
+    """The share of feature *i*'s grid cells (or codes) that the box meets."""
+    f = model.features[i]
+    if f.type is FeatureType.CATEGORICAL:
+        return float(cats[i].sum()) / len(f.values)
+    cuts = tab.cuts[i]
+    a = int(np.searchsorted(cuts, lo[i], side="left"))
+    b = int(np.searchsorted(cuts, hi[i], side="left"))
+    return (b - a + 1) / (cuts.size + 1)
+
+
+def _weight(
+    tab: Tables, model: Ensemble, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> float:
+    return math.prod(_coverage(tab, model, i, lo, hi, cats) for i in range(len(model.features)))
+
+
+def _split_node(
+    model: Ensemble, tab: Tables, g: Region, spread: np.ndarray, n_reach: np.ndarray
+) -> tuple[int, Any] | None:
+    """(feature, side) of a split that some multi-leaf tree makes inside the region: the
+    ``(left_hi, right_lo)`` bounds of a numeric split, or the left code mask of a categorical
+    one."""
+    order = np.argsort(-spread, kind="stable")
+    for t in order.tolist():
+        if n_reach[t] < 2:
+            continue
+        tree = model.tree(t)
+        tt = tables(tree)
+        nodes = tree.nodes
+        i = 0
+        while int(nodes["kind"][i]) != NodeKind.LEAF:
+            f = int(nodes["feature"][i])
+            if int(nodes["kind"][i]) == NodeKind.NUMERIC:
+                left_hi, right_lo = float(tt.left_hi[i]), float(tt.right_lo[i])
+                if g.hi[f] <= left_hi:
+                    i = int(nodes["left"][i])
+                elif g.lo[f] >= right_lo:
+                    i = int(nodes["right"][i])
+                else:
+                    return f, (left_hi, right_lo)
+            else:
+                off = int(nodes["aux"][i])
+                member = np.asarray(tree.membership[off : off + g.cats[f].size], dtype=bool)
+                inside = g.cats[f] & member
+                if not inside.any():
+                    i = int(nodes["right"][i])
+                elif not (g.cats[f] & ~member).any():
+                    i = int(nodes["left"][i])
+                else:
+                    return f, member
+    return None
+
+
+def _children(model: Ensemble, tab: Tables, g: Region, f: int, side: Any) -> list[Region]:
+    out = []
+    if model.features[f].type is FeatureType.CATEGORICAL:
+        for mask in (g.cats[f] & side, g.cats[f] & ~side):
+            cats = dict(g.cats)
+            cats[f] = mask
+            reach = g.reach & (tab.cats[f] & mask).any(axis=1)
+            out.append(Region(g.lo, g.hi, cats, reach, 0.0))
+    else:
+        left_hi, right_lo = side  # the tree's own tightened bounds (boxes.split_bounds)
+        hi = g.hi.copy()
+        hi[f] = min(hi[f], left_hi)
+        lo = g.lo.copy()
+        lo[f] = max(lo[f], right_lo)
+        out.append(Region(g.lo, hi, g.cats, g.reach & (tab.lo[:, f] <= hi[f]), 0.0))
+        out.append(Region(lo, g.hi, g.cats, g.reach & (tab.hi[:, f] >= lo[f]), 0.0))
+    return out
+
+
+def _point(model: Ensemble, g: Region) -> np.ndarray:
+    rows = nm.Rows(
+        np.append(g.lo, 0.0)[None, :],
+        np.append(g.hi, 0.0)[None, :],
+        {f: m[None, :] for f, m in g.cats.items()},
+        np.array([0]),
+    )
+    return eg.nice_point(model, rows, 0)  # type: ignore[arg-type]
+
+
+def search(
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    budget: float,
+) -> SearchResult:
+    """Branch and bound for one prepared (non-relational) invariant; see module docstring."""
+    tab = ensemble_tables(model)
+    evaluator = _evaluator(model)
+    deadline = time.perf_counter() + budget
+    res = SearchResult()
+    n_feat = len(model.features)
+    mentions_conf = _mentions_confidence(prep.violation, n_feat)
+    # Roots: the domain narrowed by each DNF conjunct's single-variable literals (an input
+    # satisfying the violation satisfies some conjunct, so lies in that conjunct's root).
+    dom = Box.domain(model)
+    dom_cats = {i: dom.cats[i] for i in dom.cats}
+    roots: list[tuple[Region, object]] = []
+    base_reach = tab.feasible.copy()
+    conjuncts = prep.conjuncts if prep.conjuncts is not None else None
+    if conjuncts is None:
+        roots.append((Region(dom.lo, dom.hi, dom_cats, base_reach, 1.0), prep.violation))
+    else:
+        dom_rows = nm.Rows(
+            np.append(dom.lo, 0.0)[None, :],
+            np.append(dom.hi, 1.0)[None, :],
+            {f: m[None, :] for f, m in dom_cats.items()},
+            np.array([-1]),
+        )
+        for conj in conjuncts:
+            nrows, ok, _ = nm.narrow(
+                tuple(x for x in conj if _feature_literal(x, n_feat)), dom_rows
+            )
+            if not ok[0]:
+                continue
+            lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
+            cats = {
+                f: nm.cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
+                for f in dom_cats
+            }
+            reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
+            for f, m in cats.items():
+                reach &= (tab.cats[f] & m).any(axis=1)
+            # The root already satisfies the conjunct's feature literals, and so does every
+            # region below it: only the decision literals and linear ones are left to test.
+            rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
+            formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
+            g = Region(lo, hi, cats, reach, 0.0)
+            g.weight = _weight(tab, model, lo, hi, cats)
+            roots.append((g, formula))
+    stack: list[tuple[Region, object]] = list(reversed(roots))
+    exact: list[tuple[Region, int, float, bool]] = []  # (region, action, conf, conf is exact)
+
+    def flush() -> None:
+        if not exact:
+            return
+        regions = [e[0] for e in exact]
+        acts = np.array([e[1] for e in exact])
+        conf = np.array([e[2] for e in exact])
+        boxes = _rows(
+            model,
+            regions,
+            acts,
+            np.where([e[3] for e in exact], conf, 0.0),
+            np.where([e[3] for e in exact], conf, 1.0),
+        )
+        pv = eg.decide(tab.flat, prep, boxes, settings)
+        res.solver_paths += pv.solver_paths
+        res.regions += len(regions)
+        for r in range(len(regions)):
+            if pv.status[r] == eg.VIOLATED:
+                res.n_violating += 1
+                if len(res.violating) < want + 2:
+                    x = eg.witness(tab.flat, prep, pv, r, settings)
+                    res.violating.append((x, int(acts[r]), float(conf[r])))
+            elif pv.status[r] == eg.UNKNOWN:
+                res.n_unknown += 1
+                res.unsettled += regions[r].weight
+        exact.clear()
+
+    while stack:
+        if time.perf_counter() > deadline:
+            res.timed_out = True
+            break
+        if res.n_violating and len(res.violating) >= max(want, 1):
+            break  # violated for sure: enough confirmed candidates
+        g, formula = stack.pop()
+        lo, hi, n_reach = score_bounds(model, tab, g.reach)
+        if np.any(n_reach == 0):
+            res.regions += 1
+            continue  # no input reaches some tree's leaves: the region is empty
+        oc = outcomes(model, lo, hi)
+        rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
+        can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
+        if not can.any():
+            res.regions += 1
+            continue  # SAFE on the whole region
+        if oc.actions.size == 1 and not mentions_conf:
+            exact.append((g, int(oc.actions[0]), 0.0, False))
+        elif np.all(n_reach == 1):
+            d = evaluator.evaluate_one(_point(model, g))
+            exact.append((g, d.action, d.confidence, True))
+        else:
+            spread = (
+                np.maximum.reduceat(
+                    np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0
+                )
+                - np.minimum.reduceat(
+                    np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0
+                )
+            ).sum(axis=1)
+            split = _split_node(model, tab, g, spread, n_reach)
+            if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
+                raise AssertionError("no split inside a region that reaches several leaves")
+            kids = _children(model, tab, g, *split)
+            f = split[0]
+            before = _coverage(tab, model, f, g.lo, g.hi, g.cats)
+            for kid in kids:
+                after = _coverage(tab, model, f, kid.lo, kid.hi, kid.cats)
+                kid.weight = g.weight * after / before if before else 0.0
+            stack.extend((kid, formula) for kid in reversed(kids))
+        if len(exact) >= BATCH:
+            flush()
+    flush()
+    if stack:
+        res.unsettled += sum(g.weight for g, _ in stack)
+    return res
+
+
+def _feature_literal(x: object, n_feat: int) -> bool:
+    """A single-feature literal (a Bound on a feature, or a Cat): what narrows a root."""
+    return isinstance(x, nm.Cat) or (isinstance(x, nm.Bound) and x.col != n_feat)
+
+
+def _mentions_confidence(f: object, n_feat: int) -> bool:
+    match f:
+        case nm.Bound(col, _, _):
+            return col == n_feat
+        case nm.Lin(terms, _, _):
+            return any(col == n_feat for col, _ in terms)
+        case nm.NAnd(args) | nm.NOr(args):
+            return any(_mentions_confidence(a, n_feat) for a in args)
+    return False
+
+
+def _evaluator(model: Ensemble) -> EnsembleEvaluator:
+    ev = model.__dict__.get("_clefprove_verify_evaluator")
+    if ev is None:
+        ev = EnsembleEvaluator(model)
+        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
+    return ev
+
+
+# ---------------------------------------------------------------- results
+
+
+def check_ensemble_invariant(
+    model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
+) -> Any:
+    """The verdict on one non-relational invariant of an ensemble (an InvariantResult)."""
+    from clefprove.verify.evidence import decode, encode, when_is_vacuous_on_domain
+    from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
+
+    t0 = time.perf_counter()
+    prep = eg.prepare(model, inv, settings.dnf_cap)  # type: ignore[arg-type]
+    budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    res = search(model, prep, settings, counterexamples, budget)
+    evaluator = _evaluator(model)
+    warnings: list[str] = []
+    cexs: list[Counterexample] = []
+    confirmed = 0
+    for x, _, _ in res.violating:
+        if confirmed >= max(counterexamples, 1):
+            break
+        record = decode(model, x)  # type: ignore[arg-type]
+        xe = encode(model, record)  # type: ignore[arg-type]
+        ok = np.array_equal(xe, x) and all(
+            f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
+        )
+        d = evaluator.evaluate_one(xe) if ok else None
+        xs = xe.tolist()
+        if (
+            d is None
+            or not ck.evaluate(inv.when, xs, d.action, d.confidence)
+            or ck.evaluate(
+                inv.ensure,
+                xs,
+                d.action,
+                d.confidence,  # type: ignore[arg-type]
+            )
+        ):
+            warnings.append("internal: an unconfirmed ensemble witness was dropped")
+            continue
+        confirmed += 1
+        if len(cexs) < counterexamples:
+            cexs.append(
+                Counterexample(
+                    record, model.actions[d.action], d.confidence, -1, (), leaves=d.leaves
+                )
+            )
+    n_violating = res.n_violating if confirmed else 0
+    n_unknown = res.n_unknown + (res.n_violating if not confirmed else 0)
+    if not confirmed and (res.timed_out or res.unsettled > 0):
+        n_unknown = max(n_unknown, 1)
+    share = 0.0 if confirmed else max(0.0, min(1.0, 1.0 - res.unsettled))
+    if not confirmed and n_unknown:
+        warnings.append(
+            f"{inv.file}:{inv.line}: invariant '{inv.name}' on the ensemble: "
+            f"{share:.1%} of the input domain proved "
+            + ("within the time budget" if res.timed_out else "(some regions undecided)")
+        )
+    verdict, vacuous = settle(
+        f"{inv.file}:{inv.line}",
+        inv.name,
+        n_violating,
+        n_unknown,
+        lambda: when_is_vacuous_on_domain(model, prep, settings),  # type: ignore[arg-type]
+        warnings,
+    )
+    return InvariantResult(
+        invariant=inv.name,
+        file=inv.file,
+        line=inv.line,
+        column=inv.column,
+        status=verdict,
+        vacuous=vacuous,
+        violating_paths=n_violating,
+        unknown_paths=n_unknown,
+        counterexamples=tuple(cexs),
+        seconds=time.perf_counter() - t0,
+        paths_checked=res.regions,
+        description=inv.description,
+        solver_paths=res.solver_paths,
+        warnings=tuple(warnings),
+        proved_share=1.0 if verdict == "holds" else share if verdict == "unknown" else None,
+    )
+
+
+def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:
+    """Relational invariants are not decided on ensembles yet: ``unknown``, never a guess."""
+    from clefprove.verify.verdicts import InvariantResult
+
+    return InvariantResult(
+        invariant=inv.name,
+        file=inv.file,
+        line=inv.line,
+        column=inv.column,
+        status="unknown",
+        unknown_paths=1,
+        description=inv.description,
+        warnings=(
+            f"{inv.file}:{inv.line}: invariant '{inv.name}': relational invariants are not "
+            "decided on tree ensembles yet (reported as unknown)",
+        ),
+        relation=_relation(model, inv),
+        proved_share=0.0,
+    )
+
+
+def _relation(model: Ensemble, inv: ck.CheckedInvariant) -> str:
+    e = inv.ensure
+    name = model.features[e.feature].name  # type: ignore[union-attr]
+    if isinstance(e, ck.Monotone):
+        return f"monotone({name})"
+    if isinstance(e, ck.Stable):
+        return f"stable({name}, {float(e.delta):g})"
+    return f"independent({name})"

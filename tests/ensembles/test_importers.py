@@ -1,0 +1,310 @@
+"""Ensemble importers against each library's own predict / predict_proba.
+
+Rows are built from every split of the imported model: each cut, the float64 values next to
+it, the float32 values next to it and next to the float32 rounding boundaries, plus the
+library's own thresholds, 0, huge values and the domain bounds, over rows of the data set.
+The default tier uses a few thousand rows per model; the slow tier 100,000.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+
+import clefprove
+from clefprove.errors import ImportModelError
+from clefprove.eval.ensemble import EnsembleEvaluator
+from clefprove.model.ensemble import Ensemble
+from clefprove.model.importers import import_model
+from clefprove.model.types import NodeKind
+
+F64_MAX = float(np.finfo(np.float64).max)
+DATASETS = {
+    "breast_cancer": load_breast_cancer,
+    "iris": load_iris,
+    "wine": load_wine,
+    "digits": load_digits,
+}
+
+
+def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
+    return DATASETS[name](return_X_y=True)
+
+
+def _wide(n: int, top: float = F64_MAX) -> list[dict]:
+    return [
+        {"name": f"f{i}", "type": "float", "min": -top, "max": top, "default": 0.0}
+        for i in range(n)
+    ]
+
+
+#: scikit-learn refuses inputs beyond float32's range: its domain ends at the largest float32.
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _near(values: np.ndarray) -> np.ndarray:
+    """Each value, its float64 neighbours, its float32 rounding and that one's neighbours."""
+    v = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        f32 = v.astype(np.float32)
+        up32 = np.nextafter(f32, np.float32(np.inf)).astype(np.float64)
+        dn32 = np.nextafter(f32, np.float32(-np.inf)).astype(np.float64)
+    f = f32.astype(np.float64)
+    mids = np.concatenate([(f + up32) / 2, (f + dn32) / 2])
+    out = np.concatenate(
+        [
+            v,
+            np.nextafter(v, np.inf),
+            np.nextafter(v, -np.inf),
+            f,
+            up32,
+            dn32,
+            mids,
+            np.nextafter(mids, np.inf),
+            np.nextafter(mids, -np.inf),
+        ]
+    )
+    return out[np.isfinite(out)]
+
+
+def boundary_rows(
+    model: Ensemble, X: np.ndarray, n: int, seed: int, extra: dict[int, np.ndarray] | None = None
+) -> np.ndarray:
+    """*n* data rows with one to three columns moved to a boundary value of that column."""
+    rng = np.random.default_rng(seed)
+    nodes = model.nodes
+    numeric = nodes["kind"] == NodeKind.NUMERIC
+    feat, cut = nodes["feature"][numeric], nodes["value"][numeric]
+    per: dict[int, np.ndarray] = {}
+    for j in range(X.shape[1]):
+        vals = [_near(cut[feat == j])]
+        if extra and j in extra:
+            vals.append(_near(np.asarray(extra[j], dtype=np.float64)))
+        vals.append(np.array([0.0, -0.0, 1e-300, -1e30, 1e30, 3.5e38, -F64_MAX, F64_MAX]))
+        per[j] = np.concatenate(vals)
+    R = X[rng.integers(0, len(X), n)].astype(np.float64)
+    for _ in range(3):
+        cols = rng.integers(0, X.shape[1], n)
+        hit = rng.random(n) < 0.8
+        for j in np.unique(cols[hit]).tolist():
+            rows = np.flatnonzero(hit & (cols == j))
+            R[rows, j] = rng.choice(per[j], size=rows.size)
+    return R
+
+
+def _agree(
+    model: Ensemble,
+    R: np.ndarray,
+    classes: np.ndarray,
+    pred: np.ndarray,
+    proba: np.ndarray,
+    tol: float,
+) -> None:
+    b = EnsembleEvaluator(model).evaluate(R)
+    label = classes[b.actions]
+    bad = np.flatnonzero(label != pred)
+    assert bad.size == 0, f"{bad.size} of {len(R)} rows decide differently, first {R[bad[0]]}"
+    err = np.abs(proba[np.arange(len(R)), b.actions] - b.confidences)
+    assert err.max() <= tol, f"probability off by {err.max()}"
+
+
+# --------------------------------------------------------------------------- scikit-learn
+
+SKLEARN = [
+    ("RandomForestClassifier", "breast_cancer", {"n_estimators": 10, "max_depth": 6}),
+    ("RandomForestClassifier", "iris", {"n_estimators": 50, "max_depth": 4}),
+    ("ExtraTreesClassifier", "wine", {"n_estimators": 10, "max_depth": 5}),
+    ("GradientBoostingClassifier", "breast_cancer", {"n_estimators": 50, "max_depth": 3}),
+    ("GradientBoostingClassifier", "iris", {"n_estimators": 10, "max_depth": 3}),
+]
+
+
+def _sklearn(cls: str, data: str, params: dict):
+    import sklearn.ensemble as se
+
+    X, y = _data(data)
+    clf = getattr(se, cls)(random_state=0, **params).fit(X, y)
+    names = [f"c{k}" for k in range(len(clf.classes_))]
+    model = clefprove.from_sklearn(clf, _wide(X.shape[1], F32_MAX), actions=names)
+    thr = {}
+    for est in np.ravel(clf.estimators_):
+        t = est.tree_
+        for j in range(X.shape[1]):
+            thr.setdefault(j, []).extend(t.threshold[t.feature == j].tolist())
+    return clf, model, X, thr
+
+
+def _check_sklearn(cls, data, params, n):
+    clf, model, X, thr = _sklearn(cls, data, params)
+    assert isinstance(model, Ensemble)
+    assert model.n_trees == np.ravel(clf.estimators_).size
+    R = boundary_rows(model, X, n, 1, {j: np.array(v) for j, v in thr.items()})
+    R = np.clip(R, -F32_MAX, F32_MAX)  # the domain bounds
+    _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
+
+
+@pytest.mark.parametrize(("cls", "data", "params"), SKLEARN)
+def test_sklearn_ensembles_decide_as_predict(cls, data, params):
+    _check_sklearn(cls, data, params, 3000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("cls", "data", "params"), SKLEARN)
+def test_sklearn_ensembles_decide_as_predict_100k(cls, data, params):
+    _check_sklearn(cls, data, params, 100_000)
+
+
+def test_sklearn_refuses_regressors_naming_the_route():
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    X, y = _data("iris")
+    for reg in (RandomForestRegressor(n_estimators=2), GradientBoostingRegressor(n_estimators=2)):
+        reg.fit(X, y)
+        with pytest.raises(ImportModelError, match=r"cannot be converted .supported: .*Random"):
+            clefprove.from_sklearn(reg, _wide(4), actions=["a", "b", "c"])
+
+
+# --------------------------------------------------------------------------- XGBoost
+
+xgb = pytest.importorskip("xgboost")
+
+XGB = [
+    ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 10, "max_depth": 3}),
+    ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 50, "max_depth": 6}),
+    ("iris", {"objective": "multi:softprob", "n_estimators": 10, "max_depth": 4}),
+    ("wine", {"objective": "multi:softmax", "n_estimators": 10, "max_depth": 3}),
+    (
+        "breast_cancer",
+        {
+            "objective": "binary:logistic",
+            "n_estimators": 2,
+            "max_depth": 5,
+            "num_parallel_tree": 10,
+            "subsample": 0.8,
+            "colsample_bynode": 0.8,
+            "learning_rate": 1.0,
+        },
+    ),
+]
+
+
+def _check_xgb(tmp_path: Path, data: str, params: dict, n: int, ext: str = "json") -> None:
+    X, y = _data(data)
+    clf = xgb.XGBClassifier(random_state=0, **params).fit(X, y)
+    path = tmp_path / f"m.{ext}"
+    clf.get_booster().save_model(path)
+    model = import_model("xgboost", path)
+    assert isinstance(model, Ensemble)
+    thr: dict[int, list[float]] = {}
+    for tree in json.loads(clf.get_booster().save_raw("json"))["learner"]["gradient_booster"][
+        "model"
+    ]["trees"]:
+        for i, j in enumerate(tree["split_indices"]):
+            if tree["left_children"][i] != -1:
+                thr.setdefault(int(j), []).append(float(tree["split_conditions"][i]))
+    R = boundary_rows(model, X, n, 2, {j: np.array(v) for j, v in thr.items()})
+    R = np.clip(R, -F32_MAX, F32_MAX)  # XGBoost refuses inputs that overflow float32
+    b = EnsembleEvaluator(model).evaluate(R)
+    margin = clf.get_booster().predict(xgb.DMatrix(R), output_margin=True)
+    assert np.array_equal(b.scores.reshape(margin.shape), margin)  # bit for bit, float32
+    _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-6)
+
+
+@pytest.mark.parametrize(("data", "params"), XGB)
+def test_xgboost_ensembles_decide_as_predict(tmp_path, data, params):
+    _check_xgb(tmp_path, data, params, 3000)
+
+
+def test_xgboost_ubj_and_categorical(tmp_path):
+    _check_xgb(tmp_path, "iris", {"objective": "multi:softprob", "n_estimators": 5}, 2000, "ubj")
+    rng = np.random.default_rng(8)
+    n = 800
+    cats = rng.integers(0, 7, n).astype(float)
+    X = np.column_stack([cats, rng.normal(size=n)])
+    y = (np.isin(cats, [1, 3, 5]) ^ (X[:, 1] > 0.8)).astype(int)
+    kw = {"feature_types": ["c", "q"], "enable_categorical": True, "feature_names": ["ua", "x"]}
+    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
+    bst = xgb.train({**params, "tree_method": "hist"}, xgb.DMatrix(X, label=y, **kw), 20)
+    bst.save_model(tmp_path / "c.json")
+    model = import_model("xgboost", tmp_path / "c.json")
+    assert isinstance(model, Ensemble) and model.features[0].type.value == "categorical"
+    Xt = np.column_stack([rng.integers(0, 7, 4000).astype(float), rng.normal(size=4000)])
+    b = EnsembleEvaluator(model).evaluate(Xt)
+    p1 = bst.predict(xgb.DMatrix(Xt, **kw))
+    assert np.array_equal(b.actions, (p1 > 0.5).astype(int))
+    assert np.abs(np.where(b.actions == 1, p1, 1 - p1) - b.confidences).max() <= 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("data", "params"), XGB)
+def test_xgboost_ensembles_decide_as_predict_100k(tmp_path, data, params):
+    _check_xgb(tmp_path, data, params, 100_000)
+
+
+# --------------------------------------------------------------------------- LightGBM
+
+lgb = pytest.importorskip("lightgbm")
+
+LGB = [
+    ("breast_cancer", {"objective": "binary", "n_estimators": 10}),
+    ("breast_cancer", {"objective": "binary", "n_estimators": 50, "max_depth": 6}),
+    ("wine", {"objective": "multiclass", "n_estimators": 10}),
+    (
+        "breast_cancer",
+        {
+            "objective": "binary",
+            "boosting_type": "rf",
+            "n_estimators": 10,
+            "subsample": 0.7,
+            "subsample_freq": 1,
+            "colsample_bytree": 0.7,
+        },
+    ),
+    (
+        "iris",
+        {
+            "objective": "multiclass",
+            "boosting_type": "rf",
+            "n_estimators": 10,
+            "subsample": 0.7,
+            "subsample_freq": 1,
+        },
+    ),
+]
+
+
+def _check_lgb(tmp_path: Path, data: str, params: dict, n: int) -> None:
+    X, y = _data(data)
+    clf = lgb.LGBMClassifier(random_state=0, verbose=-1, num_leaves=15, **params).fit(X, y)
+    path = tmp_path / "m.txt"
+    clf.booster_.save_model(path)
+    model = import_model("lightgbm", path)
+    assert isinstance(model, Ensemble)
+    thr: dict[int, list[float]] = {}
+    for block in path.read_text().split("Tree=")[1:]:
+        f = re.search(r"^split_feature=(.*)$", block, re.M)
+        t = re.search(r"^threshold=(.*)$", block, re.M)
+        if f and t:
+            for j, v in zip(f.group(1).split(), t.group(1).split(), strict=True):
+                thr.setdefault(int(j), []).append(float(v))
+    R = boundary_rows(model, X, n, 3, {j: np.array(v) for j, v in thr.items()})
+    b = EnsembleEvaluator(model).evaluate(R)
+    raw = clf.booster_.predict(R, raw_score=True).reshape(len(R), -1)
+    assert np.array_equal(b.scores, raw)  # bit for bit, float64
+    _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
+
+
+@pytest.mark.parametrize(("data", "params"), LGB)
+def test_lightgbm_ensembles_decide_as_predict(tmp_path, data, params):
+    _check_lgb(tmp_path, data, params, 3000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("data", "params"), LGB)
+def test_lightgbm_ensembles_decide_as_predict_100k(tmp_path, data, params):
+    _check_lgb(tmp_path, data, params, 100_000)

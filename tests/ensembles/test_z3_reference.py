@@ -1,0 +1,120 @@
+"""Ensemble verdicts against an independent whole-ensemble Z3 encoding with the library's
+float arithmetic: float64 inputs, every tree's leaf selected by its path, the leaf values
+added tree after tree in float32 or float64 (IEEE, round to nearest even, z3's FP theory),
+and the margin decision rule (which needs no exp).  Also: a budget too small to settle an
+ensemble gives unknown with a proved share below 1, never holds."""
+
+from __future__ import annotations
+
+import pytest
+import z3
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from clefprove.dsl import checked as ck
+from clefprove.verify.ensemble import check_ensemble_invariant
+from clefprove.verify.options import CheckOptions
+from tests.ensembles.gen import ensembles
+from tests.verify.gen import WholeTreeZ3, invariants
+
+
+def _mentions_confidence(f) -> bool:
+    match f:
+        case ck.Compare(expr, _):
+            return any(v == ck.CONFIDENCE for v, _ in expr.terms)
+        case ck.Not(a):
+            return _mentions_confidence(a)
+        case ck.And(args) | ck.Or(args):
+            return any(_mentions_confidence(a) for a in args)
+    return False
+
+
+def z3_violated(model, inv) -> bool | None:
+    """Whether some input breaks *inv*, decided by z3 on the whole ensemble."""
+    c = model.combine
+    sort = z3.Float32() if str(c.arithmetic) == "float32" else z3.Float64()
+    rne = z3.RNE()
+    refs = [WholeTreeZ3(model.tree(t)) for t in range(model.n_trees)]
+    base = refs[0].base
+    scores = [z3.FPVal(b, sort) for b in c.base]
+    row = 0
+    for t, ref in enumerate(refs):
+        tree = model.tree(t)
+        leaves = [n for n in tree.iter_nodes() if n.is_leaf]
+        for k in range(c.outputs):
+            value = None
+            for n in reversed(leaves):
+                v = z3.FPVal(float(model.values[row + leaves.index(n), k]), sort)
+                cond = z3.And(ref.path(n.index)) if ref.path(n.index) else z3.BoolVal(True)
+                value = v if value is None else z3.If(cond, v, value)
+            scores[k] = z3.fpAdd(rne, scores[k], value)
+        row += len(leaves)
+    if c.divisor != 1:
+        scores = [z3.fpDiv(rne, s, z3.FPVal(c.divisor, sort)) for s in scores]
+    if c.outputs == 1:
+        decisions = [
+            z3.Not(z3.fpGEQ(scores[0], z3.FPVal(0.0, sort))),
+            z3.fpGEQ(scores[0], z3.FPVal(0.0, sort)),
+        ]
+    else:
+        decisions = [
+            z3.And(
+                [z3.fpGT(scores[a], scores[j]) for j in range(a)]
+                + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)]
+            )
+            for a in range(c.outputs)
+        ]
+    ref = refs[0]
+    for a, decided in enumerate(decisions):
+        s = z3.Solver()
+        s.set("timeout", 60000)
+        s.add(
+            *base, decided, ref.formula(inv.when, a, 0.0), z3.Not(ref.formula(inv.ensure, a, 0.0))
+        )
+        r = s.check()
+        if r == z3.unknown:
+            return None
+        if r == z3.sat:
+            return True
+    return False
+
+
+@pytest.mark.slow  # z3's floating-point theory: several seconds per example
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_against_whole_ensemble_z3_fp(data):
+    model = data.draw(ensembles(all_int=False, max_trees=3, max_depth=2, margin=True))
+    inv = data.draw(invariants(model))
+    assume(not _mentions_confidence(inv.when) and not _mentions_confidence(inv.ensure))
+    truth = z3_violated(model, inv)
+    assume(truth is not None)
+    result = check_ensemble_invariant(model, inv, CheckOptions(timeout=30), 3)
+    assert result.status == ("violated" if truth else "holds")
+
+
+def test_a_small_budget_gives_unknown_with_the_share_proved():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    import clefprove
+    from clefprove.dsl.loader import parse_text
+
+    X, y = load_breast_cancer(return_X_y=True)
+    clf = RandomForestClassifier(n_estimators=30, max_depth=6, random_state=0).fit(X, y)
+    feats = [
+        {
+            "name": f"f{i}",
+            "type": "float",
+            "min": float(X[:, i].min()),
+            "max": float(X[:, i].max()),
+            "default": float(X[:, i].min()),
+        }
+        for i in range(X.shape[1])
+    ]
+    model = clefprove.from_sklearn(clf, feats, actions=["a", "b"])
+    # True (the winner of two averaged shares has at least half), but only cells show it.
+    inv = parse_text("invariant half:\n  ensure confidence >= 0.5\n", model).invariants[0]
+    result = check_ensemble_invariant(model, inv, CheckOptions(timeout=0.5), 3)
+    assert result.status == "unknown"
+    assert 0.0 <= result.proved_share < 1.0
+    assert any("of the input domain proved" in w for w in result.warnings)
