@@ -37,7 +37,7 @@ from common import (
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import encode_record
 from clefprove.model.clef import encode_clef, load, write_clef
-from clefprove.model.source import parse_features
+from clefprove.model.features import parse_features
 from clefprove.model.types import NODE_DTYPE, NodeKind
 
 EX = example_module()

@@ -1,4 +1,4 @@
-"""Benchmark: the exact float64 search (clefprove/verify/grid.py) against the real relaxation.
+"""Benchmark: the exact float64 search (clefprove/verify/engine.py) against the real relaxation.
 
 On the issue-15 model (int ``n1`` in [-1, N], float ``x0`` in [0, 10], one leaf) every
 invariant below reaches Z3, whose rational model does not round to a float64 input; the
@@ -18,7 +18,7 @@ from unittest import mock
 from clefprove.dsl.loader import parse_text
 from clefprove.model.source import compile_source
 from clefprove.status import SolverAnswer
-from clefprove.verify import grid
+from clefprove.verify import engine as grid
 from clefprove.verify.api import check_invariant
 
 BODIES = {

@@ -152,7 +152,8 @@ def main() -> None:
     mk = example_module()
 
     from clefprove.dsl.loader import parse_text
-    from clefprove.model.clef import load_model, write_clef
+    from clefprove.model.clef import write_clef
+    from clefprove.model.loading import load_model
     from clefprove.verify.relational import check_relational
 
     rows = []

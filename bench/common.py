@@ -92,7 +92,8 @@ def extra_tree_model(
     (about 0.4 nodes per row: 300,000 rows give ~120K nodes of depth ~50); with *cart*, a
     DecisionTreeClassifier without depth limit (~0.13 nodes per row, depth ~100 at 400,000
     rows).  Cached as ``.clef`` in *cache* when given."""
-    from clefprove.model.clef import load_model, write_clef
+    from clefprove.model.clef import write_clef
+    from clefprove.model.loading import load_model
     from clefprove.model.sklearn import from_sklearn
 
     if cache is not None:

@@ -49,7 +49,7 @@ class SolverAnswer(StrEnum):
     UNSAT = "unsat"
     UNKNOWN = "unknown"
     #: sat over the reals, but no float64 input found near the model (the verifier then
-    #: searches the float64 grid exactly: clefprove.verify.grid)
+    #: searches the float64 grid exactly: clefprove.verify.engine)
     REAL = "real"
 
 

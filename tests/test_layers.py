@@ -92,7 +92,6 @@ def test_no_import_runs_back_up(module):
             )
 
 
-@pytest.mark.xfail(strict=True, reason="four module cycles are broken in the next step")
 def test_no_cycle_between_modules():
     state: dict[str, int] = {}
     stack: list[str] = []

@@ -72,7 +72,8 @@ def run_gate(
     *invariants* are .inv paths, or a program already checked against *new*'s features and
     actions (a caller that gates many versions of one model parses the files once)."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_any, load_model, single_tree
+    from clefprove.model.clef import single_tree
+    from clefprove.model.loading import load_any, load_model
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         warn,
     )
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_any
+    from clefprove.model.loading import load_any
     from clefprove.verify.api import check
     from clefprove.verify.engine import default_jobs
 

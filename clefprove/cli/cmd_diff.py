@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.errors import ClefproveError
     from clefprove.incremental.diff import diff
-    from clefprove.model.clef import load_model
+    from clefprove.model.loading import load_model
     from clefprove.report.diff_text import render_text
 
     if args.limit < 0:

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_any
+    from clefprove.model.loading import load_any
 
     model = load_any(args.model)
     if args.input == "-":

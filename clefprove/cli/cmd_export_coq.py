@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import emit
     from clefprove.coq_export.export import export_coq
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_any
     from clefprove.model.ensemble import Ensemble
+    from clefprove.model.loading import load_any
 
     model = load_any(args.model)
     program = load_invariants(args.invariants, model)

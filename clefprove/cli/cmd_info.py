@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def model_summary(model: Any, path: str) -> dict[str, Any]:
     """The facts ``info`` prints, as JSON-ready data."""
-    from clefprove.model.source import feature_to_json
+    from clefprove.model.features import feature_to_json
 
     return {
         "path": path,
@@ -43,7 +43,7 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.model.clef import load_any
+    from clefprove.model.loading import load_any
 
     model = load_any(args.model)
     info = model_summary(model, args.model)

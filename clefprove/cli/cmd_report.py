@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.options import check_limits, output_format, require_targets, warn
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import load_model
+    from clefprove.model.loading import load_model
     from clefprove.report.context import Inputs, build
     from clefprove.report.wording import printable
     from clefprove.verify.api import check

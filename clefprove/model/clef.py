@@ -16,9 +16,7 @@ import hashlib
 import json
 import mmap
 import os
-import stat
 import struct
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,7 +61,7 @@ def encode_clef(
     extra: dict[str, Any] | None = None,
 ) -> bytes:
     """Serialise a validated model into `.clef` v1 bytes (deterministic)."""
-    from clefprove.model.source import feature_to_json
+    from clefprove.model.features import feature_to_json
 
     meta = {
         "name": name,
@@ -117,7 +115,7 @@ def encode_ensemble(
     extra: dict[str, Any] | None = None,
 ) -> bytes:
     """Serialise an ensemble into `.clef` v2 bytes (deterministic; layout in docs/format.md)."""
-    from clefprove.model.source import feature_to_json
+    from clefprove.model.features import feature_to_json
 
     meta = {
         "name": name,
@@ -215,7 +213,7 @@ def load(path: str | os.PathLike[str]) -> Model | Ensemble:
             size = os.fstat(fh.fileno()).st_size
             if size < HEADER_SIZE + DIGEST_SIZE:
                 head = fh.read(8)
-                raise ClefFormatError(_short_reason(head, size))
+                raise ClefFormatError(short_reason(head, size))
             buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except ClefFormatError as exc:
         raise ClefFormatError(f"{path}: {exc}") from None
@@ -237,7 +235,7 @@ def load(path: str | os.PathLike[str]) -> Model | Ensemble:
 def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model | Ensemble:
     """Validate `.clef` bytes held in memory."""
     if len(data) < HEADER_SIZE + DIGEST_SIZE:
-        raise ClefFormatError(f"{origin}: {_short_reason(bytes(data[:8]), len(data))}")
+        raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
     try:
         return _parse(data, origin)
     except ClefFormatError as exc:
@@ -258,65 +256,8 @@ def single_tree(model: Model | Ensemble, origin: str, what: str = "this command"
     return model
 
 
-def load_model(
-    path: str | os.PathLike[str], clef_only: bool = False, *, what: str = "this command"
-) -> Model:
-    """Load a single-tree model from a `.clef` file or a JSON source (chosen by content);
-    an ensemble is refused (see :func:`load_any`)."""
-    return single_tree(load_any(path, clef_only), str(path), what)
-
-
-def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | Ensemble:
-    """Load a model or an ensemble from a `.clef` file or a JSON source file (chosen by
-    content).
-
-    With *clef_only* (the gate, a service reload), anything but a genuine `.clef` file (its
-    magic bytes) is refused: a deploy check must vouch for the exact bytes the runtime maps.
-    A pipe (``/dev/stdin``, a shell's ``<(...)``) cannot be mapped: it is read into memory.
-    """
-    p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(len(MAGIC))
-            regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
-            rest = fh.read() if not regular and _looks_like_model(head, p) else None
-    except IsADirectoryError:
-        raise ClefproveError(f"{path}: is a directory, not a model") from None
-    except OSError as exc:
-        raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if regular and not head:
-        raise ClefFormatError(f"{path}: empty file, not a model")
-    json_like = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"{", b"")
-    json_source = head != MAGIC and json_like
-    if clef_only and head != MAGIC:
-        what = "it holds JSON model source" if json_source else "wrong magic bytes"
-        hint = "; compile it with 'clefprove compile' first" if json_source else ""
-        raise ClefFormatError(f"{path}: not a .clef file ({what}){hint}")
-    if not regular:
-        if rest is None:
-            raise ClefFormatError(f"{path}: {_short_reason(head, len(head))}")
-        data = head + rest
-        if json_source:
-            from clefprove.model.source import compile_source, parse_json_text
-
-            return compile_source(parse_json_text(data, str(path)), origin=str(path))
-        return load_bytes(data, origin=str(path))
-    if json_source:
-        from clefprove.model.source import load_source
-
-        return load_source(p)
-    return load(p)
-
-
-def _looks_like_model(head: bytes, path: Path) -> bool:
-    """Whether a stream's first bytes start a .clef file or JSON (never read /dev/zero whole)."""
-    if head == MAGIC:
-        return True
-    stripped = head.lstrip()
-    return stripped[:1] == b"{" or (path.suffix.lower() == ".json" and stripped[:1] in (b"", b"{"))
-
-
-def _short_reason(head: bytes, size: int) -> str:
+def short_reason(head: bytes, size: int) -> str:
+    """Why *size* bytes starting with *head* are not a `.clef` file (too short, wrong magic)."""
     if size == 0:
         return "empty file, not a .clef model"
     if not MAGIC.startswith(head[: len(MAGIC)]) and head[: len(MAGIC)] != MAGIC:
@@ -405,7 +346,7 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
 
 def _parse_meta(raw: bytes) -> dict[str, Any]:
     from clefprove.errors import ModelSourceError
-    from clefprove.model.source import check_name_clashes, parse_actions, parse_features
+    from clefprove.model.features import check_name_clashes, parse_actions, parse_features
 
     try:
         meta = json.loads(raw.decode("utf-8"))
@@ -419,7 +360,7 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
         check_name_clashes(meta["_features"], meta["_actions"])
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
-    from clefprove.model.source import has_control_characters
+    from clefprove.model.features import has_control_characters
 
     for key in ("name", "version"):
         if not isinstance(meta.get(key), str):

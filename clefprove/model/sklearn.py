@@ -101,7 +101,7 @@ def from_sklearn(
         )
     action_names, class_to_action = _actions(list(model.classes_), actions)
     try:
-        from clefprove.model.source import parse_features
+        from clefprove.model.features import parse_features
 
         parsed = parse_features(feats)
     except ModelSourceError as exc:
@@ -144,7 +144,7 @@ def _fitted_tree(model: Any) -> Any:
 
 def _feature_json(f: Mapping[str, Any] | Feature, i: int) -> dict[str, Any]:
     if isinstance(f, Feature):
-        from clefprove.model.source import feature_to_json
+        from clefprove.model.features import feature_to_json
 
         return feature_to_json(f)
     if not isinstance(f, Mapping):

@@ -70,7 +70,7 @@ def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
 def _model(model: Model | Ensemble | str | os.PathLike[str]) -> tuple[Model | Ensemble, str]:
     if isinstance(model, Model | Ensemble):
         return model, str(model.metadata.get("path", model.name))
-    from clefprove.model.clef import load_any
+    from clefprove.model.loading import load_any
 
     return load_any(model), str(model)
 

@@ -141,7 +141,7 @@ def test_counterexamples_replay_through_eval(capsys, tmp_path):
     assert cexs
     from clefprove.eval.evaluator import Evaluator
     from clefprove.eval.inputs import encode_record
-    from clefprove.model.clef import load_model
+    from clefprove.model.loading import load_model
 
     model = load_model(EDGE)
     ev = Evaluator(model)

@@ -66,7 +66,7 @@ def work(tmp_path: Path) -> Path:
 #: A genuine exception inside clefprove (not a ClefproveError): the model loader is replaced by
 #: one that fails the way a bug would.
 BUG = (
-    "import clefprove.model.clef as _c, clefprove.dsl.fmt as _f\n"
+    "import clefprove.model.loading as _c, clefprove.dsl.fmt as _f\n"
     "def _bug(*a, **k):\n"
     "    raise ZeroDivisionError('division by zero in a place that should not divide')\n"
     "_c.load_model = _bug\n"

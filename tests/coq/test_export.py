@@ -226,7 +226,7 @@ EXAMPLE = ROOT / "examples" / "edge-allow-block-1.0.0.clef"
 @pytest.mark.slow
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="the depth-12 example is not generated")
 def test_depth12_example_exports_and_checks(coq_dir: Path) -> None:
-    from clefprove.model.clef import load_model
+    from clefprove.model.loading import load_model
 
     model = load_model(EXAMPLE)
     export = export_coq(model, load_invariants([SPEC_INVARIANTS], model))

@@ -11,7 +11,7 @@ import pytest
 
 from clefprove.dsl import checked as ck
 from clefprove.dsl.loader import load_invariants
-from clefprove.model.clef import load_model
+from clefprove.model.loading import load_model
 from clefprove.model.types import NodeKind
 from clefprove.smt.smtlib import (
     expected_status,

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clefprove.errors import ClefFormatError
-from clefprove.model.clef import HEADER, MAGIC, load, load_bytes, load_model, write_clef
+from clefprove.model.clef import HEADER, MAGIC, load, load_bytes, write_clef
+from clefprove.model.loading import load_model
 from clefprove.model.types import NODE_DTYPE
 
 

@@ -14,16 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clefprove.errors import ClefFormatError, ClefproveError, ModelSourceError
-from clefprove.model.clef import (
-    HEADER,
-    TREE_RECORD,
-    load,
-    load_any,
-    load_bytes,
-    load_model,
-    write_clef,
-)
+from clefprove.model.clef import HEADER, TREE_RECORD, load, load_bytes, write_clef
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link, Rule
+from clefprove.model.loading import load_any, load_model
 from clefprove.model.source import compile_source
 from clefprove.model.types import NODE_DTYPE
 

@@ -14,7 +14,7 @@ from clefprove.dsl import checked as ck
 from clefprove.dsl.loader import parse_text
 from clefprove.geometry.boxes import leaf_boxes
 from clefprove.geometry.floats import float_ge, float_le
-from clefprove.model.clef import load_model
+from clefprove.model.loading import load_model
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check, check_invariant
 from clefprove.verify.options import CheckOptions

@@ -446,7 +446,7 @@ def test_vacuous_when():
 
 
 def test_chunked_pair_matrix_gives_the_same_result(monkeypatch):
-    from clefprove.model.clef import load_model
+    from clefprove.model.loading import load_model
     from clefprove.verify import relational
 
     model = load_model(EDGE)

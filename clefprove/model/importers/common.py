@@ -380,7 +380,7 @@ def resolve_features(
     column order), unless some of those are not valid (or reserved) feature names, which the
     spec renames.
     """
-    from clefprove.model.source import RESERVED_FEATURE_NAMES, parse_features
+    from clefprove.model.features import RESERVED_FEATURE_NAMES, parse_features
 
     if spec is not None and spec.features is not None:
         feats = [dict(f) if isinstance(f, dict) else f for f in spec.features]
