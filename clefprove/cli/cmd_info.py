@@ -44,6 +44,7 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from clefprove.model.clef import load_any
+    from clefprove.model.ensemble import Ensemble
 
     model = load_any(args.model)
     info = model_summary(model, args.model)
@@ -60,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
         (
             f"trees     {model.n_trees} trees, {model.n_nodes} nodes, {model.n_leaves} leaves, "
             f"max depth {model.max_depth}"
-            if hasattr(model, "combine")
+            if isinstance(model, Ensemble)
             else f"tree      {model.n_nodes} nodes, {model.n_leaves} leaves, "
             f"max depth {model.max_depth}"
         ),
-        *([f"combine   {_combine_text(model.combine)}"] if hasattr(model, "combine") else []),
+        *([f"combine   {_combine_text(model.combine)}"] if isinstance(model, Ensemble) else []),
         f"actions   {', '.join(model.actions)}",
         "features",
     ]
