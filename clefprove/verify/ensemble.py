@@ -374,7 +374,7 @@ def _point(model: Ensemble, g: Region) -> np.ndarray:
         {f: m[None, :] for f, m in g.cats.items()},
         np.array([0]),
     )
-    return eg.nice_point(model, rows, 0)  # type: ignore[arg-type]
+    return eg.nice_point(model, rows, 0)
 
 
 def search(
@@ -542,7 +542,7 @@ def check_ensemble_invariant(
     from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
 
     t0 = time.perf_counter()
-    prep = eg.prepare(model, inv, settings.dnf_cap)  # type: ignore[arg-type]
+    prep = eg.prepare(model, inv, settings.dnf_cap)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
     res = search(model, prep, settings, counterexamples, budget)
     evaluator = _evaluator(model)
@@ -552,8 +552,8 @@ def check_ensemble_invariant(
     for x, _, _ in res.violating:
         if confirmed >= max(counterexamples, 1):
             break
-        record = decode(model, x)  # type: ignore[arg-type]
-        xe = encode(model, record)  # type: ignore[arg-type]
+        record = decode(model, x)
+        xe = encode(model, record)
         ok = np.array_equal(xe, x) and all(
             f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
         )
@@ -639,7 +639,8 @@ def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:
 
 def _relation(model: Ensemble, inv: ck.CheckedInvariant) -> str:
     e = inv.ensure
-    name = model.features[e.feature].name  # type: ignore[union-attr]
+    assert isinstance(e, ck.Relational)  # relational_unknown is only given relational ones
+    name = model.features[e.feature].name
     if isinstance(e, ck.Monotone):
         return f"monotone({name})"
     if isinstance(e, ck.Stable):
