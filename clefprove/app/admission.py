@@ -143,12 +143,15 @@ def _program(invariants: tuple[str, ...], model: Any) -> Any:
 
 def diff_files(old: str, new: str) -> dict[str, Any]:
     """The behaviour diff summary from the model file *old* to *new* (as ``clefprove gate
-    --previous`` reports it); an unreadable file gives ``{"error": ...}``."""
+    --previous`` reports it); an unreadable file, or an ensemble (no behaviour diff of
+    ensembles yet), gives ``{"error": ...}``."""
     from clefprove.incremental.diff import diff
-    from clefprove.model.clef import load
+    from clefprove.model.clef import load, single_tree
 
     try:
-        d = diff(load(old), load(new), old, new, limit=3).to_json_dict()
+        before = single_tree(load(old), old, "the behaviour diff")
+        after = single_tree(load(new), new, "the behaviour diff")
+        d = diff(before, after, old, new, limit=3).to_json_dict()
     except ClefproveError as exc:
         return {"error": exc.one_line()}
     d["semantic"].pop("regions", None)

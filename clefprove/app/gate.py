@@ -24,6 +24,7 @@ from typing import Any
 from clefprove.dsl.checked import CheckedProgram
 from clefprove.incremental import diff as df
 from clefprove.incremental.cache import ProofCache
+from clefprove.model.types import Model
 from clefprove.verify.verdicts import Report
 
 
@@ -88,6 +89,7 @@ def run_gate(
     report = check(model, program, cache=cache, model_path=str(new), **check_options)
     d = None
     if old is not None:
+        assert isinstance(model, Model)  # single_tree refused an ensemble above
         d = df.diff(old, model, str(previous), str(new), limit=3)
     return GateResult(
         str(new),

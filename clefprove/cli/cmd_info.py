@@ -43,6 +43,7 @@ def model_summary(model: Any, path: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.model.ensemble import Ensemble
     from clefprove.model.loading import load_any
 
     model = load_any(args.model)
@@ -60,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
         (
             f"trees     {model.n_trees} trees, {model.n_nodes} nodes, {model.n_leaves} leaves, "
             f"max depth {model.max_depth}"
-            if hasattr(model, "combine")
+            if isinstance(model, Ensemble)
             else f"tree      {model.n_nodes} nodes, {model.n_leaves} leaves, "
             f"max depth {model.max_depth}"
         ),
-        *([f"combine   {_combine_text(model.combine)}"] if hasattr(model, "combine") else []),
+        *([f"combine   {_combine_text(model.combine)}"] if isinstance(model, Ensemble) else []),
         f"actions   {', '.join(model.actions)}",
         "features",
     ]

@@ -286,7 +286,7 @@ def load_config(start: Path | None = None) -> Config:
         if key == "cache" and value is True:
             raise ClefproveError(f"{where} must be a directory or false")
         if key == "invariants":
-            paths: list[Any] = [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+            paths: list[Any] = [value] if isinstance(value, str) else list(value)
             if not paths or not all(isinstance(v, str) for v in paths):
                 raise ClefproveError(f"{where} must be a path or a non-empty list of paths")
             value = [_relative(path, v) for v in paths]

@@ -15,17 +15,29 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Protocol
 
 from clefprove.dsl import ast
 from clefprove.dsl import checked as ck
 from clefprove.dsl.errors import Diagnostic, DslError
-from clefprove.model.types import Feature, FeatureType, Model
+from clefprove.model.types import Feature, FeatureType
 
 #: The relational ``ensure`` forms and their arities.
 RELATIONAL = {"monotone": 1, "stable": 2, "independent": 1}
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ORDER_OPS = {"<", "<=", ">", ">="}
+
+
+class Signature(Protocol):
+    """What the checker reads from a model: its features and actions (a single-tree
+    :class:`~clefprove.model.types.Model` and an ensemble both have them)."""
+
+    @property
+    def features(self) -> tuple[Feature, ...]: ...
+
+    @property
+    def actions(self) -> tuple[str, ...]: ...
 
 
 class _Reported(Exception):
@@ -168,7 +180,7 @@ class Checker:
 
     def __init__(
         self,
-        model: Model,
+        model: Signature,
         sources: Mapping[str, str] | None = None,
         broken: Mapping[str, frozenset[str]] | None = None,
         broken_severity: bool = False,
@@ -804,7 +816,7 @@ def _show(q: Fraction) -> str:
 
 
 def check_programs(
-    programs: Sequence[ast.Program], model: Model, sources: Mapping[str, str] | None = None
+    programs: Sequence[ast.Program], model: Signature, sources: Mapping[str, str] | None = None
 ) -> ck.CheckedProgram:
     """Type-check parsed files against *model* (*sources* maps file -> text, for carets).
 

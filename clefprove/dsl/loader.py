@@ -17,12 +17,11 @@ from collections.abc import Sequence
 
 from clefprove.dsl.ast import Program
 from clefprove.dsl.checked import CheckedProgram, SourceFile
-from clefprove.dsl.checker import Checker
+from clefprove.dsl.checker import Checker, Signature
 from clefprove.dsl.errors import Diagnostic, DslError
 from clefprove.dsl.files import SUFFIX, decode, expand_paths, read_bytes, read_text
 from clefprove.dsl.parser import parse_partial
 from clefprove.errors import ClefproveError
-from clefprove.model.types import Model
 
 __all__ = [
     "SUFFIX",
@@ -74,7 +73,7 @@ def _check(
     broken: dict[str, frozenset[str]],
     broken_severity: bool,
     syntax: list[Diagnostic],
-    model: Model,
+    model: Signature,
 ) -> CheckedProgram:
     checker = Checker(model, {f: s.text for f, s in sources.items()}, broken, broken_severity)
     result = checker.check(programs)
@@ -88,7 +87,7 @@ def _check(
     return dataclasses.replace(result, sources=tuple(sources.values()))
 
 
-def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> CheckedProgram:
+def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Signature) -> CheckedProgram:
     """Parse and type-check the invariant files *paths* (files or directories) against *model*.
 
     Raises :class:`DslError` with every syntax and type error of every file (the items that
@@ -103,7 +102,7 @@ def load_invariants(paths: Sequence[str | os.PathLike[str]], model: Model) -> Ch
     return program
 
 
-def parse_text(text: str, model: Model, file: str = "<string>") -> CheckedProgram:
+def parse_text(text: str, model: Signature, file: str = "<string>") -> CheckedProgram:
     """Parse and type-check the text of one invariant file against *model*."""
     result = parse_partial(text, file)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -71,7 +71,8 @@ def _exp(x: np.ndarray) -> np.ndarray:
     numpy's own float32 exp is not always correctly rounded)."""
     if x.dtype == np.float32:
         return np.exp(x.astype(np.float64)).astype(np.float32)
-    return np.exp(x)
+    out: np.ndarray = np.exp(x)
+    return out
 
 
 def divide(combine: Combine, s: np.ndarray) -> np.ndarray:
@@ -97,7 +98,8 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
             total = e[:, 0].copy()
             for k in range(1, e.shape[1]):
                 total += e[:, k]
-            return e / total[:, None]
+            p: np.ndarray = e / total[:, None]
+            return p
     return s
 
 

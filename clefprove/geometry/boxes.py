@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 
 
@@ -39,7 +40,7 @@ class Box:
     cats: dict[int, np.ndarray]
 
     @staticmethod
-    def domain(model: Model) -> Box:
+    def domain(model: Model | Ensemble) -> Box:
         """The whole input domain of *model*."""
         lo = np.array([f.min for f in model.features], dtype=np.float64)
         hi = np.array([f.max for f in model.features], dtype=np.float64)

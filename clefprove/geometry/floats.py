@@ -44,6 +44,7 @@ def value_bound(q: Fraction, upper: bool, strict: bool, integral: bool) -> Fract
 
 def float_key(v: float) -> int:
     """The position of *v* among the float64 values in order (``-0.0`` and ``0.0`` are one)."""
+    bits: int
     (bits,) = struct.unpack("<q", struct.pack("<d", v))
     return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
 

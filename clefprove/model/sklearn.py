@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ImportModelError, ModelSourceError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Feature, FeatureType, Model
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -74,7 +75,7 @@ def from_sklearn(
     name: str = "model",
     version: str = "0.0.0",
     description: str | None = None,
-) -> Model:
+) -> Model | Ensemble:
     """Convert a fitted ``DecisionTreeClassifier`` into a :class:`Model`.
 
     *features* declares the model's inputs in column order, as SPEC §2 JSON dicts or
@@ -283,7 +284,7 @@ def _from_ensemble(
     name: str,
     version: str,
     description: str | None,
-) -> Any:
+) -> Model | Ensemble:
     """A fitted forest or gradient-boosted classifier as a clefprove ensemble.
 
     * forests: ``predict_proba`` adds every tree's ``tree_.value`` row (class shares, float64)
@@ -313,7 +314,8 @@ def _from_ensemble(
     action_names, class_to_action = _actions(list(model.classes_), actions)
     if len(set(class_to_action)) != len(class_to_action):
         raise ImportModelError("two classes map to the same action: an ensemble needs one each")
-    from clefprove.model.source import compile_source, parse_features
+    from clefprove.model.features import parse_features
+    from clefprove.model.source import compile_source
 
     try:
         parsed = parse_features(feats)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.features import (
     _check_keys,
     _fail,
@@ -154,7 +155,7 @@ class _EnsembleBuilder(_TreeBuilder):
             if len(self.all_records) > 2**32 - 1:
                 raise _fail(self.prefix, "too many nodes")
 
-    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> tuple:
+    def _leaf(self, obj: dict[str, Any], path: str, index: int, depth: int) -> _Record:
         _check_keys(obj, _ENSEMBLE_LEAF_KEYS, path)
         raw = _require(obj, "value", path)
         vec = raw if isinstance(raw, list) else [raw]
@@ -176,7 +177,7 @@ _ENSEMBLE_DEFAULTS: dict[str, Any] = {
 _ENSEMBLE_KEYS = {"arithmetic", "link", "rule", "base", "divisor", "scale"}
 
 
-def _compile_ensemble(obj: dict[str, Any], origin: str) -> Any:
+def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
     from clefprove.errors import ClefFormatError
     from clefprove.model.clef import encode_ensemble, load_bytes, parse_combine
 
@@ -206,7 +207,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Any:
     nodes = np.array(builder.all_records, dtype=NODE_DTYPE)
     membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
     values = np.array(builder.values, dtype=np.float64).reshape(-1, outputs)
-    meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
+    meta: dict[str, Any] = {k: obj[k] for k in ("description", "metadata") if k in obj}
     data = encode_ensemble(
         name,
         version,
@@ -226,7 +227,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Any:
         raise ModelSourceError(str(exc).removeprefix(f"{origin}: ")) from None
 
 
-def compile_source(obj: Any, origin: str = "<json>") -> Any:
+def compile_source(obj: Any, origin: str = "<json>") -> Model | Ensemble:
     """Validate a parsed JSON model source and compile it into a :class:`Model` (or, for a
     source with ``trees``, an :class:`~clefprove.model.ensemble.Ensemble`)."""
     from clefprove.model.clef import encode_clef, load_bytes
@@ -302,7 +303,7 @@ def parse_json_text(data: bytes, origin: str) -> Any:
         raise ModelSourceError(f"{origin}: JSON nesting is too deep") from None
 
 
-def load_source(path: str | os.PathLike[str]) -> Model:
+def load_source(path: str | os.PathLike[str]) -> Model | Ensemble:
     """Read, validate and compile a JSON model source file."""
     obj = read_json(path)
     try:

@@ -52,7 +52,7 @@ InvariantsArg = (
 )
 
 
-def _program(model: Model, invariants: InvariantsArg) -> ck.CheckedProgram:
+def _program(model: Model | Ensemble, invariants: InvariantsArg) -> ck.CheckedProgram:
     if isinstance(invariants, ck.CheckedProgram):
         return invariants
     if isinstance(invariants, ck.CheckedInvariant):
@@ -76,7 +76,7 @@ def _model(model: Model | Ensemble | str | os.PathLike[str]) -> tuple[Model | En
 
 
 def check(
-    model: Model | str | os.PathLike[str],
+    model: Model | Ensemble | str | os.PathLike[str],
     invariants: InvariantsArg,
     *,
     counterexamples: int = 3,
@@ -117,9 +117,9 @@ def check(
         # proof cache stores per-subtree outcomes of single trees.
         from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
 
-        results: list[InvariantResult] = []
+        ensemble_results: list[InvariantResult] = []
         for i, inv in enumerate(program.invariants):
-            results.append(
+            ensemble_results.append(
                 relational_unknown(mdl, inv)
                 if inv.is_relational
                 else check_ensemble_invariant(mdl, inv, settings, counterexamples)
@@ -135,7 +135,7 @@ def check(
             mdl.version,
             mdl.from_source,
         )
-        return Report(info, tuple(results), time.perf_counter() - start)
+        return Report(info, tuple(ensemble_results), time.perf_counter() - start)
     relational = any(inv.is_relational for inv in program.invariants)
     boxes = leaf_boxes(mdl) if cache is None or relational else None
     strategy: RunStrategy = cache if cache is not None else FreshRun(boxes)

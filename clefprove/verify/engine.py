@@ -35,6 +35,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.geometry.floats import float_at, float_key, value_count
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.status import Decided, LeafOutcome, SolverAnswer
 from clefprove.verify import normal as nm
@@ -74,7 +75,7 @@ class Prepared:
     tag: str = "query"  # names SMT-LIB dumps
 
 
-def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
+def prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
     """Normalize ``when and not ensure`` of a non-relational invariant for *model*.
 
     The result depends on the model only through its features (types, bounds, vocabularies)
@@ -87,7 +88,7 @@ def prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> 
     return invariant.derived.get(key, lambda: _prepare(model, invariant, dnf_cap))
 
 
-def _prepare(model: Model, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
+def _prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
     norm = nm.Normalizer(model)
     v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure_formula))))
     when = norm.nnf(invariant.when)
@@ -311,7 +312,7 @@ def nice_float(lo: float, hi: float, target: float) -> float:
     return lo if up else hi
 
 
-def nice_point(model: Model, rows: nm.Rows, r: int) -> np.ndarray:
+def nice_point(model: Model | Ensemble, rows: nm.Rows, r: int) -> np.ndarray:
     """A readable point of box *r*: each feature's default, or the value nearest to it."""
     x = np.empty(len(model.features), dtype=np.float64)
     for i, f in enumerate(model.features):

@@ -34,9 +34,10 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
-from clefprove.geometry.boxes import Box, LeafBoxes, split_bounds, tables
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.status import Verdict
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
@@ -65,7 +66,7 @@ class Tables:
 
 def ensemble_tables(model: Ensemble) -> Tables:
     """The :class:`Tables` of *model* (computed once, cached on the model object)."""
-    hit = model.__dict__.get("_clefprove_ensemble_tables")
+    hit: Tables | None = model.__dict__.get("_clefprove_ensemble_tables")
     if hit is not None:
         return hit
     nodes = model.nodes
@@ -128,9 +129,9 @@ def ensemble_tables(model: Ensemble) -> Tables:
     assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
     tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
     cuts = []
-    for i, f in enumerate(model.features):
+    for i, feature in enumerate(model.features):
         c = np.unique(left_hi[numeric & (feat == i)])
-        cuts.append(c[(c >= f.min) & (c < f.max)])
+        cuts.append(c[(c >= feature.min) & (c < feature.max)])
     flat = Model(
         name=model.name,
         version=model.version,
@@ -373,7 +374,7 @@ def _point(model: Ensemble, g: Region) -> np.ndarray:
         {f: m[None, :] for f, m in g.cats.items()},
         np.array([0]),
     )
-    return eg.nice_point(model, rows, 0)  # type: ignore[arg-type]
+    return eg.nice_point(model, rows, 0)
 
 
 def search(
@@ -414,7 +415,7 @@ def search(
                 continue
             lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
             cats = {
-                f: nm.cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
+                f: cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
                 for f in dom_cats
             }
             reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
@@ -541,7 +542,7 @@ def check_ensemble_invariant(
     from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
 
     t0 = time.perf_counter()
-    prep = eg.prepare(model, inv, settings.dnf_cap)  # type: ignore[arg-type]
+    prep = eg.prepare(model, inv, settings.dnf_cap)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
     res = search(model, prep, settings, counterexamples, budget)
     evaluator = _evaluator(model)
@@ -551,8 +552,8 @@ def check_ensemble_invariant(
     for x, _, _ in res.violating:
         if confirmed >= max(counterexamples, 1):
             break
-        record = decode(model, x)  # type: ignore[arg-type]
-        xe = encode(model, record)  # type: ignore[arg-type]
+        record = decode(model, x)
+        xe = encode(model, record)
         ok = np.array_equal(xe, x) and all(
             f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
         )
@@ -562,10 +563,10 @@ def check_ensemble_invariant(
             d is None
             or not ck.evaluate(inv.when, xs, d.action, d.confidence)
             or ck.evaluate(
-                inv.ensure,
+                inv.ensure_formula,
                 xs,
                 d.action,
-                d.confidence,  # type: ignore[arg-type]
+                d.confidence,
             )
         ):
             warnings.append("internal: an unconfirmed ensemble witness was dropped")
@@ -624,7 +625,7 @@ def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:
         file=inv.file,
         line=inv.line,
         column=inv.column,
-        status="unknown",
+        status=Verdict.UNKNOWN,
         unknown_paths=1,
         description=inv.description,
         warnings=(
@@ -638,7 +639,8 @@ def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:
 
 def _relation(model: Ensemble, inv: ck.CheckedInvariant) -> str:
     e = inv.ensure
-    name = model.features[e.feature].name  # type: ignore[union-attr]
+    assert isinstance(e, ck.Relational)  # relational_unknown is only given relational ones
+    name = model.features[e.feature].name
     if isinstance(e, ck.Monotone):
         return f"monotone({name})"
     if isinstance(e, ck.Stable):

@@ -11,6 +11,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, path_to
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
@@ -79,12 +80,12 @@ def evaluator_for(model: Model) -> Any:
     return model.derived.get(("eval.walker",), lambda: NodeWalker(model))
 
 
-def decode(model: Model, x: np.ndarray) -> dict[str, Any]:
+def decode(model: Model | Ensemble, x: np.ndarray) -> dict[str, Any]:
     """Encoded input -> the JSON record a user writes."""
     return {f.name: f.decode(float(x[i])) for i, f in enumerate(model.features)}
 
 
-def encode(model: Model, record: dict[str, Any]) -> np.ndarray:
+def encode(model: Model | Ensemble, record: dict[str, Any]) -> np.ndarray:
     """The JSON record of an input -> its encoded values (the inverse of :func:`decode`)."""
     out = np.empty(len(model.features), dtype=np.float64)
     for i, f in enumerate(model.features):

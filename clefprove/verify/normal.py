@@ -27,6 +27,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import cat_mask
 from clefprove.geometry.floats import value_bound
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.status import BoxAnswer
 
@@ -85,7 +86,7 @@ FALSE = ck.Const(False)
 class Normalizer:
     """Turns checked formulas of one model into NNF over exact literals."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model | Ensemble) -> None:
         self.model = model
         self.n_feat = len(model.features)
         self.n_actions = len(model.actions)

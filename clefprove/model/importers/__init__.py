@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import FeatureSpec, read_feature_spec
 from clefprove.model.types import Model
 
 FORMATS = ("onnx", "xgboost", "lightgbm")
 
 
-def importer(fmt: str) -> Callable[[str | os.PathLike[str], FeatureSpec | None], Model]:
+def importer(
+    fmt: str,
+) -> Callable[[str | os.PathLike[str], FeatureSpec | None], Model | Ensemble]:
     """The import function for *fmt* (one of :data:`FORMATS`)."""
     if fmt == "onnx":
         from clefprove.model.importers.onnx import import_onnx
@@ -32,7 +35,7 @@ def importer(fmt: str) -> Callable[[str | os.PathLike[str], FeatureSpec | None],
 
 def import_model(
     fmt: str, path: str | os.PathLike[str], features: str | os.PathLike[str] | None = None
-) -> Model:
+) -> Model | Ensemble:
     """Import the trained model in *path* (format *fmt*), with an optional features spec."""
     spec = read_feature_spec(features) if features is not None else None
     return importer(fmt)(path, spec)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ImportModelError, ModelSourceError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.sklearn import float32_threshold, whole_threshold
 from clefprove.model.types import MAX_TREE_DEPTH, Feature, FeatureType, Model
 
@@ -503,9 +504,11 @@ def build_model(
     if spec is not None and spec.description:
         source["description"] = spec.description
     try:
-        return compile_source(source, origin=f"<{origin.get('format', 'import')}>")
+        model = compile_source(source, origin=f"<{origin.get('format', 'import')}>")
     except ModelSourceError as exc:
         raise ImportModelError(f"the converted model is invalid: {exc}") from None
+    assert isinstance(model, Model)  # a source with one "tree" compiles to a single tree
+    return model
 
 
 def build_ensemble(
@@ -517,7 +520,7 @@ def build_ensemble(
     spec: FeatureSpec | None,
     default_name: str,
     origin: dict[str, Any],
-) -> Any:
+) -> Model | Ensemble:
     """Compile imported ensemble trees through :func:`compile_source` (shared validation)."""
     from clefprove.model.source import compile_source
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ImportModelError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
     INF,
     FeatureSpec,
@@ -56,7 +57,9 @@ _CATEGORICAL, _DEFAULT_LEFT = 1, 2
 _MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
 
 
-def import_lightgbm(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
+def import_lightgbm(
+    path: str | os.PathLike[str], spec: FeatureSpec | None = None
+) -> Model | Ensemble:
     """Convert the single-tree LightGBM model saved in text format in *path*."""
     data = read_file(path)
     refuse_pickle(path, data, "save the booster with booster.save_model('model.txt')")
@@ -208,7 +211,7 @@ def _convert(
     spec: FeatureSpec | None,
     path: Any,
     data: bytes,
-) -> Any:
+) -> Model | Ensemble:
     objective = header.get("objective", "").split()
     kind = objective[0] if objective else ""
     if kind not in ("binary", "multiclass"):

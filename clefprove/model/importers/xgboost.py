@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from clefprove.errors import ImportModelError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
     FeatureSpec,
     Leaf,
@@ -50,7 +51,9 @@ _SUPPORTED = ("binary:logistic",)
 _ENSEMBLE_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
 
 
-def import_xgboost(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
+def import_xgboost(
+    path: str | os.PathLike[str], spec: FeatureSpec | None = None
+) -> Model | Ensemble:
     """Convert the single-tree XGBoost model saved as JSON or UBJSON in *path*."""
     data = read_file(path)
     doc = _decode(data, path)
@@ -206,7 +209,7 @@ def _float(v: Any) -> float:
     return float(v)
 
 
-def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Model:
+def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Model | Ensemble:
     if not isinstance(doc, dict) or "learner" not in doc:
         raise ImportModelError("not an XGBoost model (no 'learner' object)")
     learner = doc["learner"]
@@ -382,7 +385,9 @@ def _base_scores(raw: Any, k: int) -> list[float]:
     return vals
 
 
-def _convert_ensemble(doc: dict[str, Any], spec: FeatureSpec | None, path: Any, data: bytes):
+def _convert_ensemble(
+    doc: dict[str, Any], spec: FeatureSpec | None, path: Any, data: bytes
+) -> Model | Ensemble:
     """Several trees (boosting rounds, num_parallel_tree, one tree per class) as an ensemble.
 
     XGBoost adds the trees' leaf values to the base margin in float32, tree after tree in
@@ -434,7 +439,7 @@ def _convert_ensemble(doc: dict[str, Any], spec: FeatureSpec | None, path: Any, 
     }
 
     def derived() -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         for j in range(n_columns):
             name = check_name(names[j], "feature name") if names else f"f{j}"
             ftype = ftypes[j] if j < len(ftypes) else "q"
