@@ -126,15 +126,7 @@ def check(
             )
             if progress is not None:
                 progress(i + 1, total)
-        info = ModelInfo(
-            model_path or path,
-            mdl.sha256,
-            mdl.n_nodes,
-            mdl.n_leaves,
-            mdl.name,
-            mdl.version,
-            mdl.from_source,
-        )
+        info = _model_info(mdl, model_path or path)
         return Report(info, tuple(ensemble_results), time.perf_counter() - start)
     relational = any(inv.is_relational for inv in program.invariants)
     boxes = leaf_boxes(mdl) if cache is None or relational else None
@@ -157,15 +149,7 @@ def check(
             results.append(next(decided))
         if progress is not None:
             progress(i + 1, total)
-    info = ModelInfo(
-        model_path or path,
-        mdl.sha256,
-        mdl.n_nodes,
-        mdl.n_leaves,
-        mdl.name,
-        mdl.version,
-        mdl.from_source,
-    )
+    info = _model_info(mdl, model_path or path)
     # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
     # output is the same whether a result was decided now or reused.
     order = tuple(f.name for f in mdl.features)
@@ -178,6 +162,18 @@ def check(
 
     return Report(
         info, tuple(r.finished(order, region_of) for r in results), time.perf_counter() - start
+    )
+
+
+def _model_info(model: Model | Ensemble, path: str) -> ModelInfo:
+    return ModelInfo(
+        path,
+        model.sha256,
+        model.n_nodes,
+        model.n_leaves,
+        model.name,
+        model.version,
+        model.from_source,
     )
 
 
