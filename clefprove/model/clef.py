@@ -17,6 +17,7 @@ import json
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -580,6 +581,26 @@ def _validate_trees(
         raise ClefFormatError(
             f"tree {t}: declared depth {int(depths[t])} but the tree is {int(deepest[t])} deep"
         )
+    _check_splits(kind, feat, value, aux, split, membership, features, where)
+
+
+def _check_splits(
+    kind: np.ndarray,
+    feat: np.ndarray,
+    value: np.ndarray,
+    aux: np.ndarray,
+    split: np.ndarray,
+    membership: np.ndarray,
+    features: tuple[Feature, ...],
+    where: Callable[[int], str],
+) -> None:
+    """The checks of every split against its feature (shared by v1 trees and v2 ensembles);
+    *where* names node *i* in a message."""
+
+    def bad(mask: np.ndarray, what: str) -> None:
+        if mask.any():
+            raise ClefFormatError(f"{where(int(np.flatnonzero(mask)[0]))}: {what}")
+
     ftypes, vocab = _feature_arrays(features)
     last = np.uint16(max(len(features) - 1, 0))
     safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
@@ -665,23 +686,4 @@ def _validate_nodes(
     if int(depth.max()) != max_depth:
         raise ClefFormatError(f"declared depth {max_depth} but the tree is {int(depth.max())} deep")
 
-    ftypes, vocab = _feature_arrays(features)
-    last = np.uint16(max(len(features) - 1, 0))
-    safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
-    numeric = kind == NodeKind.NUMERIC
-    cat_type = list(FeatureType).index(FeatureType.CATEGORICAL)
-    bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
-    bad(numeric & ~np.isfinite(value), "threshold is NaN or infinite")
-    categorical = kind == NodeKind.CATEGORICAL
-    bad(
-        categorical & (ftypes[safe_feat] != cat_type),
-        "categorical split on a non-categorical feature",
-    )
-    bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
-    if membership.size and int(membership.max()) > 1:
-        raise ClefFormatError("categorical membership table holds values other than 0 and 1")
-    for i in np.flatnonzero(categorical):
-        f = features[int(feat[i])]
-        row = membership[int(aux[i]) : int(aux[i]) + len(f.values)]
-        if not row.any():
-            raise ClefFormatError(f"node {int(i)}: empty categorical set")
+    _check_splits(kind, feat, value, aux, split, membership, features, lambda i: f"node {i}")
