@@ -4,21 +4,24 @@ scikit-learn casts its input to float32 before comparing it with a float64 thres
 for a float64 input ``x`` it goes left iff ``float32(x) <= t``.  Each threshold is converted to
 the float64 ``t'`` with ``float32(x) <= t  <=>  x <= t'`` for every float64 ``x`` (see
 :func:`float32_threshold` and docs/sklearn.md), so the converted model decides exactly as
-``predict`` does on every input.  The conversion builds the JSON source form and goes through
-:func:`~clefprove.model.source.compile_source`, so validation is shared with JSON models.
+``predict`` does on every input.  The conversion flattens each fitted tree into the pre-order
+node records of a `.clef` file with numpy (thresholds converted all at once) and goes through
+:func:`~clefprove.model.source.assemble_tree` / ``assemble_ensemble``, the encoder and loader
+that JSON models use, so validation is shared with them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from clefprove.errors import ImportModelError, ModelSourceError
+from clefprove.errors import ClefFormatError, ImportModelError, ModelSourceError
 from clefprove.model.ensemble import Ensemble
-from clefprove.model.types import Feature, FeatureType, Model
+from clefprove.model.types import MAX_TREE_DEPTH, NODE_DTYPE, Feature, FeatureType, Model, NodeKind
 
 _F32_MAX = float(np.finfo(np.float32).max)
 #: The float64 at which float32 rounding overflows: FLT_MAX + half an ulp (2**128 - 2**103).
@@ -68,6 +71,30 @@ def whole_threshold(t: float) -> float:
     return math.floor(t) + 0.5
 
 
+def float32_thresholds(t: np.ndarray) -> np.ndarray:
+    """:func:`float32_threshold` of every element of *t* (float64), vectorised."""
+    t = np.asarray(t, dtype=np.float64)
+    if np.isnan(t).any():
+        raise ValueError("threshold is NaN")
+    f32 = np.float32
+    with np.errstate(over="ignore"):
+        c = np.clip(t, -_F32_MAX, _F32_MAX).astype(f32)
+    c = np.where(c.astype(np.float64) > t, np.nextafter(c, f32(-np.inf)), c)
+    up = np.nextafter(c, f32(np.inf))
+    at_max = c == f32(_F32_MAX)
+    # c + up is exact in float64 (25 significant bits); FLT_MAX's "next" is the overflow point.
+    m = np.where(at_max, _F32_OVERFLOW, (c.astype(np.float64) + up.astype(np.float64)) / 2.0)
+    even = (np.abs(c).view(np.uint32) & 1) == 0
+    out = np.where(even, m, np.nextafter(m, -np.inf))
+    out = np.where(t < -_F32_MAX, -_F32_OVERFLOW, out)
+    return np.where(t == np.inf, _F64_MAX, out)
+
+
+def whole_thresholds(t: np.ndarray) -> np.ndarray:
+    """:func:`whole_threshold` of every element of *t*, vectorised."""
+    return np.where(np.abs(t) >= 2.0**52, t, np.floor(t) + 0.5)
+
+
 def from_sklearn(
     model: Any,
     features: Sequence[Mapping[str, Any] | Feature],
@@ -88,41 +115,55 @@ def from_sklearn(
     if kind is not None:
         return _from_ensemble(model, kind, features, actions, name, version, description)
     tree = _fitted_tree(model)
-    feats = [_feature_json(f, i) for i, f in enumerate(features)]
     n_in = int(getattr(model, "n_features_in_", tree.n_features))
+    parsed = _declared_features(model, features, n_in, "tree")
+    action_names, class_to_action = _actions(list(model.classes_), actions)
+    from clefprove.model.features import parse_actions
+    from clefprove.model.source import assemble_tree
+
+    try:
+        acts = parse_actions(action_names)
+        index = {a: i for i, a in enumerate(acts)}
+        flat, membership = _flatten([tree], parsed)
+        _majority(flat, tree, np.array([index[a] for a in class_to_action], dtype=np.uint32))
+        meta = {} if description is None else {"description": description}
+        return assemble_tree(
+            name,
+            version,
+            parsed,
+            acts,
+            flat.nodes,
+            membership,
+            int(flat.depths[0]),
+            meta,
+            f"<sklearn {type(model).__name__}>",
+        )
+    except (ModelSourceError, ClefFormatError) as exc:
+        raise ImportModelError(f"conversion produced an invalid model: {exc}") from None
+
+
+def _declared_features(
+    model: Any, features: Sequence[Mapping[str, Any] | Feature], n_in: int, what: str
+) -> tuple[Feature, ...]:
+    """The declared features, checked against what *model* (a tree or an ensemble, named
+    *what* in messages) was fitted with."""
+    from clefprove.model.features import parse_features
+
+    feats = [_feature_json(f, i) for i, f in enumerate(features)]
     if n_in != len(feats):
         raise ImportModelError(
-            f"the tree was fitted on {n_in} features but {len(feats)} were declared"
+            f"the {what} was fitted on {n_in} features but {len(feats)} were declared"
         )
     names_in = getattr(model, "feature_names_in_", None)
-    if names_in is not None and [str(n) for n in names_in] != [f["name"] for f in feats]:
+    if names_in is not None and [str(n) for n in names_in] != [f.get("name") for f in feats]:
         raise ImportModelError(
-            "declared feature names do not match the names the tree was fitted with: "
+            f"declared feature names do not match the names the {what} was fitted with: "
             f"{list(map(str, names_in))}"
         )
-    action_names, class_to_action = _actions(list(model.classes_), actions)
     try:
-        from clefprove.model.features import parse_features
-
-        parsed = parse_features(feats)
+        return parse_features(feats)
     except ModelSourceError as exc:
         raise ImportModelError(f"features: {exc}") from None
-
-    source: dict[str, Any] = {
-        "name": name,
-        "version": version,
-        "features": feats,
-        "actions": action_names,
-        "tree": _convert_tree(tree, parsed, class_to_action),
-    }
-    if description is not None:
-        source["description"] = description
-    from clefprove.model.source import compile_source
-
-    try:
-        return compile_source(source, origin=f"<sklearn {type(model).__name__}>")
-    except ModelSourceError as exc:
-        raise ImportModelError(f"conversion produced an invalid model: {exc}") from None
 
 
 def _fitted_tree(model: Any) -> Any:
@@ -188,69 +229,139 @@ def _actions(
     return names, out
 
 
-def _convert_tree(
-    tree: Any,
-    features: tuple[Feature, ...],
-    class_to_action: list[str] | None = None,
-    leaf: Callable[[int], dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The JSON tree of a fitted ``tree_``; leaves by *leaf(i)*, or the majority class of
-    ``value`` with its share (a single classifier tree) when *leaf* is None."""
-    left, right = tree.children_left, tree.children_right
-    feature, threshold = tree.feature, tree.threshold
-    value = tree.value[:, 0, :]
+class _Membership:
+    """The membership table of categorical splits, one row per distinct member set, shared by
+    every tree of a model and filled in the order the splits are met (as the JSON compiler)."""
 
-    def majority(i: int) -> dict[str, Any]:
-        assert class_to_action is not None
-        v = value[i].astype(np.float64)
-        total = float(v.sum())
-        if not total > 0:
-            raise ImportModelError(f"node {i}: leaf holds no samples")
-        k = int(np.argmax(v))  # first maximum, as predict does
-        return {"action": class_to_action[k], "confidence": float(v[k] / total)}
+    def __init__(self) -> None:
+        self.table = bytearray()
+        self.rows: dict[bytes, int] = {}
 
-    leaf = leaf or majority
+    def offset(self, row: bytes) -> int:
+        at = self.rows.get(row)
+        if at is None:
+            at = self.rows[row] = len(self.table)
+            self.table.extend(row)
+        return at
 
-    # Iterative pre-order construction: JSON dicts are filled in place.
-    root: dict[str, Any] = {}
-    stack: list[tuple[int, dict[str, Any]]] = [(0, root)]
-    while stack:
-        i, out = stack.pop()
-        while left[i] != -1:  # skip splits that one side can never reach
-            f = features[int(feature[i])]
-            split = _split(f, float32_threshold(float(threshold[i])))
-            if split is None:
-                break
-            if split == "left":
-                i = int(left[i])
-            elif split == "right":
-                i = int(right[i])
-            else:
-                break
-        if left[i] == -1:
-            out.update(leaf(i))
-            continue
-        f = features[int(feature[i])]
-        out.update(_split(f, float32_threshold(float(threshold[i]))))  # type: ignore[arg-type]
-        out["left"], out["right"] = {}, {}
-        stack.append((int(right[i]), out["right"]))
-        stack.append((int(left[i]), out["left"]))
-    return root
+    def array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.table), dtype=np.uint8)
 
 
-def _split(f: Feature, t: float) -> dict[str, Any] | str:
-    """The JSON split for ``x <= t`` on feature *f*, or 'left'/'right' if one side is empty."""
-    if f.type is FeatureType.FLOAT:
-        return {"feature": f.name, "threshold": t}
-    if f.type is FeatureType.CATEGORICAL:
-        members = [v for code, v in enumerate(f.values) if code <= t]
-        if not members:
-            return "right"
-        if len(members) == len(f.values):
-            return "left"
-        return {"feature": f.name, "in": members}
-    # int and bool: inputs are whole, so any threshold in [floor(t), floor(t) + 1) is the same.
-    return {"feature": f.name, "threshold": whole_threshold(t)}
+@dataclass(frozen=True)
+class _Flat:
+    """Fitted trees as pre-order node records, one tree after the other (child indices within
+    each tree); leaves still lack their payload (value and aux), which the caller fills in
+    from the concatenated ``tree_.value`` arrays at ``source``."""
+
+    nodes: np.ndarray  # NODE_DTYPE
+    source: np.ndarray  # the node behind each record, numbered across the concatenated trees
+    leaves: np.ndarray  # record indices of the leaves, in order
+    sizes: np.ndarray  # records per tree
+    depths: np.ndarray  # depth per tree
+
+
+def _flatten(trees: Sequence[Any], features: tuple[Feature, ...]) -> tuple[_Flat, np.ndarray]:
+    """Pre-order records of fitted ``tree_`` objects and their membership table, thresholds
+    converted exactly (see :func:`float32_threshold`) all at once; a categorical split whose
+    members are all or none of the feature's values is skipped, since one side can never be
+    reached."""
+    starts = np.cumsum([0] + [int(t.node_count) for t in trees])
+    left = np.concatenate([np.asarray(t.children_left, dtype=np.int64) for t in trees])
+    right = np.concatenate([np.asarray(t.children_right, dtype=np.int64) for t in trees])
+    feature = np.concatenate([np.asarray(t.feature, dtype=np.int64) for t in trees])
+    threshold = np.concatenate([np.asarray(t.threshold, dtype=np.float64) for t in trees])
+    split = left != -1
+    shift = np.repeat(starts[:-1], np.diff(starts))
+    left = np.where(split, left + shift, -1)
+    right = np.where(split, right + shift, -1)
+    cut = np.zeros(left.shape[0], dtype=np.float64)
+    cut[split] = float32_thresholds(threshold[split])
+    no_feature = len(features)
+    fi_all = np.where(split, feature, no_feature)
+    is_cat = np.array([f.type is FeatureType.CATEGORICAL for f in features] + [False])
+    categorical = is_cat[fi_all].tolist()
+    L, R, F, C = left.tolist(), right.tolist(), feature.tolist(), cut.tolist()
+
+    membership = _Membership()
+    order: list[int] = []
+    depth: list[int] = []
+    new_left: list[int] = []
+    new_right: list[int] = []
+    aux: dict[int, int] = {}
+    sizes: list[int] = []
+    depths: list[int] = []
+    for root in starts[:-1].tolist():
+        first, deepest = len(order), 0
+        stack = [(root, 0, -1, 0)]  # (node, depth, parent record, 1 = left child / 2 = right)
+        while stack:
+            i, d, parent, side = stack.pop()
+            offset = -1
+            while categorical[i]:
+                f = features[F[i]]
+                members = bytes(int(code <= C[i]) for code in range(len(f.values)))
+                if 0 < sum(members) < len(members):
+                    offset = membership.offset(members)
+                    break
+                i = L[i] if members[0] else R[i]
+            if d > MAX_TREE_DEPTH:
+                raise ImportModelError(f"tree is deeper than the limit of {MAX_TREE_DEPTH}")
+            k = len(order) - first
+            order.append(i)
+            depth.append(d)
+            deepest = max(deepest, d)
+            new_left.append(k)
+            new_right.append(k)
+            if offset >= 0:
+                aux[first + k] = offset
+            if parent >= 0:
+                (new_left if side == 1 else new_right)[first + parent] = k
+            if L[i] != -1:
+                stack.append((R[i], d + 1, k, 2))
+                stack.append((L[i], d + 1, k, 1))
+        sizes.append(len(order) - first)
+        depths.append(deepest)
+
+    source = np.array(order, dtype=np.int64)
+    nodes = np.zeros(source.shape[0], dtype=NODE_DTYPE)
+    nodes["left"] = new_left
+    nodes["right"] = new_right
+    nodes["depth"] = depth
+    fi = fi_all[source]
+    is_split = split[source]
+    nodes["feature"] = np.where(is_split, fi, 0)
+    kinds = np.array([_KIND[f.type] for f in features] + [NodeKind.LEAF], dtype=np.uint8)
+    nodes["kind"] = kinds[fi]
+    whole = np.array([f.type in (FeatureType.INT, FeatureType.BOOL) for f in features] + [False])
+    t = cut[source]
+    values = np.where(whole[fi], whole_thresholds(t), t)
+    nodes["value"] = np.where(nodes["kind"] == NodeKind.NUMERIC, values, 0.0)
+    if aux:
+        at = np.fromiter(aux, dtype=np.int64, count=len(aux))
+        nodes["aux"][at] = list(aux.values())
+    flat = _Flat(nodes, source, np.flatnonzero(~is_split), np.array(sizes), np.array(depths))
+    return flat, membership.array()
+
+
+_KIND = {
+    FeatureType.FLOAT: NodeKind.NUMERIC,
+    FeatureType.INT: NodeKind.NUMERIC,
+    FeatureType.BOOL: NodeKind.NUMERIC,
+    FeatureType.CATEGORICAL: NodeKind.CATEGORICAL,
+}
+
+
+def _majority(flat: _Flat, tree: Any, class_action: np.ndarray) -> None:
+    """Leaves of a single classifier tree: the first majority class of ``value`` (as
+    ``predict``) and its share as confidence."""
+    value = np.asarray(tree.value[:, 0, :], dtype=np.float64)[flat.source[flat.leaves]]
+    total = value.sum(axis=1)
+    if not (total > 0).all():
+        bad = int(flat.source[flat.leaves][np.flatnonzero(~(total > 0))[0]])
+        raise ImportModelError(f"node {bad}: leaf holds no samples")
+    k = np.argmax(value, axis=1)
+    flat.nodes["value"][flat.leaves] = value[np.arange(k.shape[0]), k] / total
+    flat.nodes["aux"][flat.leaves] = class_action[k]
 
 
 # --------------------------------------------------------------------------- ensembles
@@ -299,40 +410,21 @@ def _from_ensemble(
         raise ImportModelError(f"{type(model).__name__} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output ensembles cannot be converted (one action per input)")
-    feats = [_feature_json(f, i) for i, f in enumerate(features)]
     n_in = int(model.n_features_in_)
-    if n_in != len(feats):
-        raise ImportModelError(
-            f"the model was fitted on {n_in} features but {len(feats)} were declared"
-        )
-    names_in = getattr(model, "feature_names_in_", None)
-    if names_in is not None and [str(n) for n in names_in] != [f["name"] for f in feats]:
-        raise ImportModelError(
-            "declared feature names do not match the names the model was fitted with: "
-            f"{list(map(str, names_in))}"
-        )
+    parsed = _declared_features(model, features, n_in, "model")
     action_names, class_to_action = _actions(list(model.classes_), actions)
     if len(set(class_to_action)) != len(class_to_action):
         raise ImportModelError("two classes map to the same action: an ensemble needs one each")
-    from clefprove.model.features import parse_features
-    from clefprove.model.source import compile_source
-
-    try:
-        parsed = parse_features(feats)
-    except ModelSourceError as exc:
-        raise ImportModelError(f"features: {exc}") from None
     # Output column k is class k of classes_; the actions are listed in that order.
     ordered = list(class_to_action)
+    if action_names != ordered and set(action_names) != set(ordered):
+        raise ImportModelError(f"actions {action_names} do not name every class once")
     n_classes = len(ordered)
-    trees: list[dict[str, Any]] = []
     if kind == "forest":
-        for est in model.estimators_:
-            value = est.tree_.value[:, 0, :n_classes]
-
-            def share(i: int, value: np.ndarray = value) -> dict[str, Any]:
-                return {"value": [float(v) for v in value[i]]}
-
-            trees.append(_convert_tree(est.tree_, parsed, leaf=share))
+        estimators = [est.tree_ for est in model.estimators_]
+        flat, membership = _flatten(estimators, parsed)
+        value = np.concatenate([np.asarray(t.value[:, 0, :n_classes]) for t in estimators])
+        rows = np.asarray(value, dtype=np.float64)[flat.source[flat.leaves]]
         ensemble: dict[str, Any] = {
             "arithmetic": "float64",
             "link": "identity",
@@ -348,38 +440,46 @@ def _from_ensemble(
         probe = np.zeros((1, n_in), dtype=np.float32)
         base = np.asarray(model._raw_predict_init(probe), dtype=np.float64)[0]
         lr = float(model.learning_rate)
-        stages = model.estimators_  # (n_stages, K) regressors
+        stages = model.estimators_  # (n_stages, K) regressors, added stage by stage
         K = stages.shape[1]
-        for stage in stages:
-            for k, est in enumerate(stage):
-                value = est.tree_.value[:, 0, 0]
-
-                def scaled(i: int, value: np.ndarray = value, k: int = k) -> dict[str, Any]:
-                    out = [0.0] * K
-                    out[k] = float(lr * value[i])  # the product predict_stages adds
-                    return {"value": out}
-
-                trees.append(_convert_tree(est.tree_, parsed, leaf=scaled))
+        estimators = [est.tree_ for stage in stages for est in stage]
+        flat, membership = _flatten(estimators, parsed)
+        value = np.concatenate([np.asarray(t.value[:, 0, 0], dtype=np.float64) for t in estimators])
+        column = np.repeat(np.tile(np.arange(K), stages.shape[0]), flat.sizes)[flat.leaves]
+        rows = np.zeros((flat.leaves.shape[0], K), dtype=np.float64)
+        # the product predict_stages adds
+        rows[np.arange(rows.shape[0]), column] = lr * value[flat.source[flat.leaves]]
         ensemble = {
             "arithmetic": "float64",
             "link": "logistic" if K == 1 else "softmax",
             "rule": "margin",
             "base": [float(b) for b in base],
         }
-    source: dict[str, Any] = {
-        "name": name,
-        "version": version,
-        "features": feats,
-        "actions": ordered,
-        "ensemble": ensemble,
-        "trees": trees,
-        "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}},
+    meta: dict[str, Any] = {
+        "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
     }
     if description is not None:
-        source["description"] = description
-    if action_names != ordered and set(action_names) != set(ordered):
-        raise ImportModelError(f"actions {action_names} do not name every class once")
+        meta["description"] = description
+    from clefprove.model.features import parse_actions
+    from clefprove.model.source import assemble_ensemble, ensemble_combine
+
     try:
-        return compile_source(source, origin=f"<sklearn {type(model).__name__}>")
-    except ModelSourceError as exc:
+        acts = parse_actions(ordered)
+        combine = ensemble_combine(ensemble, len(acts))
+        flat.nodes["aux"][flat.leaves] = np.arange(flat.leaves.shape[0])
+        return assemble_ensemble(
+            name,
+            version,
+            parsed,
+            acts,
+            combine,
+            flat.nodes,
+            membership,
+            flat.sizes,
+            flat.depths,
+            rows.reshape(-1, combine.outputs),
+            meta,
+            f"<sklearn {type(model).__name__}>",
+        )
+    except (ModelSourceError, ClefFormatError) as exc:
         raise ImportModelError(f"conversion produced an invalid model: {exc}") from None

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
-from clefprove.model.ensemble import Ensemble
+from clefprove.model.ensemble import Combine, Ensemble
 from clefprove.model.features import (
     _check_keys,
     _fail,
@@ -177,49 +177,76 @@ _ENSEMBLE_DEFAULTS: dict[str, Any] = {
 _ENSEMBLE_KEYS = {"arithmetic", "link", "rule", "base", "divisor", "scale"}
 
 
-def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
-    from clefprove.errors import ClefFormatError
-    from clefprove.model.clef import encode_ensemble, load_bytes, parse_combine
-
-    _check_keys(obj, _ENSEMBLE_TOP_KEYS | {"description", "metadata"}, "")
-    name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
-    version = obj.get("version", "0.0.0")
+def _check_names(name: Any, version: Any) -> None:
     for key, v in (("name", name), ("version", version)):
         if not isinstance(v, str):
             raise _fail(key, "must be a string")
         if has_control_characters(v):
             raise _fail(key, f"{v!r} holds a control character")
-    features = parse_features(_require(obj, "features", ""))
-    actions = parse_actions(_require(obj, "actions", ""))
-    spec = _require(obj, "ensemble", "")
+
+
+def ensemble_combine(spec: Any, n_actions: int) -> Combine:
+    """How the leaf values of an ensemble combine, from the source's ``ensemble`` object
+    (defaults filled in; the logistic link has one output, every other link one per action)."""
+    from clefprove.errors import ClefFormatError
+    from clefprove.model.clef import parse_combine
+
     if not isinstance(spec, dict):
         raise _fail("ensemble", "must be an object")
     _check_keys(spec, _ENSEMBLE_KEYS, "ensemble")
-    link = _require(spec, "link", "ensemble")
-    outputs = 1 if link == "logistic" else len(actions)
+    outputs = 1 if _require(spec, "link", "ensemble") == "logistic" else n_actions
     raw = {**_ENSEMBLE_DEFAULTS, "base": [0.0] * outputs, **spec, "outputs": outputs}
     try:
-        combine = parse_combine(raw, len(actions), "ensemble")
+        return parse_combine(raw, n_actions, "ensemble")
     except ClefFormatError as exc:
         raise ModelSourceError(str(exc)) from None
-    builder = _EnsembleBuilder(features, actions, outputs)
-    builder.build_trees(_require(obj, "trees", ""))
-    nodes = np.array(builder.all_records, dtype=NODE_DTYPE)
-    membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
-    values = np.array(builder.values, dtype=np.float64).reshape(-1, outputs)
-    meta: dict[str, Any] = {k: obj[k] for k in ("description", "metadata") if k in obj}
+
+
+def assemble_tree(
+    name: Any,
+    version: Any,
+    features: tuple[Feature, ...],
+    actions: tuple[str, ...],
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    max_depth: int,
+    meta: dict[str, Any],
+    origin: str,
+) -> Model:
+    """A single-tree model from its pre-order node records (built from JSON source or by an
+    importer), through the binary encoder and loader and their validation."""
+    from clefprove.model.clef import encode_clef, load_bytes
+
+    _check_names(name, version)
+    check_name_clashes(features, actions)
+    data = encode_clef(name, version, features, actions, nodes, membership, max_depth, meta)
+    model = load_bytes(data, origin=origin)
+    assert isinstance(model, Model)
+    return dataclasses.replace(model, from_source=True)
+
+
+def assemble_ensemble(
+    name: Any,
+    version: Any,
+    features: tuple[Feature, ...],
+    actions: tuple[str, ...],
+    combine: Combine,
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+    values: np.ndarray,
+    meta: dict[str, Any],
+    origin: str,
+) -> Model | Ensemble:
+    """An ensemble from its trees' pre-order node records and leaf value rows (built from JSON
+    source or by an importer), through the binary encoder and loader and their validation."""
+    from clefprove.errors import ClefFormatError
+    from clefprove.model.clef import encode_ensemble, load_bytes
+
+    _check_names(name, version)
     data = encode_ensemble(
-        name,
-        version,
-        features,
-        actions,
-        nodes,
-        membership,
-        np.array(builder.sizes),
-        np.array(builder.depths),
-        values,
-        combine,
-        meta,
+        name, version, features, actions, nodes, membership, sizes, depths, values, combine, meta
     )
     try:
         return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
@@ -227,11 +254,37 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
         raise ModelSourceError(str(exc).removeprefix(f"{origin}: ")) from None
 
 
+def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
+    _check_keys(obj, _ENSEMBLE_TOP_KEYS | {"description", "metadata"}, "")
+    name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
+    version = obj.get("version", "0.0.0")
+    _check_names(name, version)
+    features = parse_features(_require(obj, "features", ""))
+    actions = parse_actions(_require(obj, "actions", ""))
+    combine = ensemble_combine(_require(obj, "ensemble", ""), len(actions))
+    outputs = combine.outputs
+    builder = _EnsembleBuilder(features, actions, outputs)
+    builder.build_trees(_require(obj, "trees", ""))
+    meta: dict[str, Any] = {k: obj[k] for k in ("description", "metadata") if k in obj}
+    return assemble_ensemble(
+        name,
+        version,
+        features,
+        actions,
+        combine,
+        np.array(builder.all_records, dtype=NODE_DTYPE),
+        np.frombuffer(bytes(builder.membership), dtype=np.uint8),
+        np.array(builder.sizes),
+        np.array(builder.depths),
+        np.array(builder.values, dtype=np.float64).reshape(-1, outputs),
+        meta,
+        origin,
+    )
+
+
 def compile_source(obj: Any, origin: str = "<json>") -> Model | Ensemble:
     """Validate a parsed JSON model source and compile it into a :class:`Model` (or, for a
     source with ``trees``, an :class:`~clefprove.model.ensemble.Ensemble`)."""
-    from clefprove.model.clef import encode_clef, load_bytes
-
     if not isinstance(obj, dict):
         raise _fail("", f"{origin}: a model source must be a JSON object")
     if "trees" in obj or "ensemble" in obj:
@@ -239,11 +292,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model | Ensemble:
     _check_keys(obj, _TOP_KEYS, "")
     name = obj.get("name", Path(origin).stem if origin != "<json>" else "model")
     version = obj.get("version", "0.0.0")
-    for key, v in (("name", name), ("version", version)):
-        if not isinstance(v, str):
-            raise _fail(key, "must be a string")
-        if has_control_characters(v):
-            raise _fail(key, f"{v!r} holds a control character")
+    _check_names(name, version)
     features = parse_features(_require(obj, "features", ""))
     actions = parse_actions(_require(obj, "actions", ""))
     check_name_clashes(features, actions)
@@ -252,8 +301,9 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model | Ensemble:
     nodes = np.array(builder.records, dtype=NODE_DTYPE)
     membership = np.frombuffer(bytes(builder.membership), dtype=np.uint8)
     meta = {k: obj[k] for k in ("description", "metadata") if k in obj}
-    data = encode_clef(name, version, features, actions, nodes, membership, builder.max_depth, meta)
-    return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
+    return assemble_tree(
+        name, version, features, actions, nodes, membership, builder.max_depth, meta, origin
+    )
 
 
 class DuplicateKeyError(ValueError):
