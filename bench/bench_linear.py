@@ -83,7 +83,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rows", type=int, default=60_000)
-    ap.add_argument("--big-rows", type=int, default=200_000)
+    ap.add_argument("--big-rows", type=int, default=1_850_000)
     ap.add_argument("--no-big", action="store_true")
     args = ap.parse_args()
 
