@@ -132,7 +132,11 @@ def test_against_z3_on_random_boxes(problem):
     elif res[0] == ln.UNSAT:
         assert ref == z3.unsat
     # two literals over the reals: the dual test is complete for the closed system
-    if len(lits) == 2 and not any(integral) and _z3(lits, lo, hi, integral, closed=True) == z3.unsat:
+    if (
+        len(lits) == 2
+        and not any(integral)
+        and _z3(lits, lo, hi, integral, closed=True) == z3.unsat
+    ):
         assert res[0] == ln.UNSAT
 
 
