@@ -186,9 +186,19 @@ def _solve_column(
         ]
 
 
-def decide(lits: tuple[nm.Lin, ...], rows: nm.Rows) -> tuple[np.ndarray, np.ndarray]:
+#: An undecided box is split on an integral column with at most this many values...
+SPLIT_MAX = 64
+#: ... while a batch expands to at most this many boxes.
+SPLIT_ROWS = 50_000
+
+
+def decide(
+    lits: tuple[nm.Lin, ...], rows: nm.Rows, split: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """SAT / UNSAT / UNDECIDED per box for the conjunction of *lits*, and per row a point
-    (valid where SAT): see the module docstring."""
+    (valid where SAT): see the module docstring.  With *split*, a box left undecided is split
+    into one box per value of its integral literal column with the fewest values (at most
+    :data:`SPLIT_MAX`), each decided again (exact: the values cover the column)."""
     n = rows.size
     lo, hi = rows.lo, rows.hi
     out = np.full(n, UNDECIDED, dtype=np.int8)
@@ -226,6 +236,59 @@ def decide(lits: tuple[nm.Lin, ...], rows: nm.Rows) -> tuple[np.ndarray, np.ndar
             points[todo[hit]] = y[hit]
             found[hit] = True
         out[todo[found]] = SAT
+    todo = np.flatnonzero(out == UNDECIDED)
+    if split and todo.size and int_mask.any():
+        res, pts = _split(lits, lo[todo], hi[todo], cols, int_mask)
+        out[todo] = res
+        points[todo] = pts
+    return out, points
+
+
+def _split(
+    lits: tuple[nm.Lin, ...], lo: np.ndarray, hi: np.ndarray, cols: list[int], int_mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decide` by cases on one integral column per box (see there)."""
+    n = lo.shape[0]
+    out = np.full(n, UNDECIDED, dtype=np.int8)
+    points = lo.copy()
+    icols = np.array([c for c in cols if int_mask[c]], dtype=np.int64)
+    counts = hi[:, icols] - lo[:, icols] + 1
+    counts = np.where(counts > 1, counts, np.inf)
+    best = np.argmin(counts, axis=1)
+    cnt = counts[np.arange(n), best]
+    eligible = np.flatnonzero(cnt <= SPLIT_MAX)
+    if eligible.size == 0:
+        return out, points
+    rep = cnt[eligible].astype(np.int64)
+    keep = np.cumsum(rep) <= SPLIT_ROWS
+    eligible, rep = eligible[keep], rep[keep]
+    if eligible.size == 0:
+        return out, points
+    parent = np.repeat(np.arange(eligible.size), rep)
+    offset = np.arange(parent.size) - np.repeat(np.cumsum(rep) - rep, rep)
+    col = icols[best[eligible]][parent]
+    at = np.arange(parent.size)
+    sub_lo, sub_hi = lo[eligible][parent], hi[eligible][parent]
+    sub_lo[at, col] = sub_lo[at, col] + offset
+    sub_hi[at, col] = sub_lo[at, col]
+    sub = nm.Rows(sub_lo, sub_hi, {}, np.zeros(parent.size, dtype=np.int64))
+    prow, ok, still = nm.pin(list(lits), sub, np.ones(parent.size, dtype=bool))
+    ans = np.where(ok, np.where(still == 0, SAT, UNDECIDED), UNSAT).astype(np.int8)
+    pts = prow.lo.copy()
+    sat = np.flatnonzero(ans == SAT)  # every point of the pinned box: check one exactly
+    good = _valid(pts[sat], prow.lo[sat], prow.hi[sat], int_mask) & holds_at(lits, pts[sat])
+    ans[sat[~good]] = UNDECIDED
+    rest = np.flatnonzero(ans == UNDECIDED)
+    if rest.size:
+        r_ans, r_pts = decide(lits, take(prow, rest), split=False)
+        ans[rest] = r_ans
+        pts[rest] = r_pts
+    unsat = np.bincount(parent, weights=(ans == UNSAT), minlength=eligible.size)
+    out[eligible[unsat == rep]] = UNSAT
+    sat = np.flatnonzero(ans == SAT)
+    first_parent, first = np.unique(parent[sat], return_index=True)  # the lowest value
+    out[eligible[first_parent]] = SAT
+    points[eligible[first_parent]] = pts[sat[first]]
     return out, points
 
 
