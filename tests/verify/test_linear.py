@@ -289,3 +289,18 @@ def test_random_models_same_leaf_verdicts_with_and_without(data):
     assert np.array_equal(on.status[known], off.status[known])
     r = check_invariant(model, inv, CheckOptions(counterexamples=100))
     assert not any("internal" in w for w in r.warnings)  # every witness confirmed
+
+
+def test_integer_gap_is_decided_by_cases():
+    # d in {0, 1}, x in [0, 0.2]: 0.5 <= d + x <= 0.7 has real solutions (d = 0.5), no integer d
+    lits = (
+        nm.Lin(((0, Fraction(-1)), (1, Fraction(-1))), Fraction(1, 2), False, (True, False)),
+        nm.Lin(((0, Fraction(1)), (1, Fraction(1))), -Fraction(7, 10), False, (True, False)),
+    )
+    rows = _rows([0.0, 0.0], [1.0, 0.2])
+    assert ln.decide(lits, rows, split=False)[0][0] == ln.UNDECIDED
+    assert ln.decide(lits, rows)[0][0] == ln.UNSAT
+    assert _z3(lits, [0.0, 0.0], [1.0, 0.2], [True, False]) == z3.unsat
+    # widen x: d = 0, x = 0.5 .. 0.7 now; the first value of d that works gives the witness
+    res, pts = ln.decide(lits, _rows([0.0, 0.0], [1.0, 0.6]))
+    assert res[0] == ln.SAT and _holds(lits, pts[0]) and pts[0][0] in (0.0, 1.0)
