@@ -14,7 +14,9 @@ The violation condition ``V = when and not ensure`` is normalized once (see
    SAFE, ``V`` true on the whole box is VIOLATED (any point of the box is a witness);
 2. for the remaining leaves, ``V`` as a short DNF: each conjunction is decided per box by
    intersecting the single-variable literals with the box and, when one multi-variable linear
-   literal remains, evaluating its minimum at the box's corner;
+   literal remains, evaluating its minimum at the box's corner; two or more linear literals
+   are decided by :mod:`clefprove.verify.linear` (LP duality, exact witnesses, cases on an
+   integral column) unless ``CheckOptions.linear`` is off;
 3. whatever is left goes to Z3 (:mod:`clefprove.smt`), only imported when needed.
 
 :func:`check_subtree` is the unit the incremental checker calls with a path context.

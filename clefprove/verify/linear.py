@@ -23,8 +23,13 @@ columns on the box.  This module decides them for every box at once, without a s
   bound on it, a value inside the bounds (a whole number first, then the midpoint, then the
   ends) is tried.  A point is accepted only when it is inside the box, whole on integral
   columns, and satisfies every literal *exactly* (:func:`normal.lin_extreme` on the point).
-* anything else stays **UNDECIDED** (equalities with no float64 point, integer gaps, several
-  literals without a common breakpoint...): the engine sends it to Z3 as before.
+* **by cases** on an integral column: a box still open is split into one box per value of its
+  integral literal column with the fewest values (at most :data:`SPLIT_MAX`); each is decided by
+  :func:`normal.pin` (exact once every literal has one free column) or by the two tests above.
+  All cases UNSAT is UNSAT; the first SAT case (lowest value) gives the witness.  This settles
+  integer gaps (a real solution, no integer one) and the integral rounding of the face.
+* anything else stays **UNDECIDED** (equalities with no float64 point on the faces tried, three
+  or more literals with no pairwise certificate, ...): the engine sends it to Z3 as before.
 
 Nothing here depends on anything but the literals and the boxes, so a row's answer and witness
 are the same whether it is decided alone (:func:`point`, for counterexamples) or in a batch.
