@@ -86,6 +86,8 @@ class _Encoder:
                 self.vars.append(z3.Real(f"x{i}", self.ctx))
             else:
                 self.vars.append(z3.Int(f"x{i}", self.ctx))
+        # Bounds recur from leaf to leaf (siblings share all but one): build each once.
+        self.bounds: dict[tuple[int, float, bool], z3.BoolRef] = {}
         s = z3.Solver(ctx=self.ctx)
         s.set("random_seed", SEED)
         if limits.timeout_ms:
@@ -98,12 +100,26 @@ class _Encoder:
         self.tab = tables(model)
 
     def _le(self, i: int, v: float) -> z3.BoolRef:
+        key = (i, v, True)
+        got = self.bounds.get(key)
+        if got is None:
+            got = self.bounds[key] = self._le_new(i, v)
+        return got
+
+    def _ge(self, i: int, v: float) -> z3.BoolRef:
+        key = (i, v, False)
+        got = self.bounds.get(key)
+        if got is None:
+            got = self.bounds[key] = self._ge_new(i, v)
+        return got
+
+    def _le_new(self, i: int, v: float) -> z3.BoolRef:
         x = self.vars[i]
         if self.model.features[i].type is FeatureType.FLOAT:
             return x <= _q(self.ctx, v)
         return x <= z3.IntVal(math.floor(v), self.ctx)
 
-    def _ge(self, i: int, v: float) -> z3.BoolRef:
+    def _ge_new(self, i: int, v: float) -> z3.BoolRef:
         x = self.vars[i]
         if self.model.features[i].type is FeatureType.FLOAT:
             return x >= _q(self.ctx, v)
@@ -264,6 +280,16 @@ class _Session:
         self.enc = _Encoder(model, limits)
         self.limits = limits
         self.stack: list[tuple[int, bool]] = []
+        # V at one decision (action, confidence): the same for every leaf that makes it.
+        self.violation: dict[tuple[int, float], z3.BoolRef] = {}
+
+    def _violation(self, q: Query) -> z3.BoolRef:
+        key = (q.action, q.confidence)
+        got = self.violation.get(key)
+        if got is None:
+            v = ck.And((self.when, ck.Not(self.ensure)))
+            got = self.violation[key] = self.enc.formula(v, q.action, q.confidence)
+        return got
 
     def _goto(self, path: list[tuple[int, bool]]) -> None:
         s = self.enc.solver
@@ -298,9 +324,7 @@ class _Session:
         s.push()
         try:
             s.add(*self.enc.box(q))
-            s.add(
-                self.enc.formula(ck.And((self.when, ck.Not(self.ensure))), q.action, q.confidence)
-            )
+            s.add(self._violation(q))
             r = s.check()
             if self.limits.smtlib_dir:
                 self._record(q, "unsat" if r == z3.unsat else "sat" if r == z3.sat else "unknown")

@@ -14,7 +14,9 @@ The violation condition ``V = when and not ensure`` is normalized once (see
    SAFE, ``V`` true on the whole box is VIOLATED (any point of the box is a witness);
 2. for the remaining leaves, ``V`` as a short DNF: each conjunction is decided per box by
    intersecting the single-variable literals with the box and, when one multi-variable linear
-   literal remains, evaluating its minimum at the box's corner;
+   literal remains, evaluating its minimum at the box's corner; two or more linear literals
+   are decided by :mod:`clefprove.verify.linear` (LP duality, exact witnesses, cases on an
+   integral column) unless ``CheckOptions.linear`` is off;
 3. whatever is left goes to Z3 (:mod:`clefprove.smt`), only imported when needed.
 
 :func:`check_subtree` is the unit the incremental checker calls with a path context.
@@ -38,6 +40,7 @@ from clefprove.geometry.floats import float_at, float_key, value_count
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.status import Decided, LeafOutcome, SolverAnswer
+from clefprove.verify import linear as ln
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
 
@@ -57,7 +60,7 @@ PARALLEL_MIN_SOLVER_PATHS = 200
 
 #: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
 #: key, so that proofs stored by an older verifier are never reused.
-ENGINE_REVISION = 3
+ENGINE_REVISION = 4
 
 
 #: The options of a check when none are given.
@@ -128,7 +131,7 @@ def decide(
             boxes, np.full(0, SAFE, dtype=np.int8), np.full(0, HOW_NONE, dtype=np.int16)
         )
     if settings.shortcuts:
-        status, how, to_solver = box_stages(prep, boxes)
+        status, how, to_solver = box_stages(prep, boxes, settings.linear)
     else:
         status = np.full(n, SAFE, dtype=np.int8)
         how = np.full(n, HOW_NONE, dtype=np.int16)
@@ -151,9 +154,13 @@ def decide(
     return PathVerdicts(boxes, status, how, witnesses, int(solver_rows.size))
 
 
-def box_stages(prep: Prepared, boxes: LeafBoxes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def box_stages(
+    prep: Prepared, boxes: LeafBoxes, linear: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stages 1 and 2 on every row: ``(status, how, to_solver)``, the rows left undecided
-    marked in ``to_solver`` (their status is SAFE until the solver says otherwise)."""
+    marked in ``to_solver`` (their status is SAFE until the solver says otherwise).  With
+    *linear*, conjuncts of several linear literals are decided on the boxes too
+    (:mod:`clefprove.verify.linear`)."""
     n = boxes.size
     status = np.full(n, SAFE, dtype=np.int8)
     how = np.full(n, HOW_NONE, dtype=np.int16)
@@ -172,8 +179,9 @@ def box_stages(prep: Prepared, boxes: LeafBoxes) -> tuple[np.ndarray, np.ndarray
             sub = _rows(boxes.take(mixed))
             done = np.zeros(mixed.size, dtype=bool)
             undecided = np.zeros(mixed.size, dtype=bool)
+            decide_conj = ln.decide_conjunct if linear else nm.decide_conjunct
             for k, conj in enumerate(prep.conjuncts):
-                res = nm.decide_conjunct(conj, sub)
+                res = decide_conj(conj, sub)
                 hit = (res == nm.SAT) & ~done
                 status[mixed[hit]] = VIOLATED
                 how[mixed[hit]] = k
@@ -236,7 +244,7 @@ def isolated_witness(
     query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
     verdict, x = smt_paths.solve(model, inv.when, inv.ensure_formula, [query], limits)[0]
     if verdict == SolverAnswer.REAL:
-        return search(model, prep, boxes, r, x)
+        return search(model, prep, boxes, r, x, settings.linear)
     return x if verdict == SolverAnswer.SAT else None
 
 
@@ -365,6 +373,14 @@ def witness(
             for col, c in lit.terms:  # the minimizing corner
                 if col < x.shape[0]:
                     x[col] = nrows.lo[0, col] if c > 0 else nrows.hi[0, col]
+    elif len(multi) >= 2:
+        lits = tuple(multi)
+        if not ln.holds_at(lits, np.append(x, conf)[None, :])[0]:
+            p = ln.point(lits, nrows, 0)  # decided by verify.linear: its witness
+            if p is not None:
+                for col in {c for lit in lits for c, _ in lit.terms}:
+                    if col < x.shape[0]:
+                        x[col] = p[col]
     return x
 
 
@@ -407,7 +423,7 @@ def on_grid(
 ) -> tuple[SolverAnswer, np.ndarray | None]:
     """``(UNSAT, None)``, ``(SAT, x)`` or ``(UNKNOWN, None)`` for row *r*, exactly over
     the float64 / integer values (see module docstring)."""
-    done = _enumerate(model, prep, boxes, r)
+    done = _enumerate(model, prep, boxes, r, settings.linear)
     if done is not None:
         x, complete = done
         if x is not None:
@@ -420,11 +436,16 @@ def on_grid(
 
 
 def search(
-    model: Model, prep: Prepared, boxes: LeafBoxes, r: int, start: np.ndarray | None
+    model: Model,
+    prep: Prepared,
+    boxes: LeafBoxes,
+    r: int,
+    start: np.ndarray | None,
+    linear: bool = True,
 ) -> np.ndarray | None:
     """A witness for row *r*: by enumeration when it is small, else around *start* (the
     rounded solver model); None when none is found."""
-    done = _enumerate(model, prep, boxes, r)
+    done = _enumerate(model, prep, boxes, r, linear)
     if done is not None:
         return done[0]
     if start is None:
@@ -442,18 +463,19 @@ def search(
         if len(values[big]) == 1:
             break
         values[big] = _around(model, boxes, r, pinned[big], begin[big])[:1]
-    return _decide(model, prep, boxes, r, pinned, values)[0]
+    return _decide(model, prep, boxes, r, pinned, values, linear)[0]
 
 
 def _enumerate(
-    model: Model, prep: Prepared, boxes: LeafBoxes, r: int
+    model: Model, prep: Prepared, boxes: LeafBoxes, r: int, linear: bool = True
 ) -> tuple[np.ndarray | None, bool] | None:
     """:func:`_decide` over every combination of the pinned columns' values, or None when
     there are more than :data:`ENUMERATION_MAX`."""
     counts, pinned = _plan(model, prep, boxes, r)
     if math.prod(counts[c] for c in pinned) > ENUMERATION_MAX:
         return None
-    return _decide(model, prep, boxes, r, pinned, [_values(model, boxes, r, c) for c in pinned])
+    values = [_values(model, boxes, r, c) for c in pinned]
+    return _decide(model, prep, boxes, r, pinned, values, linear)
 
 
 def _integral(model: Model, c: int) -> bool:
@@ -528,6 +550,7 @@ def _decide(
     r: int,
     pinned: Sequence[int],
     values: Sequence[Sequence[float]],
+    linear: bool = True,
 ) -> tuple[np.ndarray | None, bool]:
     """(the first exact witness among the combinations, whether every combination was
     decided): each combination is row *r*'s box with the pinned columns fixed."""
@@ -541,7 +564,7 @@ def _decide(
         lo[:, c] = combos[:, j]
         hi[:, c] = combos[:, j]
     grid = LeafBoxes(grid.leaves, lo, hi, grid.cats, grid.actions, grid.feasible)
-    status, how, undecided = box_stages(prep, grid)
+    status, how, undecided = box_stages(prep, grid, linear)
     pv = PathVerdicts(grid, status, how)
     violated = np.flatnonzero(status == VIOLATED).tolist()
     for g in violated:

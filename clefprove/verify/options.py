@@ -41,6 +41,7 @@ class CheckOptions:
     jobs: int = _option(1, Affects.RESULT)  # solver processes (grouping can change a witness)
     dnf_cap: int = _option(64, Affects.OUTCOME)  # longest DNF decided on boxes
     shortcuts: bool = _option(True, Affects.OUTCOME)  # False: every feasible leaf to the solver
+    linear: bool = _option(True, Affects.OUTCOME)  # conjuncts of linear literals on boxes
     smtlib_dir: str | None = _option(None, Affects.NOTHING)  # write every query here
 
     def __post_init__(self) -> None:
@@ -58,6 +59,8 @@ class CheckOptions:
             raise ClefproveError(f"timeout must be a positive number of seconds, not {t!r}")
         if not isinstance(self.shortcuts, bool):
             raise ClefproveError(f"shortcuts must be true or false, not {self.shortcuts!r}")
+        if not isinstance(self.linear, bool):
+            raise ClefproveError(f"linear must be true or false, not {self.linear!r}")
 
     def identity(self, *affects: Affects) -> str:
         """A canonical text of every field that affects one of *affects* (for cache keys)."""

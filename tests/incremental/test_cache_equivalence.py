@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from clefprove.incremental import ProofCache
 from clefprove.verify.api import check
+from clefprove.verify.options import CheckOptions
 from tests.incremental import models as M
 
 EDITS = ["leaf_action", "threshold", "replace_subtree", "bounds", "invariants", "none"]
@@ -104,18 +105,24 @@ def test_edit_reuses_unchanged_subtrees(tmp_path) -> None:
 
     src["tree"] = full(7, 0.0, 10.0)
     names = ["slow", "confident", "solver_safe"]
-    cache = ProofCache(tmp_path)
-    model = M.compile_(src)
-    prog = M.program(names, model)
-    first = check(model, prog, cache=cache)
-    assert [r.paths_reused for r in first.results] == [0, 0, 0]
-    assert first.results[2].status == "holds" and first.results[2].solver_paths > 0
-    M.at(src["tree"], ("right",) * 7)["action"] = "challenge"  # x near 10: not allow
-    model2 = M.compile_(src)
-    second = check(model2, prog, cache=cache)
-    assert M.comparable(second) == M.comparable(check(model2, prog))
-    for r in second.results:
-        assert (r.paths_checked, r.paths_reused) == (1, 127), r.invariant
+    prog = M.program(names, M.compile_(src))
+    # linear=False: the solver, not verify/linear, decides 'solver_safe'.  With the linear
+    # stage every invariant is decided on boxes: no snapshot is stored, the edit is rechecked.
+    for opts in (CheckOptions(linear=False), CheckOptions()):
+        cache = ProofCache(tmp_path / str(opts.linear))
+        model = M.compile_(src)
+        first = check(model, prog, cache=cache, options=opts)
+        assert [r.paths_reused for r in first.results] == [0, 0, 0]
+        assert first.results[2].status == "holds"
+        assert (first.results[2].solver_paths > 0) == (not opts.linear)
+        edited = copy.deepcopy(src)
+        M.at(edited["tree"], ("right",) * 7)["action"] = "challenge"  # x near 10: not allow
+        model2 = M.compile_(edited)
+        second = check(model2, prog, cache=cache, options=opts)
+        assert M.comparable(second) == M.comparable(check(model2, prog, options=opts))
+        for r in second.results:
+            want = (128, 0) if opts.linear else (1, 127)
+            assert (r.paths_checked, r.paths_reused) == want, r.invariant
 
 
 def test_a_domain_change_never_reuses_proofs(tmp_path) -> None:

@@ -118,6 +118,7 @@ def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
     from clefprove.app.gate import run_gate
     from clefprove.incremental import ProofCache
     from clefprove.report.gate_text import render_text
+    from clefprove.verify.options import CheckOptions
 
     src = {
         "name": "t",
@@ -141,10 +142,11 @@ def test_gate_unknown_is_exit_3_and_never_cached(tmp_path) -> None:
     inv = tmp_path / "z3.inv"
     inv.write_text(M.program_text(["solver_safe"]))
     with ProofCache(tmp_path / "c") as cache:
+        # linear=False: verify/linear would prove it on the box, without Z3
         for _ in range(2):  # a tiny resource limit: Z3 gives up; nothing unknown is stored
-            res = run_gate(model, [inv], cache=cache, rlimit=1)
+            res = run_gate(model, [inv], cache=cache, options=CheckOptions(rlimit=1, linear=False))
             assert res.exit_code == 3 and "FAIL (unknown)" in render_text(res)
-        res = run_gate(model, [inv], cache=cache)
+        res = run_gate(model, [inv], cache=cache, options=CheckOptions(linear=False))
         assert res.exit_code == 0 and res.report.results[0].status == "holds"
 
 

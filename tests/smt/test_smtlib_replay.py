@@ -10,9 +10,21 @@ import pytest
 from clefprove.smt.smtlib import expected_status, replay
 from tests.conftest import EXAMPLES
 
-# Two multi-feature linear atoms in one conjunction: the box shortcuts cannot decide these
-# leaves, so they reach Z3 and produce queries.
+# Multi-feature linear atoms that the box stages (verify/linear) cannot decide on every leaf, so
+# that some reach Z3 and produce queries: an equality over two float features (the solver's
+# answer is sat where the box has real solutions, often with no float64 point on the face), and
+# three literals over float features no two of which are contradictory on the box (unsat).
 INVARIANTS = """
+invariant window_equality:
+  when client_rtt_ms - 100 * referer_entropy == 0.1 and client_rtt_ms <= 150
+  ensure action == block
+
+invariant triangle_is_empty:
+  when client_rtt_ms + 100 * referer_entropy <= 1200
+    and client_rtt_ms - 100 * referer_entropy >= 200
+    and 100 * referer_entropy - 0.5 * client_rtt_ms >= 160
+  ensure action == block
+
 invariant two_linear_atoms:
   when client_rtt_ms + 100 * path_depth >= 900 and client_rtt_ms - 50 * referer_entropy <= 250
   ensure action != allow

@@ -60,7 +60,8 @@ def test_jobs_give_identical_verdicts(edge):
 def test_smtlib_dump(tmp_path, edge):
     inv = _inv(edge, TWO_LINEAR)
     out = tmp_path / "smt"
-    rep = check(edge, [inv], smtlib=str(out))
+    # linear=False: the two-literal conjunct goes to the solver (verify/linear decides it)
+    rep = check(edge, [inv], options=CheckOptions(linear=False, smtlib_dir=str(out)))
     solver_paths = rep.results[0].solver_paths
     assert solver_paths > 0
     assert len(list(out.glob("t-leaf*.smt2"))) == solver_paths
@@ -71,10 +72,13 @@ def test_smtlib_dump(tmp_path, edge):
 @pytest.mark.slow
 def test_two_linear_literals_reach_solver_and_agree(edge):
     inv = _inv(edge, TWO_LINEAR)
-    r = check_invariant(edge, inv)
+    r = check_invariant(edge, inv, CheckOptions(linear=False))
     assert r.solver_paths > 0
     slow = check_invariant(edge, inv, CheckOptions(shortcuts=False))
     assert (r.status, r.violating_paths) == (slow.status, slow.violating_paths)
+    fast = check_invariant(edge, inv)  # verify/linear: the same, fewer solver paths
+    assert (fast.status, fast.violating_paths) == (slow.status, slow.violating_paths)
+    assert fast.solver_paths < r.solver_paths
 
 
 @pytest.mark.parametrize(

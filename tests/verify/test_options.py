@@ -20,6 +20,7 @@ OTHER = {
     "jobs": 2,
     "dnf_cap": 8,
     "shortcuts": False,
+    "linear": False,
     "smtlib_dir": "/tmp/queries",
 }
 
@@ -58,6 +59,7 @@ def test_keys_change_exactly_when_a_field_can_change_what_is_stored(name, spec_m
         {"timeout": True},
         {"rlimit": 0},
         {"shortcuts": "yes"},
+        {"linear": 1},
     ],
 )
 def test_bad_values_are_one_line_errors_that_name_no_cli_flag(bad):
