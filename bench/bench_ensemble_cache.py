@@ -136,21 +136,25 @@ def main() -> None:
         ("tail, cached", b, prog_b, filled),
     ):
         seconds, report = (cold, fresh_a) if name == "cold" else run(model, prog, src)
-        fresh = fresh_a if model is a else run(b, prog_b, None)[1] if name != "tail, fresh" else report
+        fresh = (
+            fresh_a if model is a else run(b, prog_b, None)[1] if name != "tail, fresh" else report
+        )
         assert _comparable(report) == _comparable(fresh), f"{name}: differs from a fresh run"
         checked = sum(r.paths_checked for r in report.results)
         reused = sum(r.paths_reused for r in report.results)
         statuses = ",".join(sorted({str(r.status) for r in report.results}))
-        rows.append(
-            [name, f"{seconds:.3f}", f"{cold / seconds:.2f}x", checked, reused, statuses]
-        )
+        rows.append([name, f"{seconds:.3f}", f"{cold / seconds:.2f}x", checked, reused, statuses])
     print(machine())
     print(
         f"XGBoost {args.trees} trees, depth {args.depth}; tail model shares {same} trees, "
         f"{args.trees - same} retrained; {len(THRESHOLDS)} invariants; median of {args.repeat}"
     )
-    print(table(["run", "seconds", "speed-up vs cold", "paths checked", "paths reused",
-                 "verdicts"], rows))
+    print(
+        table(
+            ["run", "seconds", "speed-up vs cold", "paths checked", "paths reused", "verdicts"],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ def _toy():
     return compile_source(json.loads(TOY.read_text()))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_cached_results_equal_fresh_ones(data):
@@ -82,6 +83,7 @@ def test_cached_results_equal_fresh_ones(data):
     _confirm(model, inv, w)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_recheck_of_a_changed_ensemble_against_enumeration(data):
