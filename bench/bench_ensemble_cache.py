@@ -128,6 +128,7 @@ def main() -> None:
     empty = tmp / "empty-does-not-exist"
     rows = []
     cold, fresh_a = run(a, prog_a, None)
+    fresh_b = run(b, prog_b, None)[1]
     for name, model, prog, src in (
         ("cold", a, prog_a, None),
         ("cold+store", a, prog_a, empty),
@@ -136,9 +137,7 @@ def main() -> None:
         ("tail, cached", b, prog_b, filled),
     ):
         seconds, report = (cold, fresh_a) if name == "cold" else run(model, prog, src)
-        fresh = (
-            fresh_a if model is a else run(b, prog_b, None)[1] if name != "tail, fresh" else report
-        )
+        fresh = fresh_a if model is a else fresh_b
         assert _comparable(report) == _comparable(fresh), f"{name}: differs from a fresh run"
         checked = sum(r.paths_checked for r in report.results)
         reused = sum(r.paths_reused for r in report.results)
