@@ -123,3 +123,30 @@ def test_identical_ensembles():
     rep = diff_models(old, compile_source(_toy_source()))
     assert rep.identical_behaviour and rep.changes == () and rep.share_explored == 1.0
     assert "identical trees" in render_text(rep)
+
+
+@SETTINGS
+@given(st.data())
+def test_explain_is_the_evaluators_decision_tree_by_tree(data):
+    model = data.draw(ensembles(all_int=data.draw(st.booleans())))
+    X = enumerate_inputs(model)[:50] if all(f.is_integral for f in model.features) else None
+    if X is None:
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+        lo = np.array([f.min for f in model.features])
+        hi = np.array([f.max for f in model.features])
+        X = lo + (hi - lo) * rng.random((20, lo.size))
+        for i, f in enumerate(model.features):
+            if f.is_integral:
+                X[:, i] = np.round(X[:, i])
+    ev = EnsembleEvaluator(model)
+    batch = ev.evaluate(X)
+    rows = model.leaf_rows()
+    for i in range(X.shape[0]):
+        ex = ev.explain(X[i])
+        assert ex.action == int(batch.actions[i]) and ex.confidence == float(batch.confidences[i])
+        assert ex.leaves == tuple(int(v) for v in batch.leaves[i])
+        for t, leaf in enumerate(ex.leaves):
+            row = int(np.searchsorted(rows, int(model.roots[t]) + leaf))
+            assert ex.values[t] == tuple(float(v) for v in model.values[row])
+        assert ex.scores == tuple(float(v) for v in batch.scores[i])
+        assert abs(sum(ex.probabilities) - 1.0) < 1e-5 or str(model.combine.link) == "identity"
