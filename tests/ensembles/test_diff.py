@@ -150,3 +150,25 @@ def test_explain_is_the_evaluators_decision_tree_by_tree(data):
             assert ex.values[t] == tuple(float(v) for v in model.values[row])
         assert ex.scores == tuple(float(v) for v in batch.scores[i])
         assert abs(sum(ex.probabilities) - 1.0) < 1e-5 or str(model.combine.link) == "identity"
+
+
+def test_the_services_reload_diff_of_two_ensembles(tmp_path):
+    from clefprove.app.admission import diff_files
+    from clefprove.model.clef import write_clef
+
+    src = _toy_source()
+    a = tmp_path / "a.clef"
+    a.write_bytes(write_clef(compile_source(src)))
+    src["trees"][2]["right"]["value"] = [0, 0.0625, 1.5]
+    b = tmp_path / "b.clef"
+    b.write_bytes(write_clef(compile_source(src)))
+    d = diff_files(str(a), str(b))
+    assert "error" not in d, d
+    assert d["semantic"]["partial"] is False and d["semantic"]["share_changed"] > 0
+    assert "regions" not in d["semantic"]  # a summary: regions are in clefprove diff
+    tree = Path(__file__).parent.parent / "fixtures" / "spec_model.json"
+    from clefprove.cli.main import main
+
+    clef = tmp_path / "tree.clef"
+    assert main(["compile", str(tree), "-o", str(clef)]) == 0
+    assert "cannot be compared with a single tree" in diff_files(str(clef), str(b))["error"]

@@ -203,3 +203,22 @@ def test_cli_check_reuses_ensemble_results(tmp_path):
     second = json.loads(run_cli(*args).stdout)["results"][0]
     assert first["status"] == second["status"] == "holds"
     assert second["paths_checked"] == 0 and second["paths_reused"] >= 1
+
+
+@SETTINGS
+@given(st.data())
+def test_vectorised_outcomes_equal_the_per_region_ones(data):
+    from clefprove.verify.ensemble import _outcome_rows, outcomes
+
+    model = data.draw(ensembles(all_int=False))
+    k = model.combine.outputs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    lo = rng.normal(0, 3, (16, k))
+    hi = lo + np.abs(rng.normal(0, 2, (16, k))) * (rng.random((16, 1)) < 0.8)
+    owner, acts, clo, chi = _outcome_rows(model, lo, hi)
+    for r in range(16):
+        oc = outcomes(model, lo[r], hi[r])
+        mine = owner == r
+        assert acts[mine].tolist() == oc.actions.tolist()
+        assert clo[mine].tolist() == oc.conf_lo.tolist()
+        assert chi[mine].tolist() == oc.conf_hi.tolist()
