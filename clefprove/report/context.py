@@ -436,6 +436,7 @@ def _single(model: Model | Ensemble, inputs: Inputs, cex: dict[str, Any]) -> dic
         + _q(["clefprove", "eval", inputs.model_path]),
         "window": win,
         "diagram": layout(win),
+        "ensemble": None,
     }
 
 
