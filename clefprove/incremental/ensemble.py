@@ -138,7 +138,7 @@ def _check_program(
                 raise CacheCorrupt("a partition row has the wrong kind")
             try:
                 start = Partition.from_bytes(blob)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 raise CacheCorrupt(str(exc)) from exc
         res, part = decide_ensemble_invariant(model, inv, settings, k, start)
         if start is not None and res.status != Verdict.HOLDS:

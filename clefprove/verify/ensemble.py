@@ -28,6 +28,7 @@ from __future__ import annotations
 import io
 import math
 import time
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,7 +232,7 @@ class Partition:
                 cats = {
                     int(k[3:]): np.asarray(z[k], dtype=bool) for k in z.files if k.startswith("cat")
                 }
-        except (OSError, KeyError, EOFError) as exc:  # np.load's ways of saying "not npz"
+        except (OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # np.load: not npz
             raise ValueError(f"not a partition: {exc}") from exc
         if lo.shape != hi.shape or lo.ndim != 2 or root.shape != (lo.shape[0],):
             raise ValueError("not a partition: inconsistent shapes")
