@@ -114,6 +114,7 @@ def test_info_and_eval(toy):
     assert doc["input"]["ua_family"] == "other"
 
 
+@pytest.mark.slow
 def test_diff_report_gate_previous_work_and_coq_is_not_exported(toy, tmp_path):
     clef, inv = toy
     r = run_cli("diff", clef, clef, "--format", "json")
