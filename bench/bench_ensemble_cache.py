@@ -20,6 +20,7 @@ fresh copy of the cache:
 Every cached report is compared with a fresh one (minus timings and path counts).
 
     python bench/bench_ensemble_cache.py [--repeat 3] [--trees 200] [--depth 6]
+        [--library xgboost|lightgbm]
 """
 
 from __future__ import annotations
@@ -43,9 +44,7 @@ from bench.common import machine, table  # noqa: E402
 THRESHOLDS = (1.15, 1.1, 1.08, 1.06)
 
 
-def _models(tmp: Path, trees: int, depth: int, tail: int):  # type: ignore[no-untyped-def]
-    import xgboost as xgb
-
+def _models(tmp: Path, trees: int, depth: int, tail: int, library: str = "xgboost"):  # type: ignore[no-untyped-def]
     from clefprove.model.importers import import_model
 
     rng = np.random.default_rng(0)
@@ -58,6 +57,28 @@ def _models(tmp: Path, trees: int, depth: int, tail: int):  # type: ignore[no-un
     ]
     spec = tmp / "spec.json"
     spec.write_text(json.dumps({"features": feats, "actions": ["no", "yes"]}))
+    if library == "lightgbm":
+        import lightgbm as lgb
+
+        params_l = {
+            "objective": "binary",
+            "max_depth": depth,
+            "num_leaves": 2**depth - 1,
+            "verbose": -1,
+            "seed": 0,
+        }
+        full = lgb.train(params_l, lgb.Dataset(X, y), trees)
+        full.save_model(str(tmp / "a.txt"))
+        head_l = lgb.Booster(model_str=full.model_to_string(num_iteration=trees - tail))
+        retrained_l = lgb.train(
+            {**params_l, "seed": 1}, lgb.Dataset(X[::2], y[::2]), tail, init_model=head_l
+        )
+        retrained_l.save_model(str(tmp / "b.txt"))
+        return import_model("lightgbm", tmp / "a.txt", spec), import_model(
+            "lightgbm", tmp / "b.txt", spec
+        )
+    import xgboost as xgb
+
     clf = xgb.XGBClassifier(n_estimators=trees, max_depth=depth, random_state=0).fit(X, y)
     booster = clf.get_booster()
     booster.save_model(tmp / "a.json")
@@ -85,6 +106,7 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--tail", type=int, default=20)
+    ap.add_argument("--library", choices=("xgboost", "lightgbm"), default="xgboost")
     args = ap.parse_args()
 
     import clefprove
@@ -94,7 +116,7 @@ def main() -> None:
     from clefprove.verify.options import CheckOptions
 
     tmp = Path(tempfile.mkdtemp())
-    a, b = _models(tmp, args.trees, args.depth, args.tail)
+    a, b = _models(tmp, args.trees, args.depth, args.tail, args.library)
     same = sum(x == y for x, y in zip(tree_hashes(a), tree_hashes(b), strict=True))
     text = "".join(
         f"invariant near_{i}:\n  when x0 + x1 >= {t}\n  ensure action == yes\n"
@@ -145,7 +167,7 @@ def main() -> None:
         rows.append([name, f"{seconds:.3f}", f"{cold / seconds:.2f}x", checked, reused, statuses])
     print(machine())
     print(
-        f"XGBoost {args.trees} trees, depth {args.depth}; tail model shares {same} trees, "
+        f"{args.library} {args.trees} trees, depth {args.depth}; tail model shares {same} trees, "
         f"{args.trees - same} retrained; {len(THRESHOLDS)} invariants; median of {args.repeat}"
     )
     print(
