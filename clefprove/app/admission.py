@@ -19,6 +19,9 @@ from typing import Any
 from clefprove.errors import ClefproveError
 from clefprove.memo import Derived
 
+#: Time budget (seconds) of the behaviour search of an ensemble diff on reload.
+DIFF_BUDGET = 10.0
+
 
 @dataclass(frozen=True)
 class GateSettings:
@@ -143,15 +146,14 @@ def _program(invariants: tuple[str, ...], model: Any) -> Any:
 
 def diff_files(old: str, new: str) -> dict[str, Any]:
     """The behaviour diff summary from the model file *old* to *new* (as ``clefprove gate
-    --previous`` reports it); an unreadable file, or an ensemble (no behaviour diff of
-    ensembles yet), gives ``{"error": ...}``."""
-    from clefprove.incremental.diff import diff
-    from clefprove.model.clef import load, single_tree
+    --previous`` reports it), for two single trees or two ensembles (whose behaviour search
+    has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``); an unreadable
+    file, or a tree against an ensemble, gives ``{"error": ...}``."""
+    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.model.clef import load
 
     try:
-        before = single_tree(load(old), old, "the behaviour diff")
-        after = single_tree(load(new), new, "the behaviour diff")
-        d = diff(before, after, old, new, limit=3).to_json_dict()
+        d = diff_models(load(old), load(new), old, new, 3, DIFF_BUDGET).to_json_dict()
     except ClefproveError as exc:
         return {"error": exc.one_line()}
     d["semantic"].pop("regions", None)

@@ -73,15 +73,15 @@ def run_gate(
     *invariants* are .inv paths, or a program already checked against *new*'s features and
     actions (a caller that gates many versions of one model parses the files once)."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.clef import single_tree
-    from clefprove.model.loading import load_any, load_model
+    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.model.loading import load_any
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
     model = load_any(new, clef_only=True)  # full validation, digest included
-    old = load_model(previous, what="gate --previous") if previous is not None else None
-    if old is not None:
-        single_tree(model, str(new), "gate --previous")  # no behaviour diff of ensembles yet
+    old = load_any(previous) if previous is not None else None
+    if old is not None and isinstance(old, Model) != isinstance(model, Model):
+        diff_models(old, model, str(previous), str(new))  # refuses a tree against an ensemble
     if isinstance(invariants, CheckedProgram):
         program = invariants
     else:
@@ -89,8 +89,7 @@ def run_gate(
     report = check(model, program, cache=cache, model_path=str(new), **check_options)
     d = None
     if old is not None:
-        assert isinstance(model, Model)  # single_tree refused an ensemble above
-        d = df.diff(old, model, str(previous), str(new), limit=3)
+        d = diff_models(old, model, str(previous), str(new), limit=3)
     return GateResult(
         str(new),
         model.sha256,

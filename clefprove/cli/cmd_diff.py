@@ -22,6 +22,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="N",
         help="list at most N regions, largest first (0: all); all are counted",
     )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time budget of the behaviour search on tree ensembles (default 60); when it "
+        "runs out the diff is partial and says which share of the domain was explored",
+    )
     op.add_output(p)
     p.set_defaults(func=run)
 
@@ -29,16 +37,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.errors import ClefproveError
-    from clefprove.incremental.diff import diff
-    from clefprove.model.loading import load_model
+    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.model.loading import load_any
     from clefprove.report.diff_text import render_text
 
     if args.limit < 0:
         raise ClefproveError("--limit must be >= 0")
+    if args.timeout is not None and not args.timeout > 0:
+        raise ClefproveError(f"--timeout must be positive, not {args.timeout}")
     refuse_inputs(args.output, args.old, args.new)
-    old = load_model(args.old)
-    new = load_model(args.new)
-    rep = diff(old, new, args.old, args.new, limit=args.limit or None)
+    old = load_any(args.old)
+    new = load_any(args.new)
+    rep = diff_models(old, new, args.old, args.new, args.limit or None, args.timeout)
     if args.format == "json":
         emit(json.dumps(rep.to_json_dict(), indent=2, allow_nan=False), args.output)
     else:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from clefprove.errors import ClefproveError
 
 if TYPE_CHECKING:
+    from clefprove.model.ensemble import Ensemble
     from clefprove.model.types import Model
 
 
@@ -33,19 +34,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def behaviour_diff(old: Model, new: Model, old_path: str, new_path: str) -> dict[str, Any]:
+def behaviour_diff(
+    old: Model | Ensemble, new: Model | Ensemble, old_path: str, new_path: str
+) -> dict[str, Any]:
     """The behaviour diff from *old* to *new*: the object ``clefprove diff --format json``
-    prints."""
-    from clefprove.incremental.diff import diff
+    prints (two trees or two ensembles)."""
+    from clefprove.incremental.ensemble_diff import diff_models
 
-    return diff(old, new, old_path=old_path, new_path=new_path).to_json_dict()
+    return diff_models(old, new, old_path=old_path, new_path=new_path).to_json_dict()
 
 
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.options import check_limits, output_format, require_targets, warn
     from clefprove.cli.output import write_atomic
     from clefprove.dsl.loader import load_invariants
-    from clefprove.model.loading import load_model
+    from clefprove.model.loading import load_any
     from clefprove.report.context import Inputs, build
     from clefprove.report.wording import printable
     from clefprove.verify.api import check
@@ -61,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     sources = [args.model, *([args.previous] if args.previous else [])]
     refuse_inputs(args.output, *sources, *expand_paths(args.invariants))
     fmt = output_format(args, ("html", "md"), "html")
-    model = load_model(args.model)
-    previous = load_model(args.previous) if args.previous is not None else None
+    model = load_any(args.model)
+    previous = load_any(args.previous) if args.previous is not None else None
     program = load_invariants(args.invariants, model)
     report = check(
         model,

@@ -40,6 +40,21 @@ class EnsembleDecision:
 
 
 @dataclass(frozen=True)
+class Explanation:
+    """How one input's decision is made, tree by tree (what a report shows at a
+    counterexample): every number as the evaluator computes it."""
+
+    leaves: tuple[int, ...]  # per tree: its leaf (tree-local node index)
+    values: tuple[tuple[float, ...], ...]  # per tree: the leaf's value per output
+    base: tuple[float, ...]  # the base scores
+    scores: tuple[float, ...]  # base + every tree, in order, in the combine's precision
+    divided: tuple[float, ...]  # scores / divisor (the scores again when the divisor is 1)
+    probabilities: tuple[float, ...]  # per class, after the link
+    action: int
+    confidence: float
+
+
+@dataclass(frozen=True)
 class EnsembleBatch:
     actions: np.ndarray  # (n,) intp
     confidences: np.ndarray  # (n,) float64
@@ -214,3 +229,29 @@ class EnsembleEvaluator:
             row = int(self._row[int(self.model.roots[t]) + leaf])
             out.append({"tree": t, "leaf": leaf, "value": self._values[row].tolist()})
         return out
+
+    def explain(self, x: Sequence[float] | np.ndarray) -> Explanation:
+        """Per tree, its leaf and values at the encoded input *x*, then the sum, the divisor,
+        the link and the decision: the same arithmetic as :meth:`evaluate`."""
+        xs = np.asarray(list(x) if not isinstance(x, np.ndarray) else x, dtype=np.float64)
+        d = self.evaluate_one(xs)
+        m = self.model
+        rows = [int(self._row[int(m.roots[t]) + leaf]) for t, leaf in enumerate(d.leaves)]
+        vals = self._values[rows]  # (T, outputs)
+        scores = accumulate(m.combine, vals[None, :, :])
+        dt = m.combine.arithmetic.dtype
+        divided = divide(m.combine, scores.astype(dt))
+        proba = probabilities(m.combine, scores)
+        actions, conf = decide(m.combine, scores)
+        if int(actions[0]) != d.action or float(conf[0]) != d.confidence:  # pragma: no cover
+            raise AssertionError("explain disagrees with evaluate")
+        return Explanation(
+            tuple(d.leaves),
+            tuple(tuple(float(v) for v in row) for row in vals.tolist()),
+            tuple(float(v) for v in m.combine.base),
+            tuple(float(v) for v in scores[0].tolist()),
+            tuple(float(v) for v in divided[0].tolist()),
+            tuple(float(v) for v in proba[0].tolist()),
+            d.action,
+            d.confidence,
+        )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import walk
+from clefprove.incremental import ensemble, walk
 from clefprove.incremental.store import DEFAULT_DIR, CacheStore
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
@@ -26,6 +27,12 @@ class ProofCache(CacheStore):
         """The results of every invariant of *program*, reusing proofs (equal to a fresh run):
         the incremental :class:`~clefprove.verify.api.RunStrategy`."""
         return walk.check_program(self, model, program, options, options.counterexamples)
+
+    def check_ensemble_program(
+        self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
+    ) -> list[InvariantResult]:
+        """The same for a tree ensemble (:mod:`clefprove.incremental.ensemble`)."""
+        return ensemble.check_program(self, model, program, options)
 
 
 def open_cache(

@@ -49,9 +49,12 @@ class Region:
     new_leaf: int
     share: float
     example: dict[str, Any]
+    #: ensembles: each tree's leaf at the example (``old_leaf``/``new_leaf`` are then -1)
+    old_leaves: tuple[int, ...] | None = None
+    new_leaves: tuple[int, ...] | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "when": list(self.conditions),
             "old_action": self.old_action,
             "new_action": self.new_action,
@@ -60,6 +63,11 @@ class Region:
             "share": self.share,
             "example": self.example,
         }
+        if self.old_leaves is not None:
+            out["old_leaves"] = list(self.old_leaves)
+        if self.new_leaves is not None:
+            out["new_leaves"] = list(self.new_leaves)
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,13 +81,20 @@ class DiffReport:
     regions: tuple[Region, ...] = ()
     regions_total: int = 0
     share_changed: float = 0.0
-    share_confidence_only: float = 0.0
+    #: None for ensembles (not computed: see docs/incremental.md)
+    share_confidence_only: float | None = 0.0
     transitions: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: ensembles: the search stopped at its time budget (regions found so far are listed)
+    partial: bool = False
+    #: ensembles: the share of the input domain the search settled (1.0 unless partial)
+    share_explored: float | None = None
+    #: ensembles: trees unchanged, changed, added, removed; combination changes
+    ensemble: dict[str, Any] | None = None
 
     @property
     def identical_behaviour(self) -> bool:
-        return self.comparable and self.regions_total == 0
+        return self.comparable and self.regions_total == 0 and not self.partial
 
     def to_json_dict(self) -> dict[str, Any]:
         sem: dict[str, Any] = {"comparable": self.comparable}
@@ -95,12 +110,16 @@ class DiffReport:
                     "regions": [r.to_json_dict() for r in self.regions],
                 }
             )
+            if self.share_explored is not None:
+                sem["partial"] = self.partial
+                sem["share_explored"] = self.share_explored
         out: dict[str, Any] = {
             "old": self.old,
             "new": self.new,
             "structural": {
                 "changes": [c.to_json_dict() for c in self.changes],
                 **self.shared,
+                **({} if self.ensemble is None else {"ensemble": self.ensemble}),
             },
             "semantic": sem,
         }

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 
 HASH_BYTES = 32
@@ -165,7 +166,7 @@ def _f(x: float) -> str:
     return float(x).hex()
 
 
-def _domain_json(model: Model, severity: Sequence[int] | None, defaults: bool) -> bytes:
+def _domain_json(model: Model | Ensemble, severity: Sequence[int] | None, defaults: bool) -> bytes:
     feats = []
     for f in model.features:
         item: list[object] = [f.name, str(f.type), _f(f.min), _f(f.max)]
@@ -182,7 +183,7 @@ def _domain_json(model: Model, severity: Sequence[int] | None, defaults: bool) -
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
 
 
-def domain_digest(model: Model, severity: Sequence[int] | None = None) -> str:
+def domain_digest(model: Model | Ensemble, severity: Sequence[int] | None = None) -> str:
     """Digest of the features (names in order, types, bounds, vocabularies), actions, severity."""
     return hashlib.sha256(b"domain\0" + _domain_json(model, severity, False)).hexdigest()
 

@@ -319,6 +319,7 @@ def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[s
         "confidence": c.confidence,
         "leaf": c.leaf,
         "path": list(c.path),
+        **({} if c.leaves is None else {"leaves": list(c.leaves)}),  # an ensemble's
     }
 
 
@@ -326,7 +327,14 @@ def _from_json(text: str, seconds: float) -> InvariantResult:
     d: dict[str, Any] = json.loads(text)
     total = int(d.pop("paths_total"))
     d["counterexamples"] = tuple(
-        Counterexample(c["input"], c["action"], c["confidence"], c["leaf"], tuple(c["path"]))
+        Counterexample(
+            c["input"],
+            c["action"],
+            c["confidence"],
+            c["leaf"],
+            tuple(c["path"]),
+            leaves=None if c.get("leaves") is None else tuple(c["leaves"]),
+        )
         for c in d["counterexamples"]
     )
     d["warnings"] = tuple(d["warnings"])

@@ -22,6 +22,7 @@ from typing import Any
 from clefprove.dsl.checked import CheckedProgram
 from clefprove.geometry.boxes import context_box, path_to
 from clefprove.model.describe import format_number
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.report.coverage import action_shares
 from clefprove.report.tree import layout, window
@@ -286,7 +287,7 @@ def diff_view(diff: dict[str, Any], model_path: str, previous_path: str) -> dict
                 "regions": regions,
                 "share_changed": sem["share_changed"],
                 "pct_changed": pct(sem["share_changed"]),
-                "pct_confidence_only": pct(sem["share_confidence_only"]),
+                "pct_confidence_only": pct(sem["share_confidence_only"] or 0.0),
                 "transitions": [
                     {
                         "from": k.split(" -> ", 1)[0],
@@ -305,7 +306,7 @@ def diff_view(diff: dict[str, Any], model_path: str, previous_path: str) -> dict
 # ------------------------------------------------------------------------- the whole context
 
 
-def _features(model: Model) -> list[dict[str, str]]:
+def _features(model: Model | Ensemble) -> list[dict[str, str]]:
     return [
         {
             "name": f.name,
@@ -317,7 +318,7 @@ def _features(model: Model) -> list[dict[str, str]]:
     ]
 
 
-def _counterexample(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+def _counterexample(model: Model | Ensemble, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
     """One counterexample as the templates show it; a relational one (``"inputs"``: a pair)
     has ``pair`` set, a side-by-side table and one side per input."""
     if "inputs" in cex:
@@ -325,7 +326,7 @@ def _counterexample(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[s
     return {**_single(model, inputs, cex), "pair": False}
 
 
-def _pair(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+def _pair(model: Model | Ensemble, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
     sides = [
         _single(model, inputs, {"input": record, **decision, "path": path})
         for record, decision, path in zip(
@@ -352,7 +353,69 @@ def _pair(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _single(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+def _contributions(model: Ensemble, cex: dict[str, Any]) -> dict[str, Any]:
+    """Per tree at an ensemble counterexample: its leaf and value (per output), then the base,
+    the sum, the divisor, the link and the probabilities -- computed by the evaluator
+    (:meth:`~clefprove.eval.ensemble.EnsembleEvaluator.explain`)."""
+    from clefprove.eval.ensemble import EnsembleEvaluator
+    from clefprove.verify.evidence import encode
+
+    ex = EnsembleEvaluator(model).explain(encode(model, cex["input"]))
+    c = model.combine
+    outputs = (
+        [model.actions[1]] if c.outputs == 1 and len(model.actions) == 2 else list(model.actions)
+    )
+
+    def num(v: float) -> str:
+        return f"{v:.9g}"
+
+    return {
+        "outputs": outputs
+        if c.outputs == len(outputs)
+        else [f"output {k}" for k in range(c.outputs)],
+        "trees": [
+            {"tree": t, "leaf": leaf, "values": [num(v) for v in ex.values[t]]}
+            for t, leaf in enumerate(ex.leaves)
+        ],
+        "base": [num(v) for v in ex.base],
+        "scores": [num(v) for v in ex.scores],
+        "divisor": num(c.divisor) if c.divisor != 1.0 else None,
+        "divided": [num(v) for v in ex.divided],
+        "link": str(c.link),
+        "scale": num(c.scale) if c.scale != 1.0 else None,
+        "rule": str(c.rule),
+        "arithmetic": str(c.arithmetic),
+        "probabilities": [
+            {"action": a, "p": num(p), "chosen": k == ex.action}
+            for k, (a, p) in enumerate(zip(model.actions, ex.probabilities, strict=False))
+        ],
+        "action": model.actions[ex.action],
+        "confidence": confidence(ex.confidence),
+        "many": model.n_trees > 20,
+    }
+
+
+def _single(model: Model | Ensemble, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(model, Ensemble):
+        domains = {f.name: f.describe_domain() for f in model.features}
+        record = json.dumps(
+            cex["input"], ensure_ascii=False, separators=(", ", ": "), allow_nan=False
+        )
+        return {
+            "input": [
+                {"feature": k, "value": _json_value(v), "domain": domains.get(k, "")}
+                for k, v in cex["input"].items()
+            ],
+            "action": cex["action"],
+            "confidence": confidence(cex["confidence"]),
+            "leaf": -1,
+            "path": [],
+            "ensemble": _contributions(model, cex),
+            "eval_command": "echo "
+            + shlex.quote(record)
+            + " | "
+            + _q(["clefprove", "eval", inputs.model_path]),
+        }
     leaf = int(cex["leaf"])
     domains = {f.name: f.describe_domain() for f in model.features}
     record = json.dumps(cex["input"], ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
@@ -373,11 +436,12 @@ def _single(model: Model, inputs: Inputs, cex: dict[str, Any]) -> dict[str, Any]
         + _q(["clefprove", "eval", inputs.model_path]),
         "window": win,
         "diagram": layout(win),
+        "ensemble": None,
     }
 
 
 def build(
-    model: Model,
+    model: Model | Ensemble,
     program: CheckedProgram,
     report: Report,
     inputs: Inputs,
@@ -420,7 +484,9 @@ def build(
         if res["status"] == "violated":
             cexs = [_counterexample(model, inputs, c) for c in res["counterexamples"]]
             violations.append({**row, "counterexamples": cexs})
-    shares = action_shares(model)
+    # The domain share per action is computed from a single tree's leaf boxes; an ensemble's
+    # would need a search of its own (not shown: the template says so).
+    shares = action_shares(model) if isinstance(model, Model) else ()
     top = max((s.share for s in shares), default=0.0) or 1.0
     coverage = [
         {
@@ -453,6 +519,7 @@ def build(
             "nodes": model.n_nodes,
             "leaves": model.n_leaves,
             "max_depth": model.max_depth,
+            "trees": model.n_trees if isinstance(model, Ensemble) else None,
             "features": _features(model),
             "actions": list(model.actions),
             "severity": severity,

@@ -50,6 +50,11 @@ def render_text(rep: DiffReport, max_changes: int = 50) -> str:
     lines.append("")
     if not rep.comparable:
         lines.append(f"behaviour: not compared: {rep.reason}")
+    elif rep.partial and rep.regions_total == 0:
+        lines.append(
+            "behaviour: partial: no input found where the actions differ in the "
+            f"{pct(rep.share_explored or 0.0)} of the input domain explored within the time budget"
+        )
     elif rep.regions_total == 0:
         extra = (
             f" (confidence differs on {pct(rep.share_confidence_only)} of the domain)"
@@ -61,6 +66,12 @@ def render_text(rep: DiffReport, max_changes: int = 50) -> str:
         lines.append(
             f"behaviour: actions differ on {rep.regions_total} region(s) covering "
             f"{pct(rep.share_changed)} of the input domain"
+            + (
+                f" (partial: {pct(rep.share_explored or 0.0)} of the domain explored within "
+                "the time budget)"
+                if rep.partial
+                else ""
+            )
         )
         for t, v in rep.transitions.items():
             lines.append(f"  {t:<28} {pct(v)}")

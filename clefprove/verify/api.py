@@ -113,21 +113,30 @@ def check(
         Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
     total = len(program.invariants)
     if isinstance(mdl, Ensemble):
-        # Ensembles: branch and bound per invariant (verify/ensemble.py), always afresh: the
-        # proof cache stores per-subtree outcomes of single trees.
-        from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
+        # Ensembles: branch and bound per invariant (verify/ensemble.py), through the run
+        # strategy (the proof cache reuses whole results and earlier partitions); relational
+        # invariants are not decided on ensembles (unknown), never through the strategy.
+        from clefprove.verify.ensemble import relational_unknown
 
+        eplain = ck.CheckedProgram(
+            tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
+        )
+        estrategy: RunStrategy = cache if cache is not None else FreshRun()
+        edecided = iter(estrategy.check_ensemble_program(mdl, eplain, settings))
         ensemble_results: list[InvariantResult] = []
         for i, inv in enumerate(program.invariants):
             ensemble_results.append(
-                relational_unknown(mdl, inv)
-                if inv.is_relational
-                else check_ensemble_invariant(mdl, inv, settings, counterexamples)
+                relational_unknown(mdl, inv) if inv.is_relational else next(edecided)
             )
             if progress is not None:
                 progress(i + 1, total)
         info = _model_info(mdl, model_path or path)
-        return Report(info, tuple(ensemble_results), time.perf_counter() - start)
+        eorder = tuple(f.name for f in mdl.features)
+        return Report(
+            info,
+            tuple(r.finished(eorder, lambda _leaf: ()) for r in ensemble_results),
+            time.perf_counter() - start,
+        )
     relational = any(inv.is_relational for inv in program.invariants)
     boxes = leaf_boxes(mdl) if cache is None or relational else None
     strategy: RunStrategy = cache if cache is not None else FreshRun(boxes)
@@ -186,6 +195,12 @@ class RunStrategy(Protocol):
         self, model: Model, program: ck.CheckedProgram, options: CheckOptions
     ) -> Iterable[InvariantResult]: ...
 
+    def check_ensemble_program(
+        self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
+    ) -> Iterable[InvariantResult]:
+        """The same for a tree ensemble (non-relational invariants only)."""
+        ...
+
 
 @dataclass(frozen=True)
 class FreshRun:
@@ -199,6 +214,14 @@ class FreshRun:
         boxes = self.boxes if self.boxes is not None else leaf_boxes(model)
         for inv in program.invariants:
             yield check_invariant(model, inv, options, options.counterexamples, boxes)
+
+    def check_ensemble_program(
+        self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
+    ) -> Iterator[InvariantResult]:
+        from clefprove.verify.ensemble import check_ensemble_invariant
+
+        for inv in program.invariants:
+            yield check_ensemble_invariant(model, inv, options, options.counterexamples)
 
 
 def check_invariant(

@@ -25,8 +25,10 @@ and the codes of a categorical feature, each of equal weight) that was settled.
 
 from __future__ import annotations
 
+import io
 import math
 import time
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
+from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.status import Verdict
@@ -166,6 +169,76 @@ class Region:
     cats: dict[int, np.ndarray]
     reach: np.ndarray  # (L,) bool
     weight: float
+    root: int = 0  # the DNF conjunct whose root the region lies in (0 without conjuncts)
+    seed: bool = False  # taken from a stored partition (see :class:`Partition`)
+
+
+#: A settled region as a partition keeps it: (root, lo, hi, cats).
+Settled = tuple[int, np.ndarray, np.ndarray, dict[int, np.ndarray]]
+
+
+def _settled(g: Region) -> Settled:
+    return (g.root, g.lo, g.hi, g.cats)
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """The settled regions of a search that proved an invariant: boxes that together cover
+    every root (each root the domain narrowed by one DNF conjunct, :func:`search`).
+
+    A re-check of a changed ensemble (the proof cache) starts from them instead of the roots:
+    each region is re-proved on the new trees (bounds first, split further where they no
+    longer settle it), so reuse saves the search's descent, never a proof."""
+
+    root: np.ndarray  # (R,) int64
+    lo: np.ndarray  # (R, F)
+    hi: np.ndarray  # (R, F)
+    cats: dict[int, np.ndarray]  # feature -> (R, V) bool
+
+    @property
+    def size(self) -> int:
+        return int(self.root.shape[0])
+
+    @staticmethod
+    def of(
+        regions: list[Settled], n_feat: int, cat_feats: list[int], widths: list[int]
+    ) -> Partition:
+        n = len(regions)
+        lo = np.empty((n, n_feat))
+        hi = np.empty((n, n_feat))
+        for r, g in enumerate(regions):
+            lo[r], hi[r] = g[1], g[2]
+        cats = {
+            f: np.stack([g[3][f] for g in regions]) if n else np.zeros((0, w), dtype=bool)
+            for f, w in zip(cat_feats, widths, strict=True)
+        }
+        return Partition(np.array([g[0] for g in regions], dtype=np.int64), lo, hi, cats)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        arrays = {"root": self.root, "lo": self.lo, "hi": self.hi}
+        arrays.update({f"cat{f}": m for f, m in self.cats.items()})
+        np.savez(buf, allow_pickle=False, **arrays)
+        return buf.getvalue()
+
+    @staticmethod
+    def from_bytes(blob: bytes) -> Partition:
+        """Raises ValueError on anything that is not a partition."""
+        try:
+            with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+                root = np.asarray(z["root"], dtype=np.int64)
+                lo = np.asarray(z["lo"], dtype=np.float64)
+                hi = np.asarray(z["hi"], dtype=np.float64)
+                cats = {
+                    int(k[3:]): np.asarray(z[k], dtype=bool) for k in z.files if k.startswith("cat")
+                }
+        except (OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # np.load: not npz
+            raise ValueError(f"not a partition: {exc}") from exc
+        if lo.shape != hi.shape or lo.ndim != 2 or root.shape != (lo.shape[0],):
+            raise ValueError("not a partition: inconsistent shapes")
+        if any(m.ndim != 2 or m.shape[0] != root.shape[0] for m in cats.values()):
+            raise ValueError("not a partition: inconsistent shapes")
+        return Partition(root, lo, hi, cats)
 
 
 # ---------------------------------------------------------------- sound bounds
@@ -265,6 +338,9 @@ class SearchResult:
     unsettled: float = 0.0  # weight not settled (unknown or not reached in time)
     timed_out: bool = False
     solver_paths: int = 0
+    settled: list[Settled] = field(default_factory=list)  # with record: the partition
+    reused: int = 0  # regions of the starting partition settled as they were
+    seeded: bool = False  # the search started from a stored partition
 
 
 def _rows(
@@ -355,16 +431,192 @@ def _children(model: Ensemble, tab: Tables, g: Region, f: int, side: Any) -> lis
             cats = dict(g.cats)
             cats[f] = mask
             reach = g.reach & (tab.cats[f] & mask).any(axis=1)
-            out.append(Region(g.lo, g.hi, cats, reach, 0.0))
+            out.append(Region(g.lo, g.hi, cats, reach, 0.0, g.root))
     else:
         left_hi, right_lo = side  # the tree's own tightened bounds (boxes.split_bounds)
         hi = g.hi.copy()
         hi[f] = min(hi[f], left_hi)
         lo = g.lo.copy()
         lo[f] = max(lo[f], right_lo)
-        out.append(Region(g.lo, hi, g.cats, g.reach & (tab.lo[:, f] <= hi[f]), 0.0))
-        out.append(Region(lo, g.hi, g.cats, g.reach & (tab.hi[:, f] >= lo[f]), 0.0))
+        out.append(Region(g.lo, hi, g.cats, g.reach & (tab.lo[:, f] <= hi[f]), 0.0, g.root))
+        out.append(Region(lo, g.hi, g.cats, g.reach & (tab.hi[:, f] >= lo[f]), 0.0, g.root))
     return out
+
+
+#: Regions of a starting partition re-proved per vectorised batch.
+SEED_BATCH = 128
+
+
+def _seeds(
+    model: Ensemble,
+    tab: Tables,
+    roots: list[tuple[Region, object]],
+    n_roots: int,
+    start: Partition,
+    res: SearchResult,
+    record: bool,
+) -> list[tuple[Region, object]] | None:
+    """The regions of *start* that the bounds do not re-prove on this ensemble, as search items
+    (with this ensemble's reach and weights); the re-proved ones are settled here, in
+    vectorised batches (counted in ``res.regions`` and ``res.reused``).  None when the
+    partition does not fit: another feature layout, a region outside the root it names, or
+    regions whose measure does not add up to their root's (a partition of each root is what
+    makes "every region proved" a proof)."""
+    n_feat = len(model.features)
+    live = {g.root: (g, formula) for g, formula in roots}
+    dom_cats = roots[0][0].cats if roots else {}
+    if start.lo.shape[1:] != (n_feat,) or set(start.cats) != set(dom_cats):
+        return None
+    if any(start.cats[f].shape[1] != m.size for f, m in dom_cats.items()):
+        return None
+    if start.size and (start.root.min() < 0 or start.root.max() >= n_roots):
+        return None
+    if not set(start.root.tolist()) <= set(live):
+        return None
+    shares = box_shares(tab.flat, start.lo, start.hi, start.cats)
+    groups: list[tuple[np.ndarray, Region, object]] = []
+    for j, (root, formula) in live.items():
+        rows = np.flatnonzero(start.root == j)
+        lo, hi = start.lo[rows], start.hi[rows]
+        if np.any(lo < root.lo) or np.any(hi > root.hi):
+            return None
+        if any(np.any(start.cats[f][rows] & ~m) for f, m in root.cats.items()):
+            return None
+        whole = float(
+            box_shares(
+                tab.flat,
+                root.lo[None, :],
+                root.hi[None, :],
+                {f: m[None, :] for f, m in root.cats.items()},
+            )[0]
+        )
+        got = float(shares[rows].sum())
+        if abs(got - whole) > 1e-9 + 1e-15 * rows.size:
+            return None
+        groups.append((rows, root, formula))
+    out: list[tuple[Region, object]] = []
+    for rows, root, formula in groups:
+        for a in range(0, rows.size, SEED_BATCH):
+            part = rows[a : a + SEED_BATCH]
+            reach = _reach_many(
+                tab, start.lo[part], start.hi[part], {f: start.cats[f][part] for f in root.cats}
+            )
+            safe = _safe_many(model, tab, reach, formula, start, part)
+            for k, r in enumerate(part.tolist()):
+                cats = {f: start.cats[f][r] for f in root.cats}
+                g = Region(start.lo[r], start.hi[r], cats, reach[k], 0.0, root.root, True)
+                if safe[k]:
+                    res.regions += 1
+                    res.reused += 1
+                    if record:
+                        res.settled.append(_settled(g))
+                    continue
+                g.weight = _weight(tab, model, g.lo, g.hi, cats)
+                out.append((g, formula))
+    return out
+
+
+def _outcome_rows(
+    model: Ensemble, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`outcomes` for c regions' score bounds at once, as rows: (region of each row,
+    action, confidence lower and upper bounds); vectorised for the logistic link (the same
+    arithmetic, row by row), region by region otherwise."""
+    comb = model.combine
+    c = lo.shape[0]
+    if comb.link is Link.LOGISTIC:
+        dt = comb.arithmetic.dtype
+        with np.errstate(over="ignore"):
+            slo = np.nextafter(lo[:, 0].astype(dt), dt(-np.inf))
+            shi = np.nextafter(hi[:, 0].astype(dt), dt(np.inf))
+        ends = np.concatenate([slo, shi]).astype(dt)[:, None]
+        acts, _ = decide(comb, ends)
+        p1 = probabilities(comb, ends)[:, 1].astype(np.float64)
+        slack = 16 * _U[comb.arithmetic]
+        p_lo = np.maximum(0.0, p1[:c] - slack)
+        p_hi = np.minimum(1.0, p1[c:] + slack)
+        a_lo, a_hi = acts[:c].astype(np.int64), acts[c:].astype(np.int64)
+        owner_parts, act_parts = [], []
+        for a in (0, 1):
+            at = np.flatnonzero((a_lo <= a) & (a <= a_hi))
+            owner_parts.append(at)
+            act_parts.append(np.full(at.size, a, dtype=np.int64))
+        owner = np.concatenate(owner_parts)
+        act = np.concatenate(act_parts)
+        clo = np.where(act == 0, 1.0 - p_hi[owner], p_lo[owner])
+        chi = np.where(act == 0, 1.0 - p_lo[owner], p_hi[owner])
+        return owner, act, np.clip(clo, 0, 1), np.clip(chi, 0, 1)
+    owners, acts_l, los, his = [], [], [], []
+    for k in range(c):
+        oc = outcomes(model, lo[k], hi[k])
+        owners.append(np.full(oc.actions.size, k, dtype=np.int64))
+        acts_l.append(oc.actions.astype(np.int64))
+        los.append(oc.conf_lo)
+        his.append(oc.conf_hi)
+    if not owners:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, np.zeros(0), np.zeros(0)
+    return (
+        np.concatenate(owners),
+        np.concatenate(acts_l),
+        np.concatenate(los),
+        np.concatenate(his),
+    )
+
+
+def _reach_many(
+    tab: Tables, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+) -> np.ndarray:
+    """(c, L): the leaves whose boxes meet each of c regions."""
+    reach = np.broadcast_to(tab.feasible, (lo.shape[0], tab.feasible.size)).copy()
+    for i in range(lo.shape[1]):
+        reach &= tab.lo[None, :, i] <= hi[:, i, None]
+        reach &= tab.hi[None, :, i] >= lo[:, i, None]
+    for f, m in cats.items():
+        reach &= (tab.cats[f][None, :, :] & m[:, None, :]).any(axis=2)
+    return reach
+
+
+def _safe_many(
+    model: Ensemble,
+    tab: Tables,
+    reach: np.ndarray,
+    formula: object,
+    start: Partition,
+    part: np.ndarray,
+) -> np.ndarray:
+    """(c,) whether the bounds alone settle each region (empty, or ``formula`` cannot be true
+    for any decision possible on it): :func:`search`'s first two tests, for many regions."""
+    n = np.add.reduceat(reach.astype(np.int64), tab.starts, axis=1)  # (c, T)
+    big = np.where(reach[:, :, None], tab.values[None, :, :], np.inf)
+    small = np.where(reach[:, :, None], tab.values[None, :, :], -np.inf)
+    mins = np.minimum.reduceat(big, tab.starts, axis=1)  # (c, T, K)
+    maxs = np.maximum.reduceat(small, tab.starts, axis=1)
+    empty = np.any(n == 0, axis=1)
+    comb = model.combine
+    base = np.array(comb.base)
+    with np.errstate(invalid="ignore"):
+        lo = base + mins.sum(axis=1)
+        hi = base + maxs.sum(axis=1)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=1)
+    terms = model.n_trees + 2
+    err = terms * mag * (_U[comb.arithmetic] + 2.0**-53) * 1.01 + 1e-300
+    live = np.flatnonzero(~empty)
+    owner, acts, conf_lo, conf_hi = _outcome_rows(model, lo[live] - err[live], hi[live] + err[live])
+    rows = part[live][owner]
+    n_feat = len(model.features)
+    m = owner.size
+    blo = np.empty((m, n_feat + 1))
+    bhi = np.empty((m, n_feat + 1))
+    blo[:, :n_feat], bhi[:, :n_feat] = start.lo[rows], start.hi[rows]
+    blo[:, n_feat], bhi[:, n_feat] = conf_lo, conf_hi
+    cats = {f: msk[rows] for f, msk in start.cats.items()}
+    can, _ = nm.tri(formula, nm.Rows(blo, bhi, cats, acts))
+    possible = np.zeros(live.size, dtype=bool)
+    np.logical_or.at(possible, owner[can], True)
+    safe: np.ndarray = empty.copy()
+    safe[live] = ~possible
+    return safe
 
 
 def _point(model: Ensemble, g: Region) -> np.ndarray:
@@ -383,8 +635,16 @@ def search(
     settings: CheckOptions,
     want: int,
     budget: float,
+    start: Partition | None = None,
+    record: bool = False,
 ) -> SearchResult:
-    """Branch and bound for one prepared (non-relational) invariant; see module docstring."""
+    """Branch and bound for one prepared (non-relational) invariant; see module docstring.
+
+    With *start* (a :class:`Partition` of an earlier version's proof of the same invariant in
+    the same domain), the search starts from its regions instead of the roots (when they fit
+    this domain and this invariant's roots; otherwise from the roots).  With *record*, the
+    settled regions are kept in ``settled`` (meaningful when the search proved the invariant).
+    """
     tab = ensemble_tables(model)
     evaluator = _evaluator(model)
     deadline = time.perf_counter() + budget
@@ -400,6 +660,7 @@ def search(
     conjuncts = prep.conjuncts if prep.conjuncts is not None else None
     if conjuncts is None:
         roots.append((Region(dom.lo, dom.hi, dom_cats, base_reach, 1.0), prep.violation))
+        n_roots = 1
     else:
         dom_rows = nm.Rows(
             np.append(dom.lo, 0.0)[None, :],
@@ -407,7 +668,8 @@ def search(
             {f: m[None, :] for f, m in dom_cats.items()},
             np.array([-1]),
         )
-        for conj in conjuncts:
+        n_roots = len(conjuncts)
+        for j, conj in enumerate(conjuncts):
             nrows, ok, _ = nm.narrow(
                 tuple(x for x in conj if _feature_literal(x, n_feat)), dom_rows
             )
@@ -425,10 +687,12 @@ def search(
             # region below it: only the decision literals and linear ones are left to test.
             rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
             formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
-            g = Region(lo, hi, cats, reach, 0.0)
+            g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
-    stack: list[tuple[Region, object]] = list(reversed(roots))
+    seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
+    res.seeded = seeds is not None
+    stack: list[tuple[Region, object]] = list(reversed(seeds if seeds is not None else roots))
     exact: list[tuple[Region, int, float, bool]] = []  # (region, action, conf, conf is exact)
 
     def flush() -> None:
@@ -448,6 +712,8 @@ def search(
         res.solver_paths += pv.solver_paths
         res.regions += len(regions)
         for r in range(len(regions)):
+            if record and pv.status[r] == eg.SAFE:
+                res.settled.append(_settled(regions[r]))
             if pv.status[r] == eg.VIOLATED:
                 res.n_violating += 1
                 if len(res.violating) < want + 2:
@@ -468,12 +734,18 @@ def search(
         lo, hi, n_reach = score_bounds(model, tab, g.reach)
         if np.any(n_reach == 0):
             res.regions += 1
+            res.reused += g.seed
+            if record:
+                res.settled.append(_settled(g))
             continue  # no input reaches some tree's leaves: the region is empty
         oc = outcomes(model, lo, hi)
         rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
         can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
         if not can.any():
             res.regions += 1
+            res.reused += g.seed
+            if record:
+                res.settled.append(_settled(g))
             continue  # SAFE on the whole region
         if oc.actions.size == 1 and not mentions_conf:
             exact.append((g, int(oc.actions[0]), 0.0, False))
@@ -538,13 +810,29 @@ def check_ensemble_invariant(
     model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
 ) -> Any:
     """The verdict on one non-relational invariant of an ensemble (an InvariantResult)."""
+    return decide_ensemble_invariant(model, inv, settings, counterexamples)[0]
+
+
+def decide_ensemble_invariant(
+    model: Ensemble,
+    inv: ck.CheckedInvariant,
+    settings: CheckOptions,
+    counterexamples: int,
+    start: Partition | None = None,
+) -> tuple[Any, Partition | None]:
+    """(InvariantResult, the proof's partition when it holds) for one non-relational
+    invariant, the search starting from *start* when given (see :func:`search`).
+
+    A *path* of an ensemble is a settled region of the search: ``paths_checked`` counts the
+    regions settled in this run, ``paths_reused`` those of *start* that the bounds re-proved
+    as they were (no split, no solver)."""
     from clefprove.verify.evidence import decode, encode, when_is_vacuous_on_domain
     from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
 
     t0 = time.perf_counter()
     prep = eg.prepare(model, inv, settings.dnf_cap)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
-    res = search(model, prep, settings, counterexamples, budget)
+    res = search(model, prep, settings, counterexamples, budget, start, record=True)
     evaluator = _evaluator(model)
     warnings: list[str] = []
     cexs: list[Counterexample] = []
@@ -597,7 +885,7 @@ def check_ensemble_invariant(
         lambda: when_is_vacuous_on_domain(model, prep, settings),  # type: ignore[arg-type]
         warnings,
     )
-    return InvariantResult(
+    result = InvariantResult(
         invariant=inv.name,
         file=inv.file,
         line=inv.line,
@@ -608,12 +896,21 @@ def check_ensemble_invariant(
         unknown_paths=n_unknown,
         counterexamples=tuple(cexs),
         seconds=time.perf_counter() - t0,
-        paths_checked=res.regions,
+        paths_checked=res.regions - res.reused,
+        paths_reused=res.reused,
         description=inv.description,
         solver_paths=res.solver_paths,
         warnings=tuple(warnings),
         proved_share=1.0 if verdict == "holds" else share if verdict == "unknown" else None,
     )
+    partition = None
+    if verdict == Verdict.HOLDS and not n_unknown and not n_violating and not res.timed_out:
+        dom = Box.domain(model)
+        cat_feats = sorted(dom.cats)
+        partition = Partition.of(
+            res.settled, len(model.features), cat_feats, [dom.cats[f].size for f in cat_feats]
+        )
+    return result, partition
 
 
 def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:

@@ -114,19 +114,32 @@ def test_info_and_eval(toy):
     assert doc["input"]["ua_family"] == "other"
 
 
-def test_single_tree_commands_refuse_and_coq_is_not_exported(toy, tmp_path):
+@pytest.mark.slow
+def test_diff_report_gate_previous_work_and_coq_is_not_exported(toy, tmp_path):
     clef, inv = toy
-    for args in (("diff", clef, clef), ("report", clef, inv, "-o", tmp_path / "r.html")):
-        r = run_cli(*args)
-        assert r.returncode == 2
-        assert r.stderr.count("\n") == 1 and "a tree ensemble (3 trees)" in r.stderr
-        assert "Traceback" not in r.stderr
-    assert not (tmp_path / "r.html").exists()
+    r = run_cli("diff", clef, clef, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["semantic"]["regions_total"] == 0 and doc["semantic"]["partial"] is False
+    assert doc["structural"]["ensemble"]["unchanged"] == 3
+    r = run_cli("report", clef, inv, "-o", tmp_path / "r.html")
+    assert r.returncode == 1, r.stderr  # a report of violations is written in full
+    assert "Per-tree contributions" in (tmp_path / "r.html").read_text()
     r = run_cli("export-coq", clef, inv, "-o", tmp_path / "coq")
     assert r.returncode == 3
     assert r.stdout.count("  not exported  ") == 4 and not (tmp_path / "coq").exists()
-    r = run_cli("gate", clef, inv, "--previous", clef)
-    assert r.returncode == 2 and "gate --previous supports single trees only" in r.stderr
+    r = run_cli("gate", clef, inv, "--previous", clef, "--format", "json", "--no-cache")
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout)["diff"]["semantic"]["regions_total"] == 0
+
+
+def test_diff_of_a_tree_and_an_ensemble_is_refused_in_one_line(toy, tmp_path):
+    clef, _ = toy
+    tree = Path(__file__).parent.parent / "fixtures" / "spec_model.json"
+    r = run_cli("diff", tree, clef)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "cannot be compared with a single tree" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_gate_on_an_ensemble(toy, tmp_path):
