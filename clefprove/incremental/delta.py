@@ -33,8 +33,8 @@ version (see :mod:`clefprove.incremental.walk`).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -279,19 +279,78 @@ def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:
 
 #: Flags of an encoded :class:`LeafOutcomes`.
 _HAS_WHEN, _VACUITY_KNOWN, _VACUOUS = 1, 2, 4
+#: Head of the witness section of an encoded block: how many witnesses, values per witness.
+_WIT_HEAD = struct.Struct("<II")
+
+
+class RowWitnesses(Mapping[int, np.ndarray]):
+    """Witnesses of some rows as two arrays (rows sorted, one input per row): the
+    ``PathVerdicts.witnesses`` of a re-check, built without a Python step per reused leaf."""
+
+    def __init__(self, rows: np.ndarray, x: np.ndarray) -> None:
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.x = np.asarray(x, dtype=np.float64)
+
+    @staticmethod
+    def of(witnesses: Mapping[int, np.ndarray], width: int) -> RowWitnesses:
+        """The witnesses of *witnesses* (rows to inputs of *width* values) as arrays."""
+        if isinstance(witnesses, RowWitnesses):
+            return witnesses
+        rows = np.array(sorted(witnesses), dtype=np.int64)
+        x = np.empty((rows.size, width), dtype=np.float64)
+        for j, r in enumerate(rows.tolist()):
+            x[j] = witnesses[r]
+        return RowWitnesses(rows, x)
+
+    def _at(self, r: object) -> int:
+        if not isinstance(r, int | np.integer) or not self.rows.size:
+            return -1
+        j = int(np.searchsorted(self.rows, r))
+        return j if j < self.rows.size and int(self.rows[j]) == int(r) else -1
+
+    def __contains__(self, r: object) -> bool:
+        return self._at(r) >= 0
+
+    def __getitem__(self, r: int) -> np.ndarray:
+        j = self._at(r)
+        if j < 0:
+            raise KeyError(r)
+        return self.x[j]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+_NO_WITNESSES = RowWitnesses(np.empty(0, np.int64), np.empty((0, 0)))
 
 
 @dataclass(frozen=True, eq=False)
 class LeafOutcomes:
     """An invariant's per-leaf outcomes on one model version (rows = its leaves in tree
-    order); *when*, if known, the same for its ``when`` alone (the vacuity of a ``when`` that
-    mentions the decision); *vacuous*, if known, whether a ``when`` about the domain alone is
-    unsatisfiable (a fact about the domain, which the outcomes' key fixes)."""
+    order), with the confirmed witness of every leaf the solver found violated (the fallback
+    of its printed counterexample, see :func:`clefprove.verify.api.finish`); *when*, if known,
+    the same for its ``when`` alone (the vacuity of a ``when`` that mentions the decision);
+    *vacuous*, if known, whether a ``when`` about the domain alone is unsatisfiable (a fact
+    about the domain, which the outcomes' key fixes)."""
 
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN
     how: np.ndarray  # int16 engine.HOW_* or conjunct index
     when: LeafOutcomes | None = None
     vacuous: bool | None = None
+    witnesses: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
+
+    @staticmethod
+    def of(
+        pv: eg.PathVerdicts,
+        when: LeafOutcomes | None = None,
+        vacuous: bool | None = None,
+        width: int = 0,
+    ) -> LeafOutcomes:
+        """The outcomes of *pv* (its rows: every leaf), its witnesses included."""
+        return LeafOutcomes(pv.status, pv.how, when, vacuous, RowWitnesses.of(pv.witnesses, width))
 
     def encode(self) -> bytes:
         flags = (_HAS_WHEN if self.when is not None else 0) | (
@@ -303,14 +362,20 @@ class LeafOutcomes:
         return b"".join(parts)
 
     def _arrays_bytes(self) -> bytes:
-        return (
-            np.ascontiguousarray(self.status, dtype=np.int8).tobytes()
-            + np.ascontiguousarray(self.how, dtype="<i2").tobytes()
+        w = self.witnesses
+        width = w.x.shape[1] if w.rows.size else 0
+        return b"".join(
+            (
+                np.ascontiguousarray(self.status, dtype=np.int8).tobytes(),
+                np.ascontiguousarray(self.how, dtype="<i2").tobytes(),
+                _WIT_HEAD.pack(w.rows.size, width),
+                np.ascontiguousarray(w.rows, dtype="<i4").tobytes(),
+                np.ascontiguousarray(w.x, dtype="<f8").tobytes() if w.rows.size else b"",
+            )
         )
 
     @staticmethod
     def decode(blob: bytes, leaves: int) -> LeafOutcomes:
-        size = 3 * leaves
         if not blob:
             raise ValueError("empty leaf outcomes")
         flags = blob[0]
@@ -318,20 +383,41 @@ class LeafOutcomes:
             flags & _VACUOUS and not flags & _VACUITY_KNOWN
         ):
             raise ValueError("bad leaf outcomes flags")
-        if len(blob) != 1 + size * (2 if flags & _HAS_WHEN else 1):
+        own, at = LeafOutcomes._arrays(blob, 1, leaves)
+        when = None
+        if flags & _HAS_WHEN:
+            when, at = LeafOutcomes._arrays(blob, at, leaves)
+        if at != len(blob):
             raise ValueError("leaf outcomes do not match the tree snapshot")
-        own = LeafOutcomes._arrays(blob, 1, leaves)
-        when = LeafOutcomes._arrays(blob, 1 + size, leaves) if flags & _HAS_WHEN else None
         vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
-        return LeafOutcomes(own.status, own.how, when, vacuous)
+        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses)
 
     @staticmethod
-    def _arrays(blob: bytes, offset: int, leaves: int) -> LeafOutcomes:
+    def _arrays(blob: bytes, offset: int, leaves: int) -> tuple[LeafOutcomes, int]:
+        end = offset + 3 * leaves + _WIT_HEAD.size
+        if len(blob) < end:
+            raise ValueError("leaf outcomes do not match the tree snapshot")
         status = np.frombuffer(blob, dtype=np.int8, count=leaves, offset=offset)
         how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=offset + leaves)
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
             raise ValueError("bad leaf status in the cache")
-        return LeafOutcomes(status, how)
+        k, width = _WIT_HEAD.unpack_from(blob, offset + 3 * leaves)
+        if len(blob) < end + 4 * k + 8 * k * width or (k and not width):
+            raise ValueError("leaf outcomes do not match the tree snapshot")
+        rows = np.frombuffer(blob, dtype="<i4", count=k, offset=end).astype(np.int64)
+        x = np.frombuffer(blob, dtype="<f8", count=k * width, offset=end + 4 * k)
+        x = x.reshape(k, width)
+        # Only rows the solver found violated have a witness, once each, in order.
+        if k and (
+            rows.min() < 0
+            or rows.max() >= leaves
+            or np.any(np.diff(rows) <= 0)
+            or np.any(status[rows] != eg.VIOLATED)
+            or np.any(how[rows] != eg.HOW_SOLVER)
+        ):
+            raise ValueError("bad witness rows in the cache")
+        wit = RowWitnesses(rows, x) if k else _NO_WITNESSES
+        return LeafOutcomes(status, how, witnesses=wit), end + 4 * k + 8 * k * width
 
 
 def reuse(
@@ -343,27 +429,41 @@ def reuse(
     settings: CheckOptions,
 ) -> tuple[eg.PathVerdicts, int]:
     """Outcomes of *prep* on every leaf of the new model, reusing the old outcome of each
-    unchanged leaf where it is a fact about its box; *boxes_for(leaves)* gives the boxes of
-    the leaves to decide.  Returns the verdicts (over a :class:`LazyLeafBoxes`) and how many
-    leaves were decided."""
+    unchanged leaf (safe, or violated with a witness: by the box stages, or by the solver
+    with its stored witness); *boxes_for(leaves)* gives the boxes of the leaves to decide.
+    Returns the verdicts (over a :class:`LazyLeafBoxes`, witnesses as a
+    :class:`RowWitnesses`) and how many leaves were decided."""
     leaves = al.leaves
     n = leaves.size
+    width = len(model.features)
     status = np.full(n, eg.SAFE, dtype=np.int8)
     how = np.full(n, eg.HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
+    w_rows: list[np.ndarray] = []
+    w_x: list[np.ndarray] = []
     if al.clean_new.size:
         at = np.searchsorted(leaves, al.clean_new)
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
-        # say otherwise; such a leaf is decided again).
+        # say otherwise; such a leaf is decided again); a solver's violation needs its witness.
         n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
         ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        ow = old.witnesses
+        if ow.rows.size:
+            if ow.x.shape[1] != width:
+                raise ValueError("stored witnesses of the wrong width")
+            j = np.searchsorted(ow.rows, al.clean_old_rows)
+            j_ok = j < ow.rows.size
+            j_ok[j_ok] = ow.rows[j[j_ok]] == al.clean_old_rows[j_ok]
+            solver_v = (st == eg.VIOLATED) & (hw == eg.HOW_SOLVER) & j_ok
+            ok |= solver_v
+            w_rows.append(at[solver_v])
+            w_x.append(ow.x[j[solver_v]])
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False
     rows = np.flatnonzero(todo)
-    witnesses: dict[int, np.ndarray] = {}
     solver = 0
     if rows.size:
         sub = boxes_for(leaves[rows])
@@ -372,7 +472,16 @@ def reuse(
         pv = eg.decide(model, prep, sub, settings)
         status[rows] = pv.status
         how[rows] = pv.how
-        witnesses = {int(rows[r]): x for r, x in pv.witnesses.items()}
+        if pv.witnesses:
+            new = RowWitnesses.of(pv.witnesses, width)
+            w_rows.append(rows[new.rows])
+            w_x.append(new.x)
         solver = pv.solver_paths
+    if w_rows and sum(r.size for r in w_rows):
+        wr = np.concatenate(w_rows)
+        order = np.argsort(wr, kind="stable")
+        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
+    else:
+        witnesses = _NO_WITNESSES
     lazy = LazyLeafBoxes(model, leaves)
     return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]

@@ -416,7 +416,7 @@ def _vacuity(
                 return ev.when_is_vacuous(model, prep, ev.domain_boxes(model), settings)
             pvw = per_leaf(wprep)
             if record is not None:
-                record(delta.LeafOutcomes(pvw.status, pvw.how))
+                record(delta.LeafOutcomes.of(pvw, width=len(model.features)))
             return bool(np.all(pvw.status == eg.SAFE))
 
         return vacuous_per_leaf
@@ -505,8 +505,8 @@ def _decide_every_leaf(
         remember=answers.append,
     )
     res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
-    kept = delta.LeafOutcomes(
-        pv.status, pv.how, when[0] if when else None, answers[0] if answers else known
+    kept = delta.LeafOutcomes.of(
+        pv, when[0] if when else None, answers[0] if answers else known, len(model.features)
     )
     return res, pv, kept
 
@@ -601,10 +601,15 @@ def _walked(
 # ---------------------------------------------------------------- against the last version
 
 
+#: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
+#: written in another layout is never read (it is simply not found).
+_OUTCOMES_FORMAT = 2
+
+
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
     """Key of an invariant's per-leaf outcomes on the last version it checked.  The options
     that can change *how* a leaf is decided (:attr:`CheckOptions.outcome_identity`) are in it."""
-    text = f"outcomes\0{settings.outcome_identity}\0".encode()
+    text = f"outcomes\0{_OUTCOMES_FORMAT}\0{settings.outcome_identity}\0".encode()
     return hashlib.sha256(text + scope).digest()
 
 
@@ -696,7 +701,8 @@ class _Snapshots:
         at = np.searchsorted(leaves, pv.boxes.leaves)
         status[at] = pv.status
         how[at] = pv.how
-        return delta.LeafOutcomes(status, how)
+        w = delta.RowWitnesses.of(pv.witnesses, len(self.model.features))
+        return delta.LeafOutcomes(status, how, witnesses=delta.RowWitnesses(at[w.rows], w.x))
 
     def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
         """The snapshot rows to store: this version's tree (unless present) and outcomes."""
@@ -735,6 +741,10 @@ def _against_last(
             old = delta.LeafOutcomes.decode(blob[32:], run.snap.old[blob[:32]].leaves.size)
         except ValueError as exc:
             raise CacheCorrupt(str(exc)) from exc
+        for o in (old, old.when):
+            if o is not None and o.witnesses.rows.size:
+                if o.witnesses.x.shape[1] != len(model.features):
+                    raise CacheCorrupt("stored witnesses of the wrong width")
         t0 = time.perf_counter()
         inv = invs[i]
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
@@ -775,11 +785,11 @@ def _against_last(
             )
         else:
             res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
-            run.snap.outcomes[i] = delta.LeafOutcomes(
-                pv.status,
-                pv.how,
+            run.snap.outcomes[i] = delta.LeafOutcomes.of(
+                pv,
                 when[0] if when else None,
                 answers[0] if answers else old.vacuous,  # a fact about the domain: kept
+                len(model.features),
             )
         run.results[i] = res
         if _storable(res):
