@@ -1,0 +1,282 @@
+"""Every leaf outcome is kept, violated ones with their witness: a re-check decides only the
+changed leaves, and its report equals a fresh one (counterexamples and violating paths too)."""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+import tempfile
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.incremental import ProofCache, delta, walk
+from clefprove.incremental.store import DB_NAME, _snapshot_chk
+from clefprove.verify import engine as eg
+from clefprove.verify.api import check
+from tests.incremental import models as M
+
+#: The pool without the 'when's that mention the decision (their vacuity can make a re-check
+#: decide every leaf again, see walk._needs_fresh), so that paths_checked is exact.
+NAMES = sorted(n for n in M.POOL if n not in ("by_action", "by_conf"))
+#: Violated on many leaves, decided by Z3 (two multi-variable literals).
+SOLVER_VIOLATED = ["solver", "solver2"]
+
+
+def _full(depth: int, lo: float, hi: float, code: int = 1) -> dict:
+    """A balanced tree on x; allow leaves for x in [5, 7.5] (Z3 finds 'solver' violated on
+    them: x = 7, n = 6), the others block or challenge."""
+    if depth == 0:
+        action = "allow" if lo >= 5 and hi <= 7.5 else M.ACTIONS[1 + code % 2]
+        return {"action": action, "confidence": M.CONFIDENCES[code % 5]}
+    mid = (lo + hi) / 2
+    return {
+        "feature": "x",
+        "threshold": mid,
+        "left": _full(depth - 1, lo, mid, code * 2),
+        "right": _full(depth - 1, mid, hi, code * 2 + 1),
+    }
+
+
+def _source(tree: dict) -> dict:
+    return {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": tree,
+    }
+
+
+def test_solver_violated_leaves_are_reused(tmp_path) -> None:
+    """An invariant that Z3 finds violated on many leaves: after one leaf changed, only that
+    leaf is decided again, and the report (counterexamples included) is a fresh run's."""
+    src = _source(_full(7, 0.0, 10.0))
+    names = ["slow", "confident", "solver", "solver2", "solver_safe"]
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        first = check(model, prog, cache=cache)
+        solver = first.results[2]
+        assert solver.status == "violated" and solver.solver_paths > 1
+        assert solver.violating_paths > 3 and len(solver.counterexamples) == 3
+        # The first printed counterexample's leaf changes: the next one moves up.
+        leaf = solver.counterexamples[0].leaf
+        path = M.paths(src["tree"])
+        changed = [p for p in path if "action" in M.at(src["tree"], p)]
+        target = next(p for p in changed if M.at(src["tree"], p)["action"] == "allow")
+        M.at(src["tree"], target)["action"] = "block"
+        model2 = M.compile_(src)
+        second = check(model2, prog, cache=cache)
+    fresh = check(model2, prog)
+    assert M.comparable(second) == M.comparable(fresh)
+    assert fresh.results[2].counterexamples[0].leaf != leaf
+    assert fresh.results[2].violating_paths == solver.violating_paths - 1
+    for r in second.results:
+        assert (r.paths_checked, r.paths_reused) == (1, 127), r.invariant
+
+
+def _clean_leaves(old: dict, new: dict) -> tuple[int, int]:
+    """(leaves of *new*, those whose path and record are unchanged from *old*): both trees
+    walked by position; a pair of equal records descends, any other pair is a change."""
+
+    def same(a: dict, b: dict) -> bool:
+        if "action" in a or "action" in b:
+            return a.get("action") == b.get("action") and a.get("confidence") == b.get(
+                "confidence"
+            )
+        if a["feature"] != b["feature"]:
+            return False
+        if "in" in a or "in" in b:
+            return set(a.get("in", ())) == set(b.get("in", ()))
+        return bool(a["threshold"] == b["threshold"])
+
+    def count(t: dict) -> int:
+        return 1 if "action" in t else count(t["left"]) + count(t["right"])
+
+    def clean(a: dict, b: dict) -> int:
+        if not same(a, b):
+            return 0
+        if "action" in b:
+            return 1
+        return clean(a["left"], b["left"]) + clean(a["right"], b["right"])
+
+    return count(new), clean(old, new)
+
+
+def _edit(draw: Any, src: dict) -> dict:
+    src = copy.deepcopy(src)
+    t = src["tree"]
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["leaf_action", "threshold", "replace_subtree"]))
+        if kind == "leaf_action":
+            leaves = [p for p in M.paths(t) if "action" in M.at(t, p)]
+            node = M.at(t, draw(st.sampled_from(leaves)))
+            node["action"] = draw(st.sampled_from(M.ACTIONS))
+            node["confidence"] = draw(st.sampled_from(M.CONFIDENCES))
+        elif kind == "threshold":
+            splits = [p for p in M.paths(t) if "threshold" in M.at(t, p)]
+            if splits:
+                node = M.at(t, draw(st.sampled_from(splits)))
+                node["threshold"] = draw(st.sampled_from(M.THRESHOLDS[node["feature"]]))
+        else:
+            path = draw(st.sampled_from(M.paths(t)))
+            new = M.tree(draw, 3)
+            if path:
+                M.at(t, path[:-1])[path[-1]] = new
+            else:
+                src["tree"] = t = new
+    return src
+
+
+def _edit_sequence(data: Any, steps: int) -> None:
+    draw = data.draw
+    if draw(st.booleans()):
+        src = _source(_full(draw(st.integers(3, 6)), 0.0, 10.0, draw(st.integers(1, 9))))
+    else:
+        src = draw(M.sources())
+    names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    if draw(st.booleans()):
+        names = sorted({*names, draw(st.sampled_from(SOLVER_VIOLATED))})
+    seen: set[str] = set()
+    hinted: set[str] = set()  # needed Z3 in an earlier run: a hint is stored
+    stored = False  # the previous version's outcomes are stored
+    prev: dict | None = None
+    prev_unknown: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
+        for step in range(steps):
+            if step:
+                src = _edit(draw, src)
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            fresh = check(model, prog)
+            against = bool(hinted & set(names)) and stored
+            cached = check(model, prog, cache=cache)
+            again = check(M.compile_(src), prog, cache=cache)
+            want = M.comparable(fresh)
+            assert M.comparable(cached) == want
+            assert M.comparable(again) == want
+            key = M.comparable(fresh)[0] + repr(src)
+            total, clean = _clean_leaves(prev["tree"], src["tree"]) if prev else (0, 0)
+            for r in cached.results:
+                n = r.paths_checked + r.paths_reused
+                if key in seen and r.unknown_paths == 0:
+                    assert r.paths_checked == 0  # this exact model's result is stored
+                elif against:
+                    assert total == n
+                    # The changed leaves, and the unchanged ones left unknown last time.
+                    assert total - clean <= r.paths_checked <= total - clean + prev_unknown.get(
+                        r.invariant, 0
+                    ), r.invariant
+                elif r.paths_reused == 0:
+                    assert r.paths_checked == n
+            assert all(r.paths_checked == 0 for r in again.results if r.unknown_paths == 0)
+            stored = against or any(r.solver_paths for r in fresh.results) or stored and bool(
+                hinted & set(names)
+            )
+            hinted |= {r.invariant for r in fresh.results if r.solver_paths}
+            seen.add(key)
+            prev = src
+            prev_unknown = {r.invariant: r.unknown_paths for r in fresh.results}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_edits_decide_only_changed_leaves_quick(data) -> None:
+    _edit_sequence(data, 3)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_edits_decide_only_changed_leaves(data) -> None:
+    """Random trees, random single and multi-leaf edits (actions, thresholds, subtrees):
+    the incremental report equals the fresh one (counterexamples, violating paths), and
+    paths_checked counts exactly the leaves that had to be decided."""
+    _edit_sequence(data, 5)
+
+
+def test_witnesses_round_trip_and_are_checked() -> None:
+    status = np.array([0, 1, 1, 2], np.int8)
+    how = np.array([eg.HOW_NONE, eg.HOW_SOLVER, eg.HOW_BOX, eg.HOW_SOLVER], np.int16)
+    x = np.array([[1.5, 2.0, 0.0, 1.0]])
+    wit = delta.RowWitnesses(np.array([1]), x)
+    out = delta.LeafOutcomes(status, how, witnesses=wit)
+    back = delta.LeafOutcomes.decode(out.encode(), 4)
+    assert back.witnesses.rows.tolist() == [1] and np.array_equal(back.witnesses[1], x[0])
+    assert 1 in back.witnesses and 2 not in back.witnesses and len(back.witnesses) == 1
+    with_when = delta.LeafOutcomes(status, how, out, True, wit)
+    again = delta.LeafOutcomes.decode(with_when.encode(), 4)
+    assert again.when is not None and again.when.witnesses.rows.tolist() == [1]
+    for rows in ([2], [0], [3], [4], [1, 1]):  # not a solver-violated row (or twice)
+        bad = delta.RowWitnesses(np.array(rows), np.repeat(x, len(rows), axis=0))
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(delta.LeafOutcomes(status, how, witnesses=bad).encode(), 4)
+    blob = out.encode()
+    for cut in (len(blob) - 1, len(blob) - 8, 1 + 12):
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(blob[:cut], 4)
+    with pytest.raises(ValueError):
+        delta.LeafOutcomes.decode(blob + b"\0", 4)
+
+
+def _filled(tmp_path, src: dict, names: list[str]):
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        check(model, prog, cache=cache)
+        check(model, prog, cache=cache)
+    return prog
+
+
+def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
+    """An outcomes row whose witness section does not fit (re-signed, so only the structural
+    checks can catch it) is corruption: the cache is rebuilt and the result is a fresh one."""
+    src = _source(_full(5, 0.0, 10.0))
+    names = ["solver", "slow"]
+    _filled(tmp_path, src, names)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    rows = conn.execute("SELECT key, value FROM snapshot WHERE kind = 'outcomes'").fetchall()
+    assert rows
+    for key, value in rows:
+        forged = bytes(value) + b"\0" * 8  # a witness section that does not match
+        conn.execute(
+            "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
+            (forged, _snapshot_chk(key, "outcomes", forged), key),
+        )
+    conn.commit()
+    conn.close()
+    M.at(src["tree"], ("left",) * 5)["action"] = "allow"
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        got = check(model, prog, cache=cache)
+        assert any("corrupt proof cache" in w for w in cache.warnings)
+    assert M.comparable(got) == M.comparable(check(model, prog))
+
+
+def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
+    """Rows written in another outcomes layout (an older clefprove) are never found: the
+    re-check is a correct one without them, and no corruption is reported."""
+    src = _source(_full(5, 0.0, 10.0))
+    names = ["solver", "slow"]
+    monkeypatch.setattr(walk, "_OUTCOMES_FORMAT", 1)
+    _filled(tmp_path, src, names)
+    monkeypatch.undo()
+    M.at(src["tree"], ("right",) * 5)["action"] = "allow"
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        got = check(model, prog, cache=cache)
+        assert not cache.warnings
+    assert M.comparable(got) == M.comparable(check(model, prog))
+    # Without outcomes on the last version, the invariants were decided by the subtree walk
+    # (Z3's) or on every leaf (box-decided), not against the last version.
+    assert got.results[1].paths_checked == 32
