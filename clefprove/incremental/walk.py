@@ -477,6 +477,45 @@ class _Run:
         return self.settings.counterexamples
 
 
+def alone_key(leaf_key: bytes, scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of the witness a solver of its own gives for one leaf (:func:`engine.
+    isolated_witness`): the leaf's key (its record and box), the invariant in its domain, and
+    the solver limits that witness is found within."""
+    limits = json.dumps([settings.timeout, settings.rlimit], allow_nan=False)
+    return hashlib.sha256(b"alone\0" + leaf_key + scope + limits.encode()).digest()
+
+
+def _alone(
+    run: _Run, prep: eg.Prepared, pv: eg.PathVerdicts
+) -> Callable[[int], np.ndarray | None]:
+    """:func:`api.finish`'s *alone* hook: the witness of a solver asked about solver row *r*
+    alone, from the cache when a run found it before (it is a function of the leaf's box and
+    record, the invariant and the limits: the key), else found now and stored.  Only the
+    printed counterexamples ask, so at most K per invariant."""
+    model, settings = run.model, run.settings
+    scope = scope_key(prep.invariant, run.domain)
+
+    def get(r: int) -> np.ndarray | None:
+        leaf_key = run.leaf_keys.get(model, pv.boxes.take(np.array([r])))[0]
+        key = alone_key(leaf_key, scope, settings)
+        hit = run.cache.lookup_results([key]).get(key)
+        if hit is not None:
+            try:
+                x = np.array([float.fromhex(v) for v in json.loads(hit)["x"]], dtype=np.float64)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CacheCorrupt(f"a witness row is damaged ({exc})") from exc
+            if x.shape != (len(model.features),):
+                raise CacheCorrupt("a witness row has the wrong width")
+            return x
+        x = eg.isolated_witness(model, prep, pv.boxes, r, settings)
+        if x is not None:
+            text = json.dumps({"x": [float(v).hex() for v in x]})
+            run.out.whole.append((key, text))
+        return x
+
+    return get
+
+
 def _decide_every_leaf(
     run: _Run,
     prep: eg.Prepared,
@@ -504,7 +543,9 @@ def _decide_every_leaf(
         known=known,
         remember=answers.append,
     )
-    res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
+    res = api.finish(
+        model, prep, pv, settings, counterexamples, t0, vacuity=vac, alone=_alone(run, prep, pv)
+    )
     kept = delta.LeafOutcomes.of(
         pv, when[0] if when else None, answers[0] if answers else known, len(model.features)
     )
@@ -578,6 +619,7 @@ def _walked(
             t0,
             paths_reused=reused,
             vacuity=vac,
+            alone=_alone(run, prep, pv),
         )
         if reused and _needs_fresh(inv, res):
             res, _, run.snap.outcomes[i] = _decide_every_leaf(run, prep, run.snap.full_boxes(), t0)
@@ -776,7 +818,15 @@ def _against_last(
             remember=answers.append,
         )
         res = api.finish(
-            model, prep, pv, run.settings, run.counterexamples, t0, paths_reused=0, vacuity=vac
+            model,
+            prep,
+            pv,
+            run.settings,
+            run.counterexamples,
+            t0,
+            paths_reused=0,
+            vacuity=vac,
+            alone=_alone(run, prep, pv),
         )
         reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res):

@@ -54,13 +54,13 @@ def _source(tree: dict) -> dict:
 def test_solver_violated_leaves_are_reused(tmp_path) -> None:
     """An invariant that Z3 finds violated on many leaves: after one leaf changed, only that
     leaf is decided again, and the report (counterexamples included) is a fresh run's."""
-    src = _source(_full(7, 0.0, 10.0))
-    names = ["slow", "confident", "solver", "solver2", "solver_safe"]
+    src = _source(_full(6, 0.0, 10.0))
+    names = ["slow", "solver", "solver_safe"]
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
         first = check(model, prog, cache=cache)
-        solver = first.results[2]
+        solver = first.results[1]
         assert solver.status == "violated" and solver.solver_paths > 1
         assert solver.violating_paths > 3 and len(solver.counterexamples) == 3
         # The first printed counterexample's leaf changes: the next one moves up.
@@ -73,10 +73,10 @@ def test_solver_violated_leaves_are_reused(tmp_path) -> None:
         second = check(model2, prog, cache=cache)
     fresh = check(model2, prog)
     assert M.comparable(second) == M.comparable(fresh)
-    assert fresh.results[2].counterexamples[0].leaf != leaf
-    assert fresh.results[2].violating_paths == solver.violating_paths - 1
+    assert fresh.results[1].counterexamples[0].leaf != leaf
+    assert fresh.results[1].violating_paths == solver.violating_paths - 1
     for r in second.results:
-        assert (r.paths_checked, r.paths_reused) == (1, 127), r.invariant
+        assert (r.paths_checked, r.paths_reused) == (1, 63), r.invariant
 
 
 def _clean_leaves(old: dict, new: dict) -> tuple[int, int]:
@@ -183,15 +183,9 @@ def _edit_sequence(data: Any, steps: int) -> None:
             prev_unknown = {r.invariant: r.unknown_paths for r in fresh.results}
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_edits_decide_only_changed_leaves_quick(data) -> None:
-    _edit_sequence(data, 3)
-
-
 @pytest.mark.slow
 @settings(
-    max_examples=40,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -236,10 +230,11 @@ def _filled(tmp_path, src: dict, names: list[str]):
     return prog
 
 
+@pytest.mark.slow
 def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
     """An outcomes row whose witness section does not fit (re-signed, so only the structural
     checks can catch it) is corruption: the cache is rebuilt and the result is a fresh one."""
-    src = _source(_full(5, 0.0, 10.0))
+    src = _source(_full(4, 0.0, 10.0))
     names = ["solver", "slow"]
     _filled(tmp_path, src, names)
     conn = sqlite3.connect(tmp_path / DB_NAME)
@@ -253,7 +248,7 @@ def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
         )
     conn.commit()
     conn.close()
-    M.at(src["tree"], ("left",) * 5)["action"] = "allow"
+    M.at(src["tree"], ("left",) * 4)["action"] = "allow"
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
@@ -265,12 +260,12 @@ def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
 def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
     """Rows written in another outcomes layout (an older clefprove) are never found: the
     re-check is a correct one without them, and no corruption is reported."""
-    src = _source(_full(5, 0.0, 10.0))
+    src = _source(_full(4, 0.0, 10.0))
     names = ["solver", "slow"]
     monkeypatch.setattr(walk, "_OUTCOMES_FORMAT", 1)
     _filled(tmp_path, src, names)
     monkeypatch.undo()
-    M.at(src["tree"], ("right",) * 5)["action"] = "allow"
+    M.at(src["tree"], ("right",) * 4)["action"] = "allow"
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
@@ -279,4 +274,4 @@ def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
     assert M.comparable(got) == M.comparable(check(model, prog))
     # Without outcomes on the last version, the invariants were decided by the subtree walk
     # (Z3's) or on every leaf (box-decided), not against the last version.
-    assert got.results[1].paths_checked == 32
+    assert got.results[1].paths_checked == 16
