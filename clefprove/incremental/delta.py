@@ -112,6 +112,14 @@ class Alignment:
     clean_new: np.ndarray  # new leaf nodes whose path and record are unchanged (sorted)
     clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
+    clean_at: np.ndarray  # the rows of clean_new in leaves
+
+    @property
+    def old_rows_sorted(self) -> bool:
+        """Whether clean_old_rows increase (pre-order is kept by position: always so for
+        trees aligned from the root; checked, since the rows come from the cache)."""
+        rows = self.clean_old_rows
+        return bool(rows.size < 2 or np.all(rows[1:] > rows[:-1]))
 
     @property
     def unchanged(self) -> bool:
@@ -205,7 +213,8 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     co = np.concatenate(clean_old) if clean_old else np.empty(0, np.int64)
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
-    return Alignment(leaves, cn[order], _rows_of(old, co[order]), roots)
+    cn = cn[order]
+    return Alignment(leaves, cn, _rows_of(old, co[order]), roots, np.searchsorted(leaves, cn))
 
 
 def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
@@ -223,7 +232,8 @@ def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.nda
     every = np.arange(a.kind.size)
     differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
     if not differ.size:
-        return Alignment(leaves, leaves, np.arange(leaves.size), differ)
+        every_leaf = np.arange(leaves.size)
+        return Alignment(leaves, leaves, every_leaf, differ, every_leaf)
     # Walk down from every differing node: the differing nodes met on the way have a
     # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
     below = np.zeros(a.kind.size, dtype=bool)
@@ -236,7 +246,8 @@ def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.nda
     roots = differ[~below[differ]]
     below[roots] = True
     keep = ~below[leaves]
-    return Alignment(leaves, leaves[keep], np.flatnonzero(keep), roots)
+    rows = np.flatnonzero(keep)
+    return Alignment(leaves, leaves[keep], rows, roots, rows)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -442,7 +453,7 @@ def reuse(
     w_rows: list[np.ndarray] = []
     w_x: list[np.ndarray] = []
     if al.clean_new.size:
-        at = np.searchsorted(leaves, al.clean_new)
+        at = al.clean_at
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
@@ -453,13 +464,23 @@ def reuse(
         if ow.rows.size:
             if ow.x.shape[1] != width:
                 raise ValueError("stored witnesses of the wrong width")
-            j = np.searchsorted(ow.rows, al.clean_old_rows)
-            j_ok = j < ow.rows.size
-            j_ok[j_ok] = ow.rows[j[j_ok]] == al.clean_old_rows[j_ok]
-            solver_v = (st == eg.VIOLATED) & (hw == eg.HOW_SOLVER) & j_ok
-            ok |= solver_v
-            w_rows.append(at[solver_v])
-            w_x.append(ow.x[j[solver_v]])
+            co = al.clean_old_rows
+            if al.old_rows_sorted:  # per witness, not per leaf: where its old row went
+                p = np.searchsorted(co, ow.rows)
+                inside = p < co.size
+                inside[inside] = co[p[inside]] == ow.rows[inside]
+                p = p[inside]
+                ok[p] = True  # decode checked: each is a solver-violated row
+                w_rows.append(at[p])
+                w_x.append(ow.x[inside])
+            else:
+                j = np.searchsorted(ow.rows, co)
+                j_ok = j < ow.rows.size
+                j_ok[j_ok] = ow.rows[j[j_ok]] == co[j_ok]
+                solver_v = (st == eg.VIOLATED) & (hw == eg.HOW_SOLVER) & j_ok
+                ok |= solver_v
+                w_rows.append(at[solver_v])
+                w_x.append(ow.x[j[solver_v]])
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False

@@ -99,6 +99,9 @@ class CacheStore:
         self.writable = True
         self.disabled = False
         self.stats = {"lookups": 0, "hits": 0, "stored": 0}
+        #: Seconds spent per stage of the re-checks run through this cache (summed over runs;
+        #: ``bench/bench_incremental.py`` prints them).
+        self.timings: dict[str, float] = {}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

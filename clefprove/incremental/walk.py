@@ -765,6 +765,7 @@ def _against_last(
     run: _Run,
     todo: list[int],
     found: dict[int, bytes],
+    lap: Callable[[str], None] = lambda stage: None,
 ) -> list[int]:
     """Invariants whose outcomes on an earlier version are in the cache: only the leaves that
     changed since (and those whose old outcome is not a fact about the box) are decided;
@@ -778,6 +779,7 @@ def _against_last(
             rest.append(i)
             continue
         assert blob is not None
+        lap("alignment")
         al, changed = hit
         try:
             old = delta.LeafOutcomes.decode(blob[32:], run.snap.old[blob[:32]].leaves.size)
@@ -792,6 +794,7 @@ def _against_last(
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
         boxes_for = run.snap.boxes_for(changed)
         pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
+        lap("outcomes reused, changed leaves decided")
         when: list[delta.LeafOutcomes] = []
 
         def per_leaf(
@@ -844,10 +847,24 @@ def _against_last(
         run.results[i] = res
         if _storable(res):
             run.out.whole.append((rkeys[i], _to_json(res)))
+        lap("results and counterexamples")
     return rest
 
 
 # ---------------------------------------------------------------- entry
+
+
+class _Lap:
+    """Adds the seconds since the last call to *timings[stage]*."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+        self.last = now
 
 
 def check_program(
@@ -878,9 +895,12 @@ def _check_program(
 ) -> list[InvariantResult]:
     invs = program.invariants
     t_start = time.perf_counter()
+    lap = _Lap(cache.timings)
     content = merkle.content_digest(model)
+    lap("content digest")
     rkeys = [result_key(inv, counterexamples, content, settings) for inv in invs]
     stored = cache.lookup_results(rkeys)
+    lap("whole results lookup")
     results: list[InvariantResult | None] = [None] * len(invs)
     todo = [i for i, k in enumerate(rkeys) if k not in stored]
     share = (time.perf_counter() - t_start) / max(1, len(invs))
@@ -925,14 +945,20 @@ def _check_program(
                     found[i] = blob
             outcome_keys = set(okeys.values())
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
-            todo = _against_last(run, todo, found)
+            lap("snapshots read")
+            todo = _against_last(run, todo, found, lap)
         # The rest: those that needed Z3 take the subtree walk, the others are decided on
         # every leaf, as in a fresh run.
         walkers = [i for i in todo if hkeys[i] in hints]
         fresh = [i for i in todo if hkeys[i] not in hints]
         if walkers:
             _walked(run, walkers)
+            lap("subtree walk")
         if fresh:
             _fresh(run, fresh)
-        cache.store(out.proofs, out.whole, snap.rows(okeys))
+            lap("decided on every leaf")
+        snapshot_rows = snap.rows(okeys)
+        lap("snapshots encoded")
+        cache.store(out.proofs, out.whole, snapshot_rows)
+        lap("stored")
     return [r for r in results if r is not None]
