@@ -88,6 +88,11 @@ def decode_tree(blob: bytes) -> TreeSnapshot:
     membership = np.frombuffer(
         blob, dtype=np.uint8, count=n_member, offset=_HEAD.size + NODE_DTYPE.itemsize * n_nodes
     )
+    return _checked(nodes, membership)
+
+
+def _checked(nodes: np.ndarray, membership: np.ndarray) -> TreeSnapshot:
+    n_nodes, n_member = nodes.size, membership.size
     kind = nodes["kind"]
     split = kind != NodeKind.LEAF
     idx = np.arange(n_nodes)
@@ -102,6 +107,69 @@ def decode_tree(blob: bytes) -> TreeSnapshot:
     if cat.size and int(nodes["aux"][cat].max()) >= max(n_member, 1):
         raise ValueError("tree snapshot has a bad membership offset")
     return TreeSnapshot(nodes, membership, np.flatnonzero(kind == NodeKind.LEAF))
+
+
+_DELTA_MAGIC = b"CLFTDLT1"
+#: magic, nodes, changed records; then the base tree's key comes first (32 bytes).
+_DELTA_HEAD = struct.Struct("<8sII4x")
+#: A version is stored as a delta of a full snapshot when at most this share of its node
+#: records differ from it (same node count, same membership table); else in full.
+DELTA_SHARE = 1 / 16
+
+
+def _records(nodes: np.ndarray) -> np.ndarray:
+    """Each node record as one opaque value, so that records compare bit for bit."""
+    flat = np.ascontiguousarray(nodes)
+    return flat.view(np.dtype((np.void, NODE_DTYPE.itemsize)))
+
+
+def encode_tree_delta(base_key: bytes, base: TreeSnapshot, model: Model) -> bytes | None:
+    """*model*'s snapshot as the records that differ from the full snapshot *base* (stored
+    under *base_key*), or None when a delta does not serve (another node count or membership
+    table, or too many records changed)."""
+    if (
+        len(base_key) != 32
+        or base.nodes.size != model.n_nodes
+        or not np.array_equal(base.membership, np.asarray(model.membership, dtype=np.uint8))
+    ):
+        return None
+    differ = np.flatnonzero(_records(base.nodes) != _records(model.nodes))
+    if differ.size > DELTA_SHARE * model.n_nodes:
+        return None
+    return b"".join(
+        (
+            base_key,
+            _DELTA_HEAD.pack(_DELTA_MAGIC, model.n_nodes, differ.size),
+            np.ascontiguousarray(differ, dtype="<i4").tobytes(),
+            np.ascontiguousarray(model.nodes[differ]).tobytes(),
+        )
+    )
+
+
+def delta_base(blob: bytes) -> bytes:
+    """The key of the full snapshot a delta row is relative to; ValueError when short."""
+    if len(blob) < 32 + _DELTA_HEAD.size:
+        raise ValueError("short tree delta")
+    return blob[:32]
+
+
+def decode_tree_delta(blob: bytes, base: TreeSnapshot) -> TreeSnapshot:
+    """The snapshot a delta row describes, applied to its full *base*; ValueError when it is
+    not one (or does not fit the base)."""
+    delta_base(blob)
+    magic, n_nodes, k = _DELTA_HEAD.unpack_from(blob, 32)
+    if magic != _DELTA_MAGIC or n_nodes != base.nodes.size:
+        raise ValueError("not a tree delta of its base")
+    at = 32 + _DELTA_HEAD.size
+    if len(blob) != at + 4 * k + NODE_DTYPE.itemsize * k:
+        raise ValueError("tree delta has the wrong size")
+    idx = np.frombuffer(blob, dtype="<i4", count=k, offset=at).astype(np.int64)
+    recs = np.frombuffer(blob, dtype=NODE_DTYPE, count=k, offset=at + 4 * k)
+    if k and (idx[0] < 0 or idx[-1] >= n_nodes or np.any(idx[1:] <= idx[:-1])):
+        raise ValueError("tree delta has bad node indices")
+    nodes = base.nodes.copy()
+    nodes[idx] = recs
+    return _checked(nodes, base.membership)
 
 
 @dataclass(frozen=True, eq=False)

@@ -669,6 +669,8 @@ class _Snapshots:
         self.model = model
         self.key = tree_key(content)
         self.old: dict[bytes, delta.TreeSnapshot] = {}
+        self.full: dict[bytes, bytes] = {}  # snapshot key -> the full snapshot it rests on
+        self._deltas: dict[bytes, bytes] = {}  # delta rows whose base is not read yet
         self.aligned: dict[bytes, tuple[delta.Alignment, LeafBoxes]] = {}
         self.boxes: LeafBoxes | None = None
         self.stored = False  # this version's tree snapshot is already in the cache
@@ -677,16 +679,40 @@ class _Snapshots:
         self._leaves: np.ndarray | None = None
 
     def load(self, rows: dict[bytes, tuple[str, bytes]]) -> None:
-        """Decode the tree rows found (this version's own, if present, is only noted)."""
+        """Decode the tree rows found (this version's own, if present, is only noted): full
+        snapshots (``tree``) and deltas of one (``treed``, resolved by :meth:`resolve`)."""
         for key, (kind, blob) in rows.items():
-            if kind != "tree":
+            if kind not in ("tree", "treed"):
                 raise CacheCorrupt("a snapshot row has the wrong kind")
             if key == self.key:
                 self.stored = True
             try:
-                self.old[key] = delta.decode_tree(blob)
+                if kind == "tree":
+                    self.old[key] = delta.decode_tree(blob)
+                    self.full[key] = key
+                else:
+                    delta.delta_base(blob)
+                    self._deltas[key] = blob
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
+
+    def bases_wanted(self) -> list[bytes]:
+        """The full snapshots that the delta rows read rest on and that are not read yet."""
+        return sorted({b[:32] for b in self._deltas.values()} - set(self.old))
+
+    def resolve(self) -> None:
+        """Apply every delta row read to its full snapshot (a delta whose base is gone, e.g.
+        pruned by another process, is left out: that version is simply not in the cache)."""
+        for key, blob in self._deltas.items():
+            base = blob[:32]
+            if self.full.get(base) != base:
+                continue
+            try:
+                self.old[key] = delta.decode_tree_delta(blob, self.old[base])
+            except ValueError as exc:
+                raise CacheCorrupt(str(exc)) from exc
+            self.full[key] = base
+        self._deltas = {}
 
     def against(self, key: bytes) -> tuple[delta.Alignment, LeafBoxes] | None:
         """The alignment with the old version *key* and the boxes of the leaves below its
@@ -747,12 +773,23 @@ class _Snapshots:
         return delta.LeafOutcomes(status, how, witnesses=delta.RowWitnesses(at[w.rows], w.x))
 
     def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
-        """The snapshot rows to store: this version's tree (unless present) and outcomes."""
+        """The snapshot rows to store: this version's tree (unless present) and outcomes.
+        The tree is stored as a delta of the full snapshot the version it was aligned with
+        rests on, when one serves (:func:`delta.encode_tree_delta`), else in full."""
         if not self.outcomes or not self.wanted:
             return []
         out = [(okeys[i], "outcomes", self.key + o.encode()) for i, o in self.outcomes.items()]
         if not self.stored:
-            out.append((self.key, "tree", delta.encode_tree(self.model)))
+            blob = None
+            for base in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
+                if base != self.key:
+                    blob = delta.encode_tree_delta(base, self.old[base], self.model)
+                if blob is not None:
+                    break
+            if blob is not None:
+                out.append((self.key, "treed", blob))
+            else:
+                out.append((self.key, "tree", delta.encode_tree(self.model)))
         return out
 
 
@@ -945,6 +982,10 @@ def _check_program(
                     found[i] = blob
             outcome_keys = set(okeys.values())
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
+            wanted = snap.bases_wanted()
+            if wanted:
+                snap.load(cache.lookup_snapshots(wanted))
+            snap.resolve()
             lap("snapshots read")
             todo = _against_last(run, todo, found, lap)
         # The rest: those that needed Z3 take the subtree walk, the others are decided on

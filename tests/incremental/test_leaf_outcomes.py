@@ -275,3 +275,58 @@ def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
     # Without outcomes on the last version, the invariants were decided by the subtree walk
     # (Z3's) or on every leaf (box-decided), not against the last version.
     assert got.results[1].paths_checked == 16
+
+
+def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) -> None:
+    """A version that changes a few records is stored as a delta of a full snapshot (not the
+    whole tree again); pruning keeps every full snapshot a kept delta rests on; another node
+    count is stored in full.  Every re-check equals a fresh check."""
+    from clefprove.incremental import store
+
+    monkeypatch.setattr(store, "KEEP_TREES", 2)
+    src = _source(_full(6, 0.0, 10.0))
+    names = ["solver", "slow"]
+    allow = [p for p in M.paths(src["tree"]) if M.at(src["tree"], p).get("action") == "allow"]
+
+    def kinds() -> list[tuple[str, int]]:
+        conn = sqlite3.connect(tmp_path / DB_NAME)
+        try:
+            rows = conn.execute(
+                "SELECT kind, length(value) FROM snapshot WHERE kind != 'outcomes' "
+                "ORDER BY stamp"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [(str(k), int(n)) for k, n in rows]
+
+    with ProofCache(tmp_path) as cache:
+        for step in range(5):
+            if step:
+                M.at(src["tree"], allow[step])["action"] = "block"
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            got = check(model, prog, cache=cache)
+            assert M.comparable(got) == M.comparable(check(model, prog))
+            if step >= 2:
+                assert got.results[0].paths_checked == 1
+            stored = kinds()
+            full = [n for k, n in stored if k == "tree"]
+            assert len(full) == 1, stored  # the first version, which every delta rests on
+            assert all(n < full[0] // 4 for k, n in stored if k == "treed"), stored
+            assert len(stored) <= 3
+        # A new node count: stored in full, and from then on deltas rest on it.
+        M.at(src["tree"], allow[0])["action"] = "block"
+        M.at(src["tree"], allow[0]).update(
+            feature="n", threshold=3.0, left=dict(M.at(src["tree"], allow[0]))
+        )
+        node = M.at(src["tree"], allow[0])
+        node.pop("action"), node.pop("confidence")
+        node["right"] = {"action": "allow", "confidence": 0.9}
+        node["left"] = {"action": "block", "confidence": 0.9}
+        for _ in range(2):
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            got = check(model, prog, cache=cache)
+            assert M.comparable(got) == M.comparable(check(model, prog))
+            M.at(src["tree"], allow[5])["action"] = "block"
+        assert [k for k, _ in kinds()][-2:] == ["tree", "treed"]
