@@ -394,7 +394,8 @@ class RowWitnesses(Mapping[int, np.ndarray]):
         j = self._at(r)
         if j < 0:
             raise KeyError(r)
-        return self.x[j]
+        row: np.ndarray = self.x[j]
+        return row
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.rows.tolist())

@@ -485,9 +485,7 @@ def alone_key(leaf_key: bytes, scope: bytes, settings: CheckOptions) -> bytes:
     return hashlib.sha256(b"alone\0" + leaf_key + scope + limits.encode()).digest()
 
 
-def _alone(
-    run: _Run, prep: eg.Prepared, pv: eg.PathVerdicts
-) -> Callable[[int], np.ndarray | None]:
+def _alone(run: _Run, prep: eg.Prepared, pv: eg.PathVerdicts) -> Callable[[int], np.ndarray | None]:
     """:func:`api.finish`'s *alone* hook: the witness of a solver asked about solver row *r*
     alone, from the cache when a run found it before (it is a function of the leaf's box and
     record, the invariant and the limits: the key), else found now and stored.  Only the
@@ -501,12 +499,12 @@ def _alone(
         hit = run.cache.lookup_results([key]).get(key)
         if hit is not None:
             try:
-                x = np.array([float.fromhex(v) for v in json.loads(hit)["x"]], dtype=np.float64)
+                kept = np.array([float.fromhex(v) for v in json.loads(hit)["x"]], dtype=np.float64)
             except (ValueError, TypeError, KeyError) as exc:
                 raise CacheCorrupt(f"a witness row is damaged ({exc})") from exc
-            if x.shape != (len(model.features),):
+            if kept.shape != (len(model.features),):
                 raise CacheCorrupt("a witness row has the wrong width")
-            return x
+            return kept
         x = eg.isolated_witness(model, prep, pv.boxes, r, settings)
         if x is not None:
             text = json.dumps({"x": [float(v).hex() for v in x]})
@@ -823,9 +821,9 @@ def _against_last(
         except ValueError as exc:
             raise CacheCorrupt(str(exc)) from exc
         for o in (old, old.when):
-            if o is not None and o.witnesses.rows.size:
-                if o.witnesses.x.shape[1] != len(model.features):
-                    raise CacheCorrupt("stored witnesses of the wrong width")
+            w = o.witnesses if o is not None else None
+            if w is not None and w.rows.size and w.x.shape[1] != len(model.features):
+                raise CacheCorrupt("stored witnesses of the wrong width")
         t0 = time.perf_counter()
         inv = invs[i]
         prep = eg.prepare(model, inv, run.settings.dnf_cap)

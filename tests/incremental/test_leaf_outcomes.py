@@ -85,9 +85,7 @@ def _clean_leaves(old: dict, new: dict) -> tuple[int, int]:
 
     def same(a: dict, b: dict) -> bool:
         if "action" in a or "action" in b:
-            return a.get("action") == b.get("action") and a.get("confidence") == b.get(
-                "confidence"
-            )
+            return a.get("action") == b.get("action") and a.get("confidence") == b.get("confidence")
         if a["feature"] != b["feature"]:
             return False
         if "in" in a or "in" in b:
@@ -143,9 +141,7 @@ def _edit_sequence(data: Any, steps: int) -> None:
         names = sorted({*names, draw(st.sampled_from(SOLVER_VIOLATED))})
     seen: set[str] = set()
     hinted: set[str] = set()  # needed Z3 in an earlier run: a hint is stored
-    stored = False  # the previous version's outcomes are stored
-    prev: dict | None = None
-    prev_unknown: dict[str, int] = {}
+    last: dict[str, tuple[dict, int]] = {}  # the version its outcomes are kept on, its unknowns
     with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
         for step in range(steps):
             if step:
@@ -153,34 +149,34 @@ def _edit_sequence(data: Any, steps: int) -> None:
             model = M.compile_(src)
             prog = M.program(names, model)
             fresh = check(model, prog)
-            against = bool(hinted & set(names)) and stored
             cached = check(model, prog, cache=cache)
             again = check(M.compile_(src), prog, cache=cache)
             want = M.comparable(fresh)
             assert M.comparable(cached) == want
             assert M.comparable(again) == want
-            key = M.comparable(fresh)[0] + repr(src)
-            total, clean = _clean_leaves(prev["tree"], src["tree"]) if prev else (0, 0)
-            for r in cached.results:
+            key = want[0] + repr(src)
+            hinted_now = bool(hinted & set(names))
+            decided = []
+            for r, f in zip(cached.results, fresh.results, strict=True):
                 n = r.paths_checked + r.paths_reused
                 if key in seen and r.unknown_paths == 0:
                     assert r.paths_checked == 0  # this exact model's result is stored
-                elif against:
+                    continue
+                decided.append(f)
+                if hinted_now and r.invariant in last:  # against the last version
+                    old, unknown = last[r.invariant]
+                    total, clean = _clean_leaves(old["tree"], src["tree"])
                     assert total == n
                     # The changed leaves, and the unchanged ones left unknown last time.
-                    assert total - clean <= r.paths_checked <= total - clean + prev_unknown.get(
-                        r.invariant, 0
-                    ), r.invariant
+                    assert total - clean <= r.paths_checked <= total - clean + unknown, r.invariant
                 elif r.paths_reused == 0:
                     assert r.paths_checked == n
             assert all(r.paths_checked == 0 for r in again.results if r.unknown_paths == 0)
-            stored = against or any(r.solver_paths for r in fresh.results) or stored and bool(
-                hinted & set(names)
-            )
-            hinted |= {r.invariant for r in fresh.results if r.solver_paths}
+            # Outcomes are written when some invariant of the run needs Z3.
+            if hinted_now or any(f.solver_paths for f in decided):
+                last.update({f.invariant: (src, f.unknown_paths) for f in decided})
+            hinted |= {f.invariant for f in decided if f.solver_paths}
             seen.add(key)
-            prev = src
-            prev_unknown = {r.invariant: r.unknown_paths for r in fresh.results}
 
 
 @pytest.mark.slow
@@ -292,8 +288,7 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
         conn = sqlite3.connect(tmp_path / DB_NAME)
         try:
             rows = conn.execute(
-                "SELECT kind, length(value) FROM snapshot WHERE kind != 'outcomes' "
-                "ORDER BY stamp"
+                "SELECT kind, length(value) FROM snapshot WHERE kind != 'outcomes' ORDER BY stamp"
             ).fetchall()
         finally:
             conn.close()
