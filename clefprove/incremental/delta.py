@@ -14,11 +14,15 @@ of the model:
 2. computes the boxes of the leaves below the changed roots only (:func:`changed_boxes`), with
    the verifier's own tightening started from each root's context box;
 3. **reuses** the outcome of every unchanged leaf that is a fact about its box: proved safe
-   (by the box stages or by the solver), or violated as decided by the box stages, whose
-   witness is a function of the box and is recomputed when it is printed.  Everything else --
-   changed leaves, leaves the solver found violated (a solver's witness depends on the queries
-   it answered before), unknown ones -- is decided by :func:`clefprove.verify.engine.decide`
-   as in a fresh run (:func:`reuse`).
+   (by the box stages or by the solver), violated as decided by the box stages (whose witness
+   is a function of the box and is recomputed when it is printed), or violated as decided by
+   the solver, with the confirmed witness kept in :class:`LeafOutcomes` (the fallback of its
+   printed counterexample, which comes from a solver asked about that leaf alone).  Changed
+   leaves and unknown ones are decided by :func:`clefprove.verify.engine.decide` as in a fresh
+   run (:func:`reuse`).
+
+A version whose records differ little from a full snapshot is stored as a delta of it
+(:func:`encode_tree_delta`).
 
 The verdicts come with a :class:`~clefprove.geometry.boxes.LazyLeafBoxes`: every leaf is listed,
 and the box of a leaf is only computed when a counterexample is built from it.
