@@ -579,3 +579,108 @@ def reuse(
         witnesses = _NO_WITNESSES
     lazy = LazyLeafBoxes(model, leaves)
     return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+
+
+#: A delta of outcomes: changed rows, new witnesses, width, flags (vacuity; "same as base").
+_OUTD_HEAD = struct.Struct("<IIIB")
+_SAME_AS_BASE = 8
+
+
+def _bitwise(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype="<f8").view(np.int64)
+
+
+def same_as_base(outcomes: LeafOutcomes) -> bytes:
+    """The delta that says "the outcomes of the full row it rests on" (*outcomes* gives the
+    vacuity answer, the only part a delta carries itself)."""
+    vac = 0
+    if outcomes.vacuous is not None:
+        vac = _VACUITY_KNOWN | (_VACUOUS if outcomes.vacuous else 0)
+    return _OUTD_HEAD.pack(0, 0, 0, vac | _SAME_AS_BASE)
+
+
+def encode_outcomes_delta(base: LeafOutcomes, new: LeafOutcomes) -> bytes | None:
+    """*new* as the rows that differ from *base* (status, how, witness), or None when a delta
+    does not serve: another leaf count, outcomes of a ``when`` on either side, or more than
+    :data:`DELTA_SHARE` of the rows changed.  *new* equal to *base* is always a delta."""
+    n = new.status.size
+    vac = 0 if new.vacuous is None else _VACUITY_KNOWN | (_VACUOUS if new.vacuous else 0)
+    bw, nw = base.witnesses, new.witnesses
+    if base is new:
+        return same_as_base(new)
+    if base.when is not None or new.when is not None or base.status.size != n:
+        return None
+    differ = np.flatnonzero((base.status != new.status) | (base.how != new.how))
+    p = np.searchsorted(bw.rows, nw.rows)
+    inb = p < bw.rows.size
+    inb[inb] = bw.rows[p[inb]] == nw.rows[inb]
+    same = inb.copy()
+    if inb.any():
+        same[inb] = np.all(_bitwise(bw.x[p[inb]]) == _bitwise(nw.x[inb]), axis=1)
+    fresh = np.flatnonzero(~same)
+    if differ.size + fresh.size > DELTA_SHARE * max(n, 1):
+        return None
+    width = nw.x.shape[1] if fresh.size else 0
+    return b"".join(
+        (
+            _OUTD_HEAD.pack(differ.size, fresh.size, width, vac),
+            np.ascontiguousarray(differ, dtype="<i4").tobytes(),
+            np.ascontiguousarray(new.status[differ], dtype=np.int8).tobytes(),
+            np.ascontiguousarray(new.how[differ], dtype="<i2").tobytes(),
+            np.ascontiguousarray(nw.rows[fresh], dtype="<i4").tobytes(),
+            np.ascontiguousarray(nw.x[fresh], dtype="<f8").tobytes() if fresh.size else b"",
+        )
+    )
+
+
+def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
+    """The outcomes a delta describes, applied to *base*; ValueError when it is not one."""
+    if len(blob) < _OUTD_HEAD.size:
+        raise ValueError("short outcomes delta")
+    k, kw, width, flags = _OUTD_HEAD.unpack_from(blob)
+    if flags & ~(_VACUITY_KNOWN | _VACUOUS | _SAME_AS_BASE) or (
+        flags & _VACUOUS and not flags & _VACUITY_KNOWN
+    ):
+        raise ValueError("bad outcomes delta flags")
+    vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
+    at = _OUTD_HEAD.size
+    if flags & _SAME_AS_BASE:
+        if k or kw or len(blob) != at:
+            raise ValueError("bad outcomes delta")
+        return LeafOutcomes(base.status, base.how, base.when, vacuous, base.witnesses)
+    n = base.status.size
+    size = at + 7 * k + kw * (4 + 8 * width)
+    if base.when is not None or len(blob) != size or (kw and not width):
+        raise ValueError("outcomes delta has the wrong size")
+    idx = np.frombuffer(blob, dtype="<i4", count=k, offset=at).astype(np.int64)
+    st = np.frombuffer(blob, dtype=np.int8, count=k, offset=at + 4 * k)
+    hw = np.frombuffer(blob, dtype="<i2", count=k, offset=at + 5 * k)
+    wrows = np.frombuffer(blob, dtype="<i4", count=kw, offset=at + 7 * k).astype(np.int64)
+    wx = np.frombuffer(blob, dtype="<f8", count=kw * width, offset=at + 7 * k + 4 * kw)
+    if k and (idx[0] < 0 or idx[-1] >= n or np.any(idx[1:] <= idx[:-1])):
+        raise ValueError("outcomes delta has bad rows")
+    if kw and (wrows[0] < 0 or wrows[-1] >= n or np.any(wrows[1:] <= wrows[:-1])):
+        raise ValueError("outcomes delta has bad witness rows")
+    status = base.status.copy()
+    how = base.how.copy()
+    status[idx] = st
+    how[idx] = hw
+    if k and (st.min() < eg.SAFE or st.max() > eg.UNKNOWN):
+        raise ValueError("bad leaf status in the cache")
+    bw = base.witnesses
+    keep = np.ones(bw.rows.size, dtype=bool)
+    if bw.rows.size:
+        keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
+        keep &= ~np.isin(bw.rows, wrows)
+    rows = np.concatenate([bw.rows[keep], wrows])
+    if not rows.size:
+        return LeafOutcomes(status, how, None, vacuous)
+    w_width = width if kw else bw.x.shape[1]
+    if bw.rows.size and kw and bw.x.shape[1] != width:
+        raise ValueError("outcomes delta has witnesses of another width")
+    x = np.concatenate([bw.x[keep].reshape(-1, w_width), wx.reshape(kw, w_width)])
+    order = np.argsort(rows, kind="stable")
+    rows, x = rows[order], x[order]
+    if np.any(status[rows] != eg.VIOLATED) or np.any(how[rows] != eg.HOW_SOLVER):
+        raise ValueError("bad witness rows in the cache")
+    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x))

@@ -354,6 +354,12 @@ class CacheStore:
                         "snapshot WHERE kind IN ('tree', 'treed') ORDER BY stamp DESC LIMIT ?))",
                         (KEEP_TREES, KEEP_TREES),
                     )
+                if any(row[1] == "outb" for row in snaps):
+                    # Full outcomes rows that no outcomes row rests on any more (bytes 33-64).
+                    conn.execute(
+                        "DELETE FROM snapshot WHERE kind = 'outb' AND key NOT IN (SELECT "
+                        "substr(value, 33, 32) FROM snapshot WHERE kind = 'outcomes')"
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

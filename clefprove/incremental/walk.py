@@ -643,7 +643,7 @@ def _walked(
 
 #: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
 #: written in another layout is never read (it is simply not found).
-_OUTCOMES_FORMAT = 2
+_OUTCOMES_FORMAT = 3
 
 
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
@@ -673,6 +673,8 @@ class _Snapshots:
         self.boxes: LeafBoxes | None = None
         self.stored = False  # this version's tree snapshot is already in the cache
         self.outcomes: dict[int, delta.LeafOutcomes] = {}
+        self.out_blobs: dict[bytes, bytes] = {}  # full outcomes rows ('outb') read
+        self.out_base: dict[int, tuple[bytes, delta.LeafOutcomes]] = {}  # what i's rests on
         self.wanted = False  # store snapshots (some invariant of the run needs Z3)
         self._leaves: np.ndarray | None = None
 
@@ -680,6 +682,9 @@ class _Snapshots:
         """Decode the tree rows found (this version's own, if present, is only noted): full
         snapshots (``tree``) and deltas of one (``treed``, resolved by :meth:`resolve`)."""
         for key, (kind, blob) in rows.items():
+            if kind == "outb":
+                self.out_blobs[key] = blob
+                continue
             if kind not in ("tree", "treed"):
                 raise CacheCorrupt("a snapshot row has the wrong kind")
             if key == self.key:
@@ -694,9 +699,27 @@ class _Snapshots:
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
 
-    def bases_wanted(self) -> list[bytes]:
-        """The full snapshots that the delta rows read rest on and that are not read yet."""
-        return sorted({b[:32] for b in self._deltas.values()} - set(self.old))
+    def bases_wanted(self, found: dict[int, bytes]) -> list[bytes]:
+        """The full snapshots that the delta rows read rest on and that are not read yet,
+        and the full outcomes rows that the outcomes rows *found* rest on."""
+        trees = {b[:32] for b in self._deltas.values()} - set(self.old)
+        return sorted(trees | {b[32:64] for b in found.values()})
+
+    def old_outcomes(self, i: int, pointer: bytes) -> delta.LeafOutcomes | None:
+        """Invariant *i*'s outcomes from its row (*pointer*: the version's tree key, the key
+        of the full outcomes row it rests on, a delta of that), or None when that full row is
+        gone (pruned by another process: not in the cache)."""
+        base_blob = self.out_blobs.get(pointer[32:64])
+        if base_blob is None:
+            return None
+        leaves = self.old[pointer[:32]].leaves.size
+        try:
+            base = delta.LeafOutcomes.decode(base_blob, leaves)
+            out = delta.apply_outcomes_delta(base, pointer[64:])
+        except ValueError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+        self.out_base[i] = (pointer[32:64], base)
+        return out
 
     def resolve(self) -> None:
         """Apply every delta row read to its full snapshot (a delta whose base is gone, e.g.
@@ -776,16 +799,30 @@ class _Snapshots:
         rests on, when one serves (:func:`delta.encode_tree_delta`), else in full."""
         if not self.outcomes or not self.wanted:
             return []
-        out = [(okeys[i], "outcomes", self.key + o.encode()) for i, o in self.outcomes.items()]
-        if not self.stored:
+        out: list[tuple[bytes, str, bytes]] = []
+        for i, o in self.outcomes.items():
+            # A delta of the full outcomes row the last version's rest on, when one serves;
+            # else a new full row ('outb', written once) and a pointer to it.
             blob = None
-            for base in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
-                if base != self.key:
-                    blob = delta.encode_tree_delta(base, self.old[base], self.model)
-                if blob is not None:
+            if i in self.out_base:
+                bkey, base = self.out_base[i]
+                d = delta.encode_outcomes_delta(base, o)
+                if d is not None:
+                    blob = self.key + bkey + d
+            if blob is None:
+                bkey = hashlib.sha256(b"outb\0" + okeys[i] + self.key).digest()
+                out.append((bkey, "outb", o.encode()))
+                blob = self.key + bkey + delta.same_as_base(o)
+            out.append((okeys[i], "outcomes", blob))
+        if not self.stored:
+            tree = None
+            for full in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
+                if full != self.key:
+                    tree = delta.encode_tree_delta(full, self.old[full], self.model)
+                if tree is not None:
                     break
-            if blob is not None:
-                out.append((self.key, "treed", blob))
+            if tree is not None:
+                out.append((self.key, "treed", tree))
             else:
                 out.append((self.key, "tree", delta.encode_tree(self.model)))
         return out
@@ -816,10 +853,11 @@ def _against_last(
         assert blob is not None
         lap("alignment")
         al, changed = hit
-        try:
-            old = delta.LeafOutcomes.decode(blob[32:], run.snap.old[blob[:32]].leaves.size)
-        except ValueError as exc:
-            raise CacheCorrupt(str(exc)) from exc
+        got = run.snap.old_outcomes(i, blob)
+        if got is None:
+            rest.append(i)
+            continue
+        old = got
         for o in (old, old.when):
             w = o.witnesses if o is not None else None
             if w is not None and w.rows.size and w.x.shape[1] != len(model.features):
@@ -975,12 +1013,12 @@ def _check_program(
             for i in todo:
                 if okeys[i] in rows:
                     kind, blob = rows[okeys[i]]
-                    if kind != "outcomes" or len(blob) < 32:
+                    if kind != "outcomes" or len(blob) < 64:
                         raise CacheCorrupt("a snapshot row has the wrong kind")
                     found[i] = blob
             outcome_keys = set(okeys.values())
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
-            wanted = snap.bases_wanted()
+            wanted = snap.bases_wanted(found)
             if wanted:
                 snap.load(cache.lookup_snapshots(wanted))
             snap.resolve()

@@ -234,13 +234,13 @@ def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
     names = ["solver", "slow"]
     _filled(tmp_path, src, names)
     conn = sqlite3.connect(tmp_path / DB_NAME)
-    rows = conn.execute("SELECT key, value FROM snapshot WHERE kind = 'outcomes'").fetchall()
-    assert rows
-    for key, value in rows:
-        forged = bytes(value) + b"\0" * 8  # a witness section that does not match
+    rows = conn.execute("SELECT key, kind, value FROM snapshot WHERE kind LIKE 'out%'").fetchall()
+    assert {r[1] for r in rows} == {"outcomes", "outb"}
+    for key, kind, value in rows:
+        forged = bytes(value) + b"\0" * 8  # a witness section (or delta) that does not match
         conn.execute(
             "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
-            (forged, _snapshot_chk(key, "outcomes", forged), key),
+            (forged, _snapshot_chk(key, kind, forged), key),
         )
     conn.commit()
     conn.close()
@@ -288,12 +288,14 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
         conn = sqlite3.connect(tmp_path / DB_NAME)
         try:
             rows = conn.execute(
-                "SELECT kind, length(value) FROM snapshot WHERE kind != 'outcomes' ORDER BY stamp"
+                "SELECT kind, length(value) FROM snapshot WHERE kind IN ('tree', 'treed') "
+                "ORDER BY stamp"
             ).fetchall()
         finally:
             conn.close()
         return [(str(k), int(n)) for k, n in rows]
 
+    stamp = 0
     with ProofCache(tmp_path) as cache:
         for step in range(5):
             if step:
@@ -309,6 +311,17 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
             assert len(full) == 1, stored  # the first version, which every delta rests on
             assert all(n < full[0] // 4 for k, n in stored if k == "treed"), stored
             assert len(stored) <= 3
+            # Outcomes: one full row per invariant, written once; each run writes a delta.
+            conn = sqlite3.connect(tmp_path / DB_NAME)
+            outs = conn.execute(
+                "SELECT kind, length(value), stamp FROM snapshot WHERE kind LIKE 'out%'"
+            ).fetchall()
+            conn.close()
+            assert sorted(k for k, _, _ in outs) == ["outb", "outb", "outcomes", "outcomes"]
+            assert all(n < 64 + 64 for k, n, _ in outs if k == "outcomes")
+            if step:
+                assert all(t <= stamp for k, _, t in outs if k == "outb"), (step, outs)
+            stamp = max(t for _, _, t in outs)
         # A new node count: stored in full, and from then on deltas rest on it.
         M.at(src["tree"], allow[0])["action"] = "block"
         M.at(src["tree"], allow[0]).update(
