@@ -282,7 +282,7 @@ class _LeafKeys:
                 for f, m in Box.domain(model).cats.items()
             }
             keys = merkle.context_digests(
-                merkle.subtree_hashes(model)[sub.leaves],
+                merkle.leaf_hashes(model, sub.leaves),
                 sub.lo[:, :n_feat],
                 sub.hi[:, :n_feat],
                 cats,

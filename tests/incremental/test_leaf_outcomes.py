@@ -51,6 +51,7 @@ def _source(tree: dict) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_solver_violated_leaves_are_reused(tmp_path) -> None:
     """An invariant that Z3 finds violated on many leaves: after one leaf changed, only that
     leaf is decided again, and the report (counterexamples included) is a fresh run's."""
@@ -273,6 +274,7 @@ def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
     assert got.results[1].paths_checked == 16
 
 
+@pytest.mark.slow
 def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) -> None:
     """A version that changes a few records is stored as a delta of a full snapshot (not the
     whole tree again); pruning keeps every full snapshot a kept delta rests on; another node
@@ -338,3 +340,17 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
             assert M.comparable(got) == M.comparable(check(model, prog))
             M.at(src["tree"], allow[5])["action"] = "block"
         assert [k for k, _ in kinds()][-2:] == ["tree", "treed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(M.sources())
+def test_leaf_hashes_are_the_subtree_hashes_of_leaves(src) -> None:
+    """A printed counterexample's leaf key needs its leaf's hash only, not the whole tree's."""
+    from clefprove.incremental import merkle
+    from clefprove.model.types import NodeKind
+
+    model = M.compile_(src)
+    leaves = np.flatnonzero(model.nodes["kind"] == NodeKind.LEAF)
+    whole = merkle.subtree_hashes(M.compile_(src))
+    assert np.array_equal(merkle.leaf_hashes(model, leaves), whole[leaves])
+    assert np.array_equal(merkle.leaf_hashes(model, leaves[::-1]), whole[leaves[::-1]])
