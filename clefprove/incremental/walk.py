@@ -507,7 +507,7 @@ def _alone(run: _Run, prep: eg.Prepared, pv: eg.PathVerdicts) -> Callable[[int],
             return kept
         x = eg.isolated_witness(model, prep, pv.boxes, r, settings)
         if x is not None:
-            text = json.dumps({"x": [float(v).hex() for v in x]})
+            text = json.dumps({"x": [float(v).hex() for v in x]}, allow_nan=False)
             run.out.whole.append((key, text))
         return x
 
