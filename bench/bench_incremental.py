@@ -17,6 +17,14 @@ Every re-check's report is compared with a fresh check of the same model (minus 
 Each number is the median of several runs, each on a fresh copy of the filled cache.
 
     python bench/bench_incremental.py [--repeat 7] [--rows 400000]
+
+With ``--leafcache`` (issue 11): the depth-20 model and a ~140K-node one (depth <= 60,
+``min_samples_leaf=1``, 1.45M rows; or ``--big-model SOURCE.json``), seven invariants -- the
+five SPEC ones, the Z3 one above and a linear one that Z3 finds violated on thousands of
+leaves -- cold against (a) one leaf's action changed, (b) one deep threshold moved and
+(d) no change, with the re-check's time per stage (``CacheStore.timings``):
+
+    python bench/bench_incremental.py --leafcache [--repeat 3] [--cold-repeat 1]
 """
 
 from __future__ import annotations
@@ -206,12 +214,117 @@ def bench_model(label: str, src: dict, other: dict, inv_sets: dict, repeat: int)
     return rows
 
 
+VIOLATED_INV = """severity allow < challenge < rate_limit < block
+
+invariant risky_score_blocked:
+  "A linear score that Z3 finds violated on many paths."
+  when client_rtt_ms + 500 * referer_entropy >= 3000 and client_rtt_ms - 50 * path_depth <= 2500
+  ensure action == block
+"""
+
+
+def _big_source(mk, rows: int) -> dict:
+    from sklearn.tree import DecisionTreeClassifier
+
+    from clefprove.model.sklearn import from_sklearn
+
+    X, y = mk.generate(rows)
+    clf = DecisionTreeClassifier(max_depth=60, min_samples_leaf=1, random_state=20261129)
+    clf.fit(X, y)
+    model = from_sklearn(clf, features=mk.FEATURES, actions=mk.ACTIONS, name="edge-big")
+    return mk.model_source(model)
+
+
+def bench_leafcache(label: str, src: dict, inv_dir: str, repeat: int, cold_repeat: int) -> None:
+    """Cold against re-checks with every leaf outcome cached (issue 11), one table per model."""
+    base = compile_source(copy.deepcopy(src))
+    variants = {k: v for k, v in edits(src, src).items() if not k.startswith("(c)")}
+    prog = load_invariants([inv_dir], base)
+    colds, fills = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(cold_repeat):
+            m = compile_source(copy.deepcopy(src))
+            t = time.perf_counter()
+            fresh = check(m, prog)
+            colds.append(time.perf_counter() - t)
+            with ProofCache(Path(tmp) / f"fill{k}") as cache:
+                m = compile_source(copy.deepcopy(src))
+                t = time.perf_counter()
+                check(m, prog, cache=cache)
+                fills.append(time.perf_counter() - t)
+        filled = Path(tmp) / "fill0"
+        cold = statistics.median(colds)
+        print(
+            f"\n{label}: {base.n_nodes} nodes, {base.n_leaves} leaves, {len(prog.invariants)} "
+            f"invariants; cold median of {cold_repeat}, re-checks median of {repeat}"
+        )
+        for r in fresh.results:
+            print(
+                f"  {r.invariant}: {r.status.value}, {r.violating_paths} violating paths, "
+                f"{r.solver_paths} solver paths"
+            )
+        print("| scenario | ms | of cold | paths checked | paths reused |")
+        print("|---|---:|---:|---:|---:|")
+        n = fresh.summary["paths_checked"]
+        print(f"| cold (no cache) | {cold * 1e3:.0f} | 100% | {n} | 0 |")
+        fill = statistics.median(fills)
+        print(f"| cold, filling the cache | {fill * 1e3:.0f} | {100 * fill / cold:.1f}% | | |")
+        stages: dict[str, float] = {}
+        for name, vsrc in variants.items():
+            model = compile_source(copy.deepcopy(vsrc))
+            vprog = load_invariants([inv_dir], model)
+            want = _comparable(check(model, vprog)) if name != "(d) no change" else None
+            times, rep = [], None
+            for k in range(repeat):
+                d = Path(tmp) / f"{name}-{k}"
+                shutil.copytree(filled, d)
+                m = compile_source(copy.deepcopy(vsrc))
+                with ProofCache(d) as cache:
+                    t = time.perf_counter()
+                    rep = check(m, vprog, cache=cache)
+                    times.append(time.perf_counter() - t)
+                    if name.startswith("(a)") and k == 0:
+                        stages = dict(cache.timings)
+                if want is not None:
+                    assert _comparable(rep) == want, f"{label} {name}: cached != fresh"
+            t = statistics.median(times)
+            s = rep.summary
+            print(
+                f"| {name} | {t * 1e3:.1f} | {100 * t / cold:.2f}% | {s['paths_checked']} | "
+                f"{s['paths_reused']} |"
+            )
+        print("\nstages of the (a) re-check (first run):")
+        print("| stage | ms |")
+        print("|---|---:|")
+        for k, v in stages.items():
+            print(f"| {k} | {v * 1e3:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--rows", type=int, default=400_000, help="training rows for the d20 model")
+    ap.add_argument("--leafcache", action="store_true", help="the issue-11 tables (see above)")
+    ap.add_argument("--cold-repeat", type=int, default=1)
+    ap.add_argument("--big-rows", type=int, default=1_450_000)
+    ap.add_argument("--big-model", help="JSON source of the big model (else trained here)")
     args = ap.parse_args()
     mk = example_module()
+    if args.leafcache:
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(ROOT / "invariants" / "edge.inv", Path(tmp) / "edge.inv")
+            (Path(tmp) / "risk.inv").write_text(SOLVER_INV)
+            (Path(tmp) / "violated.inv").write_text(VIOLATED_INV)
+            print("training the depth-20 model ...", file=sys.stderr)
+            d20 = mk.model_source(mk.build(20, args.rows)[1])
+            bench_leafcache("depth 20", d20, tmp, args.repeat, max(3, args.cold_repeat))
+            if args.big_model:
+                big = json.loads(Path(args.big_model).read_text())
+            else:
+                print("training the big model ...", file=sys.stderr)
+                big = _big_source(mk, args.big_rows)
+            bench_leafcache("big", big, tmp, args.repeat, args.cold_repeat)
+        return
     d12 = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
     print("training the depth-20 model and the retrained variants ...", file=sys.stderr)
     d12_other = mk.model_source(mk.build(12, args.rows, seed=7)[1])

@@ -105,7 +105,7 @@ def build(depth: int, n: int = 400_000, seed: int = 20261129):
 
 def model_source(model) -> dict:
     """The JSON source form of a compiled model (nested tree)."""
-    from clefprove.model.source import feature_to_json
+    from clefprove.model.features import feature_to_json
     from clefprove.model.types import NodeKind
 
     def node(i: int) -> dict:

@@ -14,11 +14,15 @@ of the model:
 2. computes the boxes of the leaves below the changed roots only (:func:`changed_boxes`), with
    the verifier's own tightening started from each root's context box;
 3. **reuses** the outcome of every unchanged leaf that is a fact about its box: proved safe
-   (by the box stages or by the solver), or violated as decided by the box stages, whose
-   witness is a function of the box and is recomputed when it is printed.  Everything else --
-   changed leaves, leaves the solver found violated (a solver's witness depends on the queries
-   it answered before), unknown ones -- is decided by :func:`clefprove.verify.engine.decide`
-   as in a fresh run (:func:`reuse`).
+   (by the box stages or by the solver), violated as decided by the box stages (whose witness
+   is a function of the box and is recomputed when it is printed), or violated as decided by
+   the solver, with the confirmed witness kept in :class:`LeafOutcomes` (the fallback of its
+   printed counterexample, which comes from a solver asked about that leaf alone).  Changed
+   leaves and unknown ones are decided by :func:`clefprove.verify.engine.decide` as in a fresh
+   run (:func:`reuse`).
+
+A version whose records differ little from a full snapshot is stored as a delta of it
+(:func:`encode_tree_delta`).
 
 The verdicts come with a :class:`~clefprove.geometry.boxes.LazyLeafBoxes`: every leaf is listed,
 and the box of a leaf is only computed when a counterexample is built from it.
@@ -33,8 +37,8 @@ version (see :mod:`clefprove.incremental.walk`).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -88,6 +92,11 @@ def decode_tree(blob: bytes) -> TreeSnapshot:
     membership = np.frombuffer(
         blob, dtype=np.uint8, count=n_member, offset=_HEAD.size + NODE_DTYPE.itemsize * n_nodes
     )
+    return _checked(nodes, membership)
+
+
+def _checked(nodes: np.ndarray, membership: np.ndarray) -> TreeSnapshot:
+    n_nodes, n_member = nodes.size, membership.size
     kind = nodes["kind"]
     split = kind != NodeKind.LEAF
     idx = np.arange(n_nodes)
@@ -104,6 +113,69 @@ def decode_tree(blob: bytes) -> TreeSnapshot:
     return TreeSnapshot(nodes, membership, np.flatnonzero(kind == NodeKind.LEAF))
 
 
+_DELTA_MAGIC = b"CLFTDLT1"
+#: magic, nodes, changed records; then the base tree's key comes first (32 bytes).
+_DELTA_HEAD = struct.Struct("<8sII4x")
+#: A version is stored as a delta of a full snapshot when at most this share of its node
+#: records differ from it (same node count, same membership table); else in full.
+DELTA_SHARE = 1 / 16
+
+
+def _records(nodes: np.ndarray) -> np.ndarray:
+    """Each node record as one opaque value, so that records compare bit for bit."""
+    flat = np.ascontiguousarray(nodes)
+    return flat.view(np.dtype((np.void, NODE_DTYPE.itemsize)))
+
+
+def encode_tree_delta(base_key: bytes, base: TreeSnapshot, model: Model) -> bytes | None:
+    """*model*'s snapshot as the records that differ from the full snapshot *base* (stored
+    under *base_key*), or None when a delta does not serve (another node count or membership
+    table, or too many records changed)."""
+    if (
+        len(base_key) != 32
+        or base.nodes.size != model.n_nodes
+        or not np.array_equal(base.membership, np.asarray(model.membership, dtype=np.uint8))
+    ):
+        return None
+    differ = np.flatnonzero(_records(base.nodes) != _records(model.nodes))
+    if differ.size > DELTA_SHARE * model.n_nodes:
+        return None
+    return b"".join(
+        (
+            base_key,
+            _DELTA_HEAD.pack(_DELTA_MAGIC, model.n_nodes, differ.size),
+            np.ascontiguousarray(differ, dtype="<i4").tobytes(),
+            np.ascontiguousarray(model.nodes[differ]).tobytes(),
+        )
+    )
+
+
+def delta_base(blob: bytes) -> bytes:
+    """The key of the full snapshot a delta row is relative to; ValueError when short."""
+    if len(blob) < 32 + _DELTA_HEAD.size:
+        raise ValueError("short tree delta")
+    return blob[:32]
+
+
+def decode_tree_delta(blob: bytes, base: TreeSnapshot) -> TreeSnapshot:
+    """The snapshot a delta row describes, applied to its full *base*; ValueError when it is
+    not one (or does not fit the base)."""
+    delta_base(blob)
+    magic, n_nodes, k = _DELTA_HEAD.unpack_from(blob, 32)
+    if magic != _DELTA_MAGIC or n_nodes != base.nodes.size:
+        raise ValueError("not a tree delta of its base")
+    at = 32 + _DELTA_HEAD.size
+    if len(blob) != at + 4 * k + NODE_DTYPE.itemsize * k:
+        raise ValueError("tree delta has the wrong size")
+    idx = np.frombuffer(blob, dtype="<i4", count=k, offset=at).astype(np.int64)
+    recs = np.frombuffer(blob, dtype=NODE_DTYPE, count=k, offset=at + 4 * k)
+    if k and (idx[0] < 0 or idx[-1] >= n_nodes or np.any(idx[1:] <= idx[:-1])):
+        raise ValueError("tree delta has bad node indices")
+    nodes = base.nodes.copy()
+    nodes[idx] = recs
+    return _checked(nodes, base.membership)
+
+
 @dataclass(frozen=True, eq=False)
 class Alignment:
     """How a new model's leaves relate to a snapshot's."""
@@ -112,6 +184,14 @@ class Alignment:
     clean_new: np.ndarray  # new leaf nodes whose path and record are unchanged (sorted)
     clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
+    clean_at: np.ndarray  # the rows of clean_new in leaves
+
+    @property
+    def old_rows_sorted(self) -> bool:
+        """Whether clean_old_rows increase (pre-order is kept by position: always so for
+        trees aligned from the root; checked, since the rows come from the cache)."""
+        rows = self.clean_old_rows
+        return bool(rows.size < 2 or np.all(rows[1:] > rows[:-1]))
 
     @property
     def unchanged(self) -> bool:
@@ -205,7 +285,8 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     co = np.concatenate(clean_old) if clean_old else np.empty(0, np.int64)
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
-    return Alignment(leaves, cn[order], _rows_of(old, co[order]), roots)
+    cn = cn[order]
+    return Alignment(leaves, cn, _rows_of(old, co[order]), roots, np.searchsorted(leaves, cn))
 
 
 def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
@@ -223,7 +304,8 @@ def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.nda
     every = np.arange(a.kind.size)
     differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
     if not differ.size:
-        return Alignment(leaves, leaves, np.arange(leaves.size), differ)
+        every_leaf = np.arange(leaves.size)
+        return Alignment(leaves, leaves, every_leaf, differ, every_leaf)
     # Walk down from every differing node: the differing nodes met on the way have a
     # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
     below = np.zeros(a.kind.size, dtype=bool)
@@ -236,7 +318,8 @@ def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.nda
     roots = differ[~below[differ]]
     below[roots] = True
     keep = ~below[leaves]
-    return Alignment(leaves, leaves[keep], np.flatnonzero(keep), roots)
+    rows = np.flatnonzero(keep)
+    return Alignment(leaves, leaves[keep], rows, roots, rows)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -279,19 +362,79 @@ def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:
 
 #: Flags of an encoded :class:`LeafOutcomes`.
 _HAS_WHEN, _VACUITY_KNOWN, _VACUOUS = 1, 2, 4
+#: Head of the witness section of an encoded block: how many witnesses, values per witness.
+_WIT_HEAD = struct.Struct("<II")
+
+
+class RowWitnesses(Mapping[int, np.ndarray]):
+    """Witnesses of some rows as two arrays (rows sorted, one input per row): the
+    ``PathVerdicts.witnesses`` of a re-check, built without a Python step per reused leaf."""
+
+    def __init__(self, rows: np.ndarray, x: np.ndarray) -> None:
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.x = np.asarray(x, dtype=np.float64)
+
+    @staticmethod
+    def of(witnesses: Mapping[int, np.ndarray], width: int) -> RowWitnesses:
+        """The witnesses of *witnesses* (rows to inputs of *width* values) as arrays."""
+        if isinstance(witnesses, RowWitnesses):
+            return witnesses
+        rows = np.array(sorted(witnesses), dtype=np.int64)
+        x = np.empty((rows.size, width), dtype=np.float64)
+        for j, r in enumerate(rows.tolist()):
+            x[j] = witnesses[r]
+        return RowWitnesses(rows, x)
+
+    def _at(self, r: object) -> int:
+        if not isinstance(r, int | np.integer) or not self.rows.size:
+            return -1
+        j = int(np.searchsorted(self.rows, r))
+        return j if j < self.rows.size and int(self.rows[j]) == int(r) else -1
+
+    def __contains__(self, r: object) -> bool:
+        return self._at(r) >= 0
+
+    def __getitem__(self, r: int) -> np.ndarray:
+        j = self._at(r)
+        if j < 0:
+            raise KeyError(r)
+        row: np.ndarray = self.x[j]
+        return row
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+_NO_WITNESSES = RowWitnesses(np.empty(0, np.int64), np.empty((0, 0)))
 
 
 @dataclass(frozen=True, eq=False)
 class LeafOutcomes:
     """An invariant's per-leaf outcomes on one model version (rows = its leaves in tree
-    order); *when*, if known, the same for its ``when`` alone (the vacuity of a ``when`` that
-    mentions the decision); *vacuous*, if known, whether a ``when`` about the domain alone is
-    unsatisfiable (a fact about the domain, which the outcomes' key fixes)."""
+    order), with the confirmed witness of every leaf the solver found violated (the fallback
+    of its printed counterexample, see :func:`clefprove.verify.api.finish`); *when*, if known,
+    the same for its ``when`` alone (the vacuity of a ``when`` that mentions the decision);
+    *vacuous*, if known, whether a ``when`` about the domain alone is unsatisfiable (a fact
+    about the domain, which the outcomes' key fixes)."""
 
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN
     how: np.ndarray  # int16 engine.HOW_* or conjunct index
     when: LeafOutcomes | None = None
     vacuous: bool | None = None
+    witnesses: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
+
+    @staticmethod
+    def of(
+        pv: eg.PathVerdicts,
+        when: LeafOutcomes | None = None,
+        vacuous: bool | None = None,
+        width: int = 0,
+    ) -> LeafOutcomes:
+        """The outcomes of *pv* (its rows: every leaf), its witnesses included."""
+        return LeafOutcomes(pv.status, pv.how, when, vacuous, RowWitnesses.of(pv.witnesses, width))
 
     def encode(self) -> bytes:
         flags = (_HAS_WHEN if self.when is not None else 0) | (
@@ -303,14 +446,20 @@ class LeafOutcomes:
         return b"".join(parts)
 
     def _arrays_bytes(self) -> bytes:
-        return (
-            np.ascontiguousarray(self.status, dtype=np.int8).tobytes()
-            + np.ascontiguousarray(self.how, dtype="<i2").tobytes()
+        w = self.witnesses
+        width = w.x.shape[1] if w.rows.size else 0
+        return b"".join(
+            (
+                np.ascontiguousarray(self.status, dtype=np.int8).tobytes(),
+                np.ascontiguousarray(self.how, dtype="<i2").tobytes(),
+                _WIT_HEAD.pack(w.rows.size, width),
+                np.ascontiguousarray(w.rows, dtype="<i4").tobytes(),
+                np.ascontiguousarray(w.x, dtype="<f8").tobytes() if w.rows.size else b"",
+            )
         )
 
     @staticmethod
     def decode(blob: bytes, leaves: int) -> LeafOutcomes:
-        size = 3 * leaves
         if not blob:
             raise ValueError("empty leaf outcomes")
         flags = blob[0]
@@ -318,20 +467,41 @@ class LeafOutcomes:
             flags & _VACUOUS and not flags & _VACUITY_KNOWN
         ):
             raise ValueError("bad leaf outcomes flags")
-        if len(blob) != 1 + size * (2 if flags & _HAS_WHEN else 1):
+        own, at = LeafOutcomes._arrays(blob, 1, leaves)
+        when = None
+        if flags & _HAS_WHEN:
+            when, at = LeafOutcomes._arrays(blob, at, leaves)
+        if at != len(blob):
             raise ValueError("leaf outcomes do not match the tree snapshot")
-        own = LeafOutcomes._arrays(blob, 1, leaves)
-        when = LeafOutcomes._arrays(blob, 1 + size, leaves) if flags & _HAS_WHEN else None
         vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
-        return LeafOutcomes(own.status, own.how, when, vacuous)
+        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses)
 
     @staticmethod
-    def _arrays(blob: bytes, offset: int, leaves: int) -> LeafOutcomes:
+    def _arrays(blob: bytes, offset: int, leaves: int) -> tuple[LeafOutcomes, int]:
+        end = offset + 3 * leaves + _WIT_HEAD.size
+        if len(blob) < end:
+            raise ValueError("leaf outcomes do not match the tree snapshot")
         status = np.frombuffer(blob, dtype=np.int8, count=leaves, offset=offset)
         how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=offset + leaves)
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
             raise ValueError("bad leaf status in the cache")
-        return LeafOutcomes(status, how)
+        k, width = _WIT_HEAD.unpack_from(blob, offset + 3 * leaves)
+        if len(blob) < end + 4 * k + 8 * k * width or (k and not width):
+            raise ValueError("leaf outcomes do not match the tree snapshot")
+        rows = np.frombuffer(blob, dtype="<i4", count=k, offset=end).astype(np.int64)
+        x = np.frombuffer(blob, dtype="<f8", count=k * width, offset=end + 4 * k)
+        x = x.reshape(k, width)
+        # Only rows the solver found violated have a witness, once each, in order.
+        if k and (
+            rows.min() < 0
+            or rows.max() >= leaves
+            or np.any(np.diff(rows) <= 0)
+            or np.any(status[rows] != eg.VIOLATED)
+            or np.any(how[rows] != eg.HOW_SOLVER)
+        ):
+            raise ValueError("bad witness rows in the cache")
+        wit = RowWitnesses(rows, x) if k else _NO_WITNESSES
+        return LeafOutcomes(status, how, witnesses=wit), end + 4 * k + 8 * k * width
 
 
 def reuse(
@@ -343,27 +513,51 @@ def reuse(
     settings: CheckOptions,
 ) -> tuple[eg.PathVerdicts, int]:
     """Outcomes of *prep* on every leaf of the new model, reusing the old outcome of each
-    unchanged leaf where it is a fact about its box; *boxes_for(leaves)* gives the boxes of
-    the leaves to decide.  Returns the verdicts (over a :class:`LazyLeafBoxes`) and how many
-    leaves were decided."""
+    unchanged leaf (safe, or violated with a witness: by the box stages, or by the solver
+    with its stored witness); *boxes_for(leaves)* gives the boxes of the leaves to decide.
+    Returns the verdicts (over a :class:`LazyLeafBoxes`, witnesses as a
+    :class:`RowWitnesses`) and how many leaves were decided."""
     leaves = al.leaves
     n = leaves.size
+    width = len(model.features)
     status = np.full(n, eg.SAFE, dtype=np.int8)
     how = np.full(n, eg.HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
+    w_rows: list[np.ndarray] = []
+    w_x: list[np.ndarray] = []
     if al.clean_new.size:
-        at = np.searchsorted(leaves, al.clean_new)
+        at = al.clean_at
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
-        # say otherwise; such a leaf is decided again).
+        # say otherwise; such a leaf is decided again); a solver's violation needs its witness.
         n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
         ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        ow = old.witnesses
+        if ow.rows.size:
+            if ow.x.shape[1] != width:
+                raise ValueError("stored witnesses of the wrong width")
+            co = al.clean_old_rows
+            if al.old_rows_sorted:  # per witness, not per leaf: where its old row went
+                p = np.searchsorted(co, ow.rows)
+                inside = p < co.size
+                inside[inside] = co[p[inside]] == ow.rows[inside]
+                p = p[inside]
+                ok[p] = True  # decode checked: each is a solver-violated row
+                w_rows.append(at[p])
+                w_x.append(ow.x[inside])
+            else:
+                j = np.searchsorted(ow.rows, co)
+                j_ok = j < ow.rows.size
+                j_ok[j_ok] = ow.rows[j[j_ok]] == co[j_ok]
+                solver_v = (st == eg.VIOLATED) & (hw == eg.HOW_SOLVER) & j_ok
+                ok |= solver_v
+                w_rows.append(at[solver_v])
+                w_x.append(ow.x[j[solver_v]])
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False
     rows = np.flatnonzero(todo)
-    witnesses: dict[int, np.ndarray] = {}
     solver = 0
     if rows.size:
         sub = boxes_for(leaves[rows])
@@ -372,7 +566,121 @@ def reuse(
         pv = eg.decide(model, prep, sub, settings)
         status[rows] = pv.status
         how[rows] = pv.how
-        witnesses = {int(rows[r]): x for r, x in pv.witnesses.items()}
+        if pv.witnesses:
+            new = RowWitnesses.of(pv.witnesses, width)
+            w_rows.append(rows[new.rows])
+            w_x.append(new.x)
         solver = pv.solver_paths
+    if w_rows and sum(r.size for r in w_rows):
+        wr = np.concatenate(w_rows)
+        order = np.argsort(wr, kind="stable")
+        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
+    else:
+        witnesses = _NO_WITNESSES
     lazy = LazyLeafBoxes(model, leaves)
     return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+
+
+#: A delta of outcomes: changed rows, new witnesses, width, flags (vacuity; "same as base").
+_OUTD_HEAD = struct.Struct("<IIIB")
+_SAME_AS_BASE = 8
+
+
+def _bitwise(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype="<f8").view(np.int64)
+
+
+def same_as_base(outcomes: LeafOutcomes) -> bytes:
+    """The delta that says "the outcomes of the full row it rests on" (*outcomes* gives the
+    vacuity answer, the only part a delta carries itself)."""
+    vac = 0
+    if outcomes.vacuous is not None:
+        vac = _VACUITY_KNOWN | (_VACUOUS if outcomes.vacuous else 0)
+    return _OUTD_HEAD.pack(0, 0, 0, vac | _SAME_AS_BASE)
+
+
+def encode_outcomes_delta(base: LeafOutcomes, new: LeafOutcomes) -> bytes | None:
+    """*new* as the rows that differ from *base* (status, how, witness), or None when a delta
+    does not serve: another leaf count, outcomes of a ``when`` on either side, or more than
+    :data:`DELTA_SHARE` of the rows changed.  *new* equal to *base* is always a delta."""
+    n = new.status.size
+    vac = 0 if new.vacuous is None else _VACUITY_KNOWN | (_VACUOUS if new.vacuous else 0)
+    bw, nw = base.witnesses, new.witnesses
+    if base is new:
+        return same_as_base(new)
+    if base.when is not None or new.when is not None or base.status.size != n:
+        return None
+    differ = np.flatnonzero((base.status != new.status) | (base.how != new.how))
+    p = np.searchsorted(bw.rows, nw.rows)
+    inb = p < bw.rows.size
+    inb[inb] = bw.rows[p[inb]] == nw.rows[inb]
+    same = inb.copy()
+    if inb.any():
+        same[inb] = np.all(_bitwise(bw.x[p[inb]]) == _bitwise(nw.x[inb]), axis=1)
+    fresh = np.flatnonzero(~same)
+    if differ.size + fresh.size > DELTA_SHARE * max(n, 1):
+        return None
+    width = nw.x.shape[1] if fresh.size else 0
+    return b"".join(
+        (
+            _OUTD_HEAD.pack(differ.size, fresh.size, width, vac),
+            np.ascontiguousarray(differ, dtype="<i4").tobytes(),
+            np.ascontiguousarray(new.status[differ], dtype=np.int8).tobytes(),
+            np.ascontiguousarray(new.how[differ], dtype="<i2").tobytes(),
+            np.ascontiguousarray(nw.rows[fresh], dtype="<i4").tobytes(),
+            np.ascontiguousarray(nw.x[fresh], dtype="<f8").tobytes() if fresh.size else b"",
+        )
+    )
+
+
+def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
+    """The outcomes a delta describes, applied to *base*; ValueError when it is not one."""
+    if len(blob) < _OUTD_HEAD.size:
+        raise ValueError("short outcomes delta")
+    k, kw, width, flags = _OUTD_HEAD.unpack_from(blob)
+    if flags & ~(_VACUITY_KNOWN | _VACUOUS | _SAME_AS_BASE) or (
+        flags & _VACUOUS and not flags & _VACUITY_KNOWN
+    ):
+        raise ValueError("bad outcomes delta flags")
+    vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
+    at = _OUTD_HEAD.size
+    if flags & _SAME_AS_BASE:
+        if k or kw or len(blob) != at:
+            raise ValueError("bad outcomes delta")
+        return LeafOutcomes(base.status, base.how, base.when, vacuous, base.witnesses)
+    n = base.status.size
+    size = at + 7 * k + kw * (4 + 8 * width)
+    if base.when is not None or len(blob) != size or (kw and not width):
+        raise ValueError("outcomes delta has the wrong size")
+    idx = np.frombuffer(blob, dtype="<i4", count=k, offset=at).astype(np.int64)
+    st = np.frombuffer(blob, dtype=np.int8, count=k, offset=at + 4 * k)
+    hw = np.frombuffer(blob, dtype="<i2", count=k, offset=at + 5 * k)
+    wrows = np.frombuffer(blob, dtype="<i4", count=kw, offset=at + 7 * k).astype(np.int64)
+    wx = np.frombuffer(blob, dtype="<f8", count=kw * width, offset=at + 7 * k + 4 * kw)
+    if k and (idx[0] < 0 or idx[-1] >= n or np.any(idx[1:] <= idx[:-1])):
+        raise ValueError("outcomes delta has bad rows")
+    if kw and (wrows[0] < 0 or wrows[-1] >= n or np.any(wrows[1:] <= wrows[:-1])):
+        raise ValueError("outcomes delta has bad witness rows")
+    status = base.status.copy()
+    how = base.how.copy()
+    status[idx] = st
+    how[idx] = hw
+    if k and (st.min() < eg.SAFE or st.max() > eg.UNKNOWN):
+        raise ValueError("bad leaf status in the cache")
+    bw = base.witnesses
+    keep = np.ones(bw.rows.size, dtype=bool)
+    if bw.rows.size:
+        keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
+        keep &= ~np.isin(bw.rows, wrows)
+    rows = np.concatenate([bw.rows[keep], wrows])
+    if not rows.size:
+        return LeafOutcomes(status, how, None, vacuous)
+    w_width = width if kw else bw.x.shape[1]
+    if bw.rows.size and kw and bw.x.shape[1] != width:
+        raise ValueError("outcomes delta has witnesses of another width")
+    x = np.concatenate([bw.x[keep].reshape(-1, w_width), wx.reshape(kw, w_width)])
+    order = np.argsort(rows, kind="stable")
+    rows, x = rows[order], x[order]
+    if np.any(status[rows] != eg.VIOLATED) or np.any(how[rows] != eg.HOW_SOLVER):
+        raise ValueError("bad witness rows in the cache")
+    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x))

@@ -79,6 +79,24 @@ def subtree_hashes(model: Model) -> np.ndarray:
     return model.derived.get(("incremental.hashes",), lambda: _subtree_hashes(model))
 
 
+def leaf_hashes(model: Model, leaves: np.ndarray) -> np.ndarray:
+    """(k, 32) uint8: the Merkle hashes of the given leaf nodes (the rows
+    :func:`subtree_hashes` has for them), without hashing the rest of the tree."""
+    nodes = model.nodes
+    conf = np.ascontiguousarray(_bits(nodes["value"][leaves])).view("<u8").ravel()
+    act = nodes["aux"][leaves].astype(np.int64)
+    out = np.zeros((leaves.size, HASH_BYTES), dtype=np.uint8)
+    seen: dict[tuple[int, int], np.ndarray] = {}
+    for r, (a, c) in enumerate(zip(act.tolist(), conf.tolist(), strict=True)):
+        h = seen.get((a, c))
+        if h is None:
+            token = _h(b"action\0" + model.actions[a].encode())
+            h = np.frombuffer(_h(b"L" + token + int(c).to_bytes(8, "little")), dtype=np.uint8)
+            seen[(a, c)] = h
+        out[r] = h
+    return out
+
+
 def _subtree_hashes(model: Model) -> np.ndarray:
     nodes = model.nodes
     n = model.n_nodes

@@ -5,15 +5,17 @@ Three tables, every row carrying a checksum of its own key and value:
 * ``subtree (node, scope) -> leaves``: "every path below this subtree is safe".  ``node`` is
   sha256(subtree Merkle hash + canonical context box), ``scope`` is sha256(invariant digest +
   domain digest + clefprove version); ``leaves`` is the subtree's leaf count, compared with the
-  current model's on every hit.  Only proofs are stored: violated and unknown paths are decided
-  again on every run, so counterexamples are always computed by the same code as a fresh run.
+  current model's on every hit.  Only proofs are stored here (violated leaves are kept with
+  their witnesses in the ``outcomes`` snapshots below).
 * ``result key -> JSON``: a whole invariant's result on a whole model (keyed by the model's
   content digest, the invariant's digest *and* its name/file/line, and ``--counterexamples``),
   stored only when no path is unknown.  It is what makes an unchanged model cost a lookup.
 * ``snapshot key -> (kind, bytes)``: what the next version is re-checked against
-  (:mod:`clefprove.incremental.delta`): ``tree`` rows hold a model version's node records
-  (the newest :data:`KEEP_TREES` are kept), ``outcomes`` rows one invariant's per-leaf
-  outcomes on the version it last checked.
+  (:mod:`clefprove.incremental.delta`): ``tree`` rows hold a model version's node records,
+  ``treed`` rows the records of a version that differ from a full ``tree`` row (the newest
+  :data:`KEEP_TREES` versions are kept, with the full rows their deltas rest on),
+  ``outcomes`` rows one invariant's per-leaf outcomes (and witnesses) on the version it last
+  checked.
 
 Integrity: ``PRAGMA quick_check`` when the file is opened, a checksum on every row read, and
 ``sqlite3.DatabaseError`` on any statement all mean "corrupt": the file (with its -wal/-shm
@@ -99,6 +101,9 @@ class CacheStore:
         self.writable = True
         self.disabled = False
         self.stats = {"lookups": 0, "hits": 0, "stored": 0}
+        #: Seconds spent per stage of the re-checks run through this cache (summed over runs;
+        #: ``bench/bench_incremental.py`` prints them).
+        self.timings: dict[str, float] = {}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -338,11 +343,22 @@ class CacheStore:
                         "VALUES (?,?,?,?,?)",
                         snaps,
                     )
-                if any(row[1] == "tree" for row in snaps):
+                if any(row[1] in ("tree", "treed") for row in snaps):
+                    # The newest versions, full or deltas, and every full snapshot that a
+                    # kept delta rests on (its first 32 bytes name it).
                     conn.execute(
-                        "DELETE FROM snapshot WHERE kind = 'tree' AND key NOT IN (SELECT key "
-                        "FROM snapshot WHERE kind = 'tree' ORDER BY stamp DESC LIMIT ?)",
-                        (KEEP_TREES,),
+                        "DELETE FROM snapshot WHERE kind IN ('tree', 'treed') AND key NOT IN "
+                        "(SELECT key FROM snapshot WHERE kind IN ('tree', 'treed') "
+                        "ORDER BY stamp DESC LIMIT ?) AND key NOT IN (SELECT substr(value, 1, "
+                        "32) FROM snapshot WHERE kind = 'treed' AND key IN (SELECT key FROM "
+                        "snapshot WHERE kind IN ('tree', 'treed') ORDER BY stamp DESC LIMIT ?))",
+                        (KEEP_TREES, KEEP_TREES),
+                    )
+                if any(row[1] == "outb" for row in snaps):
+                    # Full outcomes rows that no outcomes row rests on any more (bytes 33-64).
+                    conn.execute(
+                        "DELETE FROM snapshot WHERE kind = 'outb' AND key NOT IN (SELECT "
+                        "substr(value, 33, 32) FROM snapshot WHERE kind = 'outcomes')"
                     )
                 conn.execute("COMMIT")
             except BaseException:

@@ -282,7 +282,7 @@ class _LeafKeys:
                 for f, m in Box.domain(model).cats.items()
             }
             keys = merkle.context_digests(
-                merkle.subtree_hashes(model)[sub.leaves],
+                merkle.leaf_hashes(model, sub.leaves),
                 sub.lo[:, :n_feat],
                 sub.hi[:, :n_feat],
                 cats,
@@ -424,7 +424,7 @@ def _vacuity(
                 return ev.when_is_vacuous(model, prep, ev.domain_boxes(model), settings)
             pvw = per_leaf(wprep)
             if record is not None:
-                record(delta.LeafOutcomes(pvw.status, pvw.how))
+                record(delta.LeafOutcomes.of(pvw, width=len(model.features)))
             return bool(np.all(pvw.status == eg.SAFE))
 
         return vacuous_per_leaf
@@ -485,6 +485,43 @@ class _Run:
         return self.settings.counterexamples
 
 
+def alone_key(leaf_key: bytes, scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of the witness a solver of its own gives for one leaf (:func:`engine.
+    isolated_witness`): the leaf's key (its record and box), the invariant in its domain, and
+    the solver limits that witness is found within."""
+    limits = json.dumps([settings.timeout, settings.rlimit], allow_nan=False)
+    return hashlib.sha256(b"alone\0" + leaf_key + scope + limits.encode()).digest()
+
+
+def _alone(run: _Run, prep: eg.Prepared, pv: eg.PathVerdicts) -> Callable[[int], np.ndarray | None]:
+    """:func:`api.finish`'s *alone* hook: the witness of a solver asked about solver row *r*
+    alone, from the cache when a run found it before (it is a function of the leaf's box and
+    record, the invariant and the limits: the key), else found now and stored.  Only the
+    printed counterexamples ask, so at most K per invariant."""
+    model, settings = run.model, run.settings
+    scope = scope_key(prep.invariant, run.domain)
+
+    def get(r: int) -> np.ndarray | None:
+        leaf_key = run.leaf_keys.get(model, pv.boxes.take(np.array([r])))[0]
+        key = alone_key(leaf_key, scope, settings)
+        hit = run.cache.lookup_results([key]).get(key)
+        if hit is not None:
+            try:
+                kept = np.array([float.fromhex(v) for v in json.loads(hit)["x"]], dtype=np.float64)
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CacheCorrupt(f"a witness row is damaged ({exc})") from exc
+            if kept.shape != (len(model.features),):
+                raise CacheCorrupt("a witness row has the wrong width")
+            return kept
+        x = eg.isolated_witness(model, prep, pv.boxes, r, settings)
+        if x is not None:
+            text = json.dumps({"x": [float(v).hex() for v in x]}, allow_nan=False)
+            run.out.whole.append((key, text))
+        return x
+
+    return get
+
+
 def _decide_every_leaf(
     run: _Run,
     prep: eg.Prepared,
@@ -512,9 +549,11 @@ def _decide_every_leaf(
         known=known,
         remember=answers.append,
     )
-    res = api.finish(model, prep, pv, settings, counterexamples, t0, vacuity=vac)
-    kept = delta.LeafOutcomes(
-        pv.status, pv.how, when[0] if when else None, answers[0] if answers else known
+    res = api.finish(
+        model, prep, pv, settings, counterexamples, t0, vacuity=vac, alone=_alone(run, prep, pv)
+    )
+    kept = delta.LeafOutcomes.of(
+        pv, when[0] if when else None, answers[0] if answers else known, len(model.features)
     )
     return res, pv, kept
 
@@ -586,6 +625,7 @@ def _walked(
             t0,
             paths_reused=reused,
             vacuity=vac,
+            alone=_alone(run, prep, pv),
         )
         if reused and _needs_fresh(inv, res):
             res, _, run.snap.outcomes[i] = _decide_every_leaf(run, prep, run.snap.full_boxes(), t0)
@@ -609,10 +649,15 @@ def _walked(
 # ---------------------------------------------------------------- against the last version
 
 
+#: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
+#: written in another layout is never read (it is simply not found).
+_OUTCOMES_FORMAT = 3
+
+
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
     """Key of an invariant's per-leaf outcomes on the last version it checked.  The options
     that can change *how* a leaf is decided (:attr:`CheckOptions.outcome_identity`) are in it."""
-    text = f"outcomes\0{settings.outcome_identity}\0".encode()
+    text = f"outcomes\0{_OUTCOMES_FORMAT}\0{settings.outcome_identity}\0".encode()
     return hashlib.sha256(text + scope).digest()
 
 
@@ -630,24 +675,73 @@ class _Snapshots:
         self.model = model
         self.key = tree_key(content)
         self.old: dict[bytes, delta.TreeSnapshot] = {}
+        self.full: dict[bytes, bytes] = {}  # snapshot key -> the full snapshot it rests on
+        self._deltas: dict[bytes, bytes] = {}  # delta rows whose base is not read yet
         self.aligned: dict[bytes, tuple[delta.Alignment, LeafBoxes]] = {}
         self.boxes: LeafBoxes | None = None
         self.stored = False  # this version's tree snapshot is already in the cache
         self.outcomes: dict[int, delta.LeafOutcomes] = {}
+        self.out_blobs: dict[bytes, bytes] = {}  # full outcomes rows ('outb') read
+        self.out_base: dict[int, tuple[bytes, delta.LeafOutcomes]] = {}  # what i's rests on
         self.wanted = False  # store snapshots (some invariant of the run needs Z3)
         self._leaves: np.ndarray | None = None
 
     def load(self, rows: dict[bytes, tuple[str, bytes]]) -> None:
-        """Decode the tree rows found (this version's own, if present, is only noted)."""
+        """Decode the tree rows found (this version's own, if present, is only noted): full
+        snapshots (``tree``) and deltas of one (``treed``, resolved by :meth:`resolve`)."""
         for key, (kind, blob) in rows.items():
-            if kind != "tree":
+            if kind == "outb":
+                self.out_blobs[key] = blob
+                continue
+            if kind not in ("tree", "treed"):
                 raise CacheCorrupt("a snapshot row has the wrong kind")
             if key == self.key:
                 self.stored = True
             try:
-                self.old[key] = delta.decode_tree(blob)
+                if kind == "tree":
+                    self.old[key] = delta.decode_tree(blob)
+                    self.full[key] = key
+                else:
+                    delta.delta_base(blob)
+                    self._deltas[key] = blob
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
+
+    def bases_wanted(self, found: dict[int, bytes]) -> list[bytes]:
+        """The full snapshots that the delta rows read rest on and that are not read yet,
+        and the full outcomes rows that the outcomes rows *found* rest on."""
+        trees = {b[:32] for b in self._deltas.values()} - set(self.old)
+        return sorted(trees | {b[32:64] for b in found.values()})
+
+    def old_outcomes(self, i: int, pointer: bytes) -> delta.LeafOutcomes | None:
+        """Invariant *i*'s outcomes from its row (*pointer*: the version's tree key, the key
+        of the full outcomes row it rests on, a delta of that), or None when that full row is
+        gone (pruned by another process: not in the cache)."""
+        base_blob = self.out_blobs.get(pointer[32:64])
+        if base_blob is None:
+            return None
+        leaves = self.old[pointer[:32]].leaves.size
+        try:
+            base = delta.LeafOutcomes.decode(base_blob, leaves)
+            out = delta.apply_outcomes_delta(base, pointer[64:])
+        except ValueError as exc:
+            raise CacheCorrupt(str(exc)) from exc
+        self.out_base[i] = (pointer[32:64], base)
+        return out
+
+    def resolve(self) -> None:
+        """Apply every delta row read to its full snapshot (a delta whose base is gone, e.g.
+        pruned by another process, is left out: that version is simply not in the cache)."""
+        for key, blob in self._deltas.items():
+            base = blob[:32]
+            if self.full.get(base) != base:
+                continue
+            try:
+                self.old[key] = delta.decode_tree_delta(blob, self.old[base])
+            except ValueError as exc:
+                raise CacheCorrupt(str(exc)) from exc
+            self.full[key] = base
+        self._deltas = {}
 
     def against(self, key: bytes) -> tuple[delta.Alignment, LeafBoxes] | None:
         """The alignment with the old version *key* and the boxes of the leaves below its
@@ -704,15 +798,41 @@ class _Snapshots:
         at = np.searchsorted(leaves, pv.boxes.leaves)
         status[at] = pv.status
         how[at] = pv.how
-        return delta.LeafOutcomes(status, how)
+        w = delta.RowWitnesses.of(pv.witnesses, len(self.model.features))
+        return delta.LeafOutcomes(status, how, witnesses=delta.RowWitnesses(at[w.rows], w.x))
 
     def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
-        """The snapshot rows to store: this version's tree (unless present) and outcomes."""
+        """The snapshot rows to store: this version's tree (unless present) and outcomes.
+        The tree is stored as a delta of the full snapshot the version it was aligned with
+        rests on, when one serves (:func:`delta.encode_tree_delta`), else in full."""
         if not self.outcomes or not self.wanted:
             return []
-        out = [(okeys[i], "outcomes", self.key + o.encode()) for i, o in self.outcomes.items()]
+        out: list[tuple[bytes, str, bytes]] = []
+        for i, o in self.outcomes.items():
+            # A delta of the full outcomes row the last version's rest on, when one serves;
+            # else a new full row ('outb', written once) and a pointer to it.
+            blob = None
+            if i in self.out_base:
+                bkey, base = self.out_base[i]
+                d = delta.encode_outcomes_delta(base, o)
+                if d is not None:
+                    blob = self.key + bkey + d
+            if blob is None:
+                bkey = hashlib.sha256(b"outb\0" + okeys[i] + self.key).digest()
+                out.append((bkey, "outb", o.encode()))
+                blob = self.key + bkey + delta.same_as_base(o)
+            out.append((okeys[i], "outcomes", blob))
         if not self.stored:
-            out.append((self.key, "tree", delta.encode_tree(self.model)))
+            tree = None
+            for full in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
+                if full != self.key:
+                    tree = delta.encode_tree_delta(full, self.old[full], self.model)
+                if tree is not None:
+                    break
+            if tree is not None:
+                out.append((self.key, "treed", tree))
+            else:
+                out.append((self.key, "tree", delta.encode_tree(self.model)))
         return out
 
 
@@ -725,6 +845,7 @@ def _against_last(
     run: _Run,
     todo: list[int],
     found: dict[int, bytes],
+    lap: Callable[[str], None] = lambda stage: None,
 ) -> list[int]:
     """Invariants whose outcomes on an earlier version are in the cache: only the leaves that
     changed since (and those whose old outcome is not a fact about the box) are decided;
@@ -738,16 +859,23 @@ def _against_last(
             rest.append(i)
             continue
         assert blob is not None
+        lap("alignment")
         al, changed = hit
-        try:
-            old = delta.LeafOutcomes.decode(blob[32:], run.snap.old[blob[:32]].leaves.size)
-        except ValueError as exc:
-            raise CacheCorrupt(str(exc)) from exc
+        got = run.snap.old_outcomes(i, blob)
+        if got is None:
+            rest.append(i)
+            continue
+        old = got
+        for o in (old, old.when):
+            w = o.witnesses if o is not None else None
+            if w is not None and w.rows.size and w.x.shape[1] != len(model.features):
+                raise CacheCorrupt("stored witnesses of the wrong width")
         t0 = time.perf_counter()
         inv = invs[i]
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
         boxes_for = run.snap.boxes_for(changed)
         pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
+        lap("outcomes reused, changed leaves decided")
         when: list[delta.LeafOutcomes] = []
 
         def per_leaf(
@@ -774,7 +902,15 @@ def _against_last(
             remember=answers.append,
         )
         res = api.finish(
-            model, prep, pv, run.settings, run.counterexamples, t0, paths_reused=0, vacuity=vac
+            model,
+            prep,
+            pv,
+            run.settings,
+            run.counterexamples,
+            t0,
+            paths_reused=0,
+            vacuity=vac,
+            alone=_alone(run, prep, pv),
         )
         reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res):
@@ -783,19 +919,33 @@ def _against_last(
             )
         else:
             res = dataclasses.replace(res, paths_checked=decided, paths_reused=reused)
-            run.snap.outcomes[i] = delta.LeafOutcomes(
-                pv.status,
-                pv.how,
+            run.snap.outcomes[i] = delta.LeafOutcomes.of(
+                pv,
                 when[0] if when else None,
                 answers[0] if answers else old.vacuous,  # a fact about the domain: kept
+                len(model.features),
             )
         run.results[i] = res
         if _storable(res):
             run.out.whole.append((rkeys[i], _to_json(res)))
+        lap("results and counterexamples")
     return rest
 
 
 # ---------------------------------------------------------------- entry
+
+
+class _Lap:
+    """Adds the seconds since the last call to *timings[stage]*."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+        self.last = now
 
 
 def check_program(
@@ -826,9 +976,12 @@ def _check_program(
 ) -> list[InvariantResult]:
     invs = program.invariants
     t_start = time.perf_counter()
+    lap = _Lap(cache.timings)
     content = merkle.content_digest(model)
+    lap("content digest")
     rkeys = [result_key(inv, counterexamples, content, settings) for inv in invs]
     stored = cache.lookup_results(rkeys)
+    lap("whole results lookup")
     results: list[InvariantResult | None] = [None] * len(invs)
     todo = [i for i, k in enumerate(rkeys) if k not in stored]
     share = (time.perf_counter() - t_start) / max(1, len(invs))
@@ -868,19 +1021,29 @@ def _check_program(
             for i in todo:
                 if okeys[i] in rows:
                     kind, blob = rows[okeys[i]]
-                    if kind != "outcomes" or len(blob) < 32:
+                    if kind != "outcomes" or len(blob) < 64:
                         raise CacheCorrupt("a snapshot row has the wrong kind")
                     found[i] = blob
             outcome_keys = set(okeys.values())
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
-            todo = _against_last(run, todo, found)
+            wanted = snap.bases_wanted(found)
+            if wanted:
+                snap.load(cache.lookup_snapshots(wanted))
+            snap.resolve()
+            lap("snapshots read")
+            todo = _against_last(run, todo, found, lap)
         # The rest: those that needed Z3 take the subtree walk, the others are decided on
         # every leaf, as in a fresh run.
         walkers = [i for i in todo if hkeys[i] in hints]
         fresh = [i for i in todo if hkeys[i] not in hints]
         if walkers:
             _walked(run, walkers)
+            lap("subtree walk")
         if fresh:
             _fresh(run, fresh)
-        cache.store(out.proofs, out.whole, snap.rows(okeys))
+            lap("decided on every leaf")
+        snapshot_rows = snap.rows(okeys)
+        lap("snapshots encoded")
+        cache.store(out.proofs, out.whole, snapshot_rows)
+        lap("stored")
     return [r for r in results if r is not None]

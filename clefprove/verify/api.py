@@ -250,11 +250,14 @@ def finish(
     t0: float,
     paths_reused: int = 0,
     vacuity: Callable[[], bool] | None = None,
+    alone: Callable[[int], np.ndarray | None] | None = None,
 ) -> InvariantResult:
     """Turn per-leaf outcomes into an :class:`InvariantResult` (counterexamples, vacuity).
 
     *vacuity* (the incremental checker's hook) answers "is ``when`` unsatisfiable?" in place of
-    :func:`when_is_vacuous`, e.g. from the proof cache."""
+    :func:`when_is_vacuous`, e.g. from the proof cache.  *alone* (the same checker's) gives
+    the witness of a solver asked about solver row *r* alone in place of
+    :func:`engine.isolated_witness` (the same answer, kept in the proof cache)."""
     inv = prep.invariant
     warnings: list[str] = []
     status = pv.status.copy()
@@ -265,7 +268,7 @@ def finish(
         for r in violating.tolist():
             if len(cexs) >= counterexamples:
                 break
-            cex = _confirmed(model, evaluator, prep, pv, r, settings)
+            cex = _confirmed(model, evaluator, prep, pv, r, settings, alone)
             if cex is None:  # a bug: never print it, never claim the path
                 status[r] = eg.UNKNOWN
                 warnings.append(
@@ -277,7 +280,7 @@ def finish(
         if counterexamples == 0:
             # Still confirm one witness, so that 'violated' always rests on a checked input.
             r = int(violating[0])
-            if _confirmed(model, evaluator, prep, pv, r, settings) is None:
+            if _confirmed(model, evaluator, prep, pv, r, settings, alone) is None:
                 status[r] = eg.UNKNOWN
     n_violating = int(np.count_nonzero(status == eg.VIOLATED))
     n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
@@ -315,12 +318,16 @@ def _confirmed(
     pv: eg.PathVerdicts,
     r: int,
     settings: CheckOptions,
+    alone: Callable[[int], np.ndarray | None] | None = None,
 ) -> Counterexample | None:
     """The counterexample of violating row *r*, confirmed by the evaluator, or None.  For a
     solver row: the witness of a solver asked about the row alone (the same in every run),
     then the run's own witness should that one not be confirmed."""
     leaf = int(pv.boxes.leaves[r])
-    cex = confirm(model, evaluator, prep.invariant, leaf, eg.witness(model, prep, pv, r, settings))
+    x = alone(r) if alone is not None and r in pv.witnesses else None
+    if x is None:
+        x = eg.witness(model, prep, pv, r, None if alone is not None else settings)
+    cex = confirm(model, evaluator, prep.invariant, leaf, x)
     if cex is None and r in pv.witnesses:
         cex = confirm(model, evaluator, prep.invariant, leaf, pv.witnesses[r])
     return cex

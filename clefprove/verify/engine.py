@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -105,7 +105,7 @@ class PathVerdicts:
     boxes: LeafBoxes
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN per row
     how: np.ndarray  # int16 HOW_* or conjunct index
-    witnesses: dict[int, np.ndarray] = field(default_factory=dict)  # row -> x (solver rows)
+    witnesses: Mapping[int, np.ndarray] = field(default_factory=dict)  # row -> x (solver rows)
     solver_paths: int = 0
 
     @property

@@ -1,0 +1,356 @@
+"""Every leaf outcome is kept, violated ones with their witness: a re-check decides only the
+changed leaves, and its report equals a fresh one (counterexamples and violating paths too)."""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+import tempfile
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.incremental import ProofCache, delta, walk
+from clefprove.incremental.store import DB_NAME, _snapshot_chk
+from clefprove.verify import engine as eg
+from clefprove.verify.api import check
+from tests.incremental import models as M
+
+#: The pool without the 'when's that mention the decision (their vacuity can make a re-check
+#: decide every leaf again, see walk._needs_fresh), so that paths_checked is exact.
+NAMES = sorted(n for n in M.POOL if n not in ("by_action", "by_conf"))
+#: Violated on many leaves, decided by Z3 (two multi-variable literals).
+SOLVER_VIOLATED = ["solver", "solver2"]
+
+
+def _full(depth: int, lo: float, hi: float, code: int = 1) -> dict:
+    """A balanced tree on x; allow leaves for x in [5, 7.5] (Z3 finds 'solver' violated on
+    them: x = 7, n = 6), the others block or challenge."""
+    if depth == 0:
+        action = "allow" if lo >= 5 and hi <= 7.5 else M.ACTIONS[1 + code % 2]
+        return {"action": action, "confidence": M.CONFIDENCES[code % 5]}
+    mid = (lo + hi) / 2
+    return {
+        "feature": "x",
+        "threshold": mid,
+        "left": _full(depth - 1, lo, mid, code * 2),
+        "right": _full(depth - 1, mid, hi, code * 2 + 1),
+    }
+
+
+def _source(tree: dict) -> dict:
+    return {
+        "name": "t",
+        "version": "1",
+        "features": copy.deepcopy(M.FEATURES),
+        "actions": list(M.ACTIONS),
+        "tree": tree,
+    }
+
+
+@pytest.mark.slow
+def test_solver_violated_leaves_are_reused(tmp_path) -> None:
+    """An invariant that Z3 finds violated on many leaves: after one leaf changed, only that
+    leaf is decided again, and the report (counterexamples included) is a fresh run's."""
+    src = _source(_full(6, 0.0, 10.0))
+    names = ["slow", "solver", "solver_safe"]
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        first = check(model, prog, cache=cache)
+        solver = first.results[1]
+        assert solver.status == "violated" and solver.solver_paths > 1
+        assert solver.violating_paths > 3 and len(solver.counterexamples) == 3
+        # The first printed counterexample's leaf changes: the next one moves up.
+        leaf = solver.counterexamples[0].leaf
+        path = M.paths(src["tree"])
+        changed = [p for p in path if "action" in M.at(src["tree"], p)]
+        target = next(p for p in changed if M.at(src["tree"], p)["action"] == "allow")
+        M.at(src["tree"], target)["action"] = "block"
+        model2 = M.compile_(src)
+        second = check(model2, prog, cache=cache)
+    fresh = check(model2, prog)
+    assert M.comparable(second) == M.comparable(fresh)
+    assert fresh.results[1].counterexamples[0].leaf != leaf
+    assert fresh.results[1].violating_paths == solver.violating_paths - 1
+    for r in second.results:
+        assert (r.paths_checked, r.paths_reused) == (1, 63), r.invariant
+
+
+def _clean_leaves(old: dict, new: dict) -> tuple[int, int]:
+    """(leaves of *new*, those whose path and record are unchanged from *old*): both trees
+    walked by position; a pair of equal records descends, any other pair is a change."""
+
+    def same(a: dict, b: dict) -> bool:
+        if "action" in a or "action" in b:
+            return a.get("action") == b.get("action") and a.get("confidence") == b.get("confidence")
+        if a["feature"] != b["feature"]:
+            return False
+        if "in" in a or "in" in b:
+            return set(a.get("in", ())) == set(b.get("in", ()))
+        return bool(a["threshold"] == b["threshold"])
+
+    def count(t: dict) -> int:
+        return 1 if "action" in t else count(t["left"]) + count(t["right"])
+
+    def clean(a: dict, b: dict) -> int:
+        if not same(a, b):
+            return 0
+        if "action" in b:
+            return 1
+        return clean(a["left"], b["left"]) + clean(a["right"], b["right"])
+
+    return count(new), clean(old, new)
+
+
+def _edit(draw: Any, src: dict) -> dict:
+    src = copy.deepcopy(src)
+    t = src["tree"]
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["leaf_action", "threshold", "replace_subtree"]))
+        if kind == "leaf_action":
+            leaves = [p for p in M.paths(t) if "action" in M.at(t, p)]
+            node = M.at(t, draw(st.sampled_from(leaves)))
+            node["action"] = draw(st.sampled_from(M.ACTIONS))
+            node["confidence"] = draw(st.sampled_from(M.CONFIDENCES))
+        elif kind == "threshold":
+            splits = [p for p in M.paths(t) if "threshold" in M.at(t, p)]
+            if splits:
+                node = M.at(t, draw(st.sampled_from(splits)))
+                node["threshold"] = draw(st.sampled_from(M.THRESHOLDS[node["feature"]]))
+        else:
+            path = draw(st.sampled_from(M.paths(t)))
+            new = M.tree(draw, 3)
+            if path:
+                M.at(t, path[:-1])[path[-1]] = new
+            else:
+                src["tree"] = t = new
+    return src
+
+
+def _edit_sequence(data: Any, steps: int) -> None:
+    draw = data.draw
+    if draw(st.booleans()):
+        src = _source(_full(draw(st.integers(3, 6)), 0.0, 10.0, draw(st.integers(1, 9))))
+    else:
+        src = draw(M.sources())
+    names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    if draw(st.booleans()):
+        names = sorted({*names, draw(st.sampled_from(SOLVER_VIOLATED))})
+    seen: set[str] = set()
+    hinted: set[str] = set()  # needed Z3 in an earlier run: a hint is stored
+    last: dict[str, tuple[dict, int]] = {}  # the version its outcomes are kept on, its unknowns
+    with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
+        for step in range(steps):
+            if step:
+                src = _edit(draw, src)
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            fresh = check(model, prog)
+            cached = check(model, prog, cache=cache)
+            again = check(M.compile_(src), prog, cache=cache)
+            want = M.comparable(fresh)
+            assert M.comparable(cached) == want
+            assert M.comparable(again) == want
+            key = want[0] + repr(src)
+            hinted_now = bool(hinted & set(names))
+            decided = []
+            for r, f in zip(cached.results, fresh.results, strict=True):
+                n = r.paths_checked + r.paths_reused
+                if key in seen and r.unknown_paths == 0:
+                    assert r.paths_checked == 0  # this exact model's result is stored
+                    continue
+                decided.append(f)
+                if hinted_now and r.invariant in last:  # against the last version
+                    old, unknown = last[r.invariant]
+                    total, clean = _clean_leaves(old["tree"], src["tree"])
+                    assert total == n
+                    # The changed leaves, and the unchanged ones left unknown last time.
+                    assert total - clean <= r.paths_checked <= total - clean + unknown, r.invariant
+                elif r.paths_reused == 0:
+                    assert r.paths_checked == n
+            assert all(r.paths_checked == 0 for r in again.results if r.unknown_paths == 0)
+            # Outcomes are written when some invariant of the run needs Z3.
+            if hinted_now or any(f.solver_paths for f in decided):
+                last.update({f.invariant: (src, f.unknown_paths) for f in decided})
+            hinted |= {f.invariant for f in decided if f.solver_paths}
+            seen.add(key)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_edits_decide_only_changed_leaves(data) -> None:
+    """Random trees, random single and multi-leaf edits (actions, thresholds, subtrees):
+    the incremental report equals the fresh one (counterexamples, violating paths), and
+    paths_checked counts exactly the leaves that had to be decided."""
+    _edit_sequence(data, 5)
+
+
+def test_witnesses_round_trip_and_are_checked() -> None:
+    status = np.array([0, 1, 1, 2], np.int8)
+    how = np.array([eg.HOW_NONE, eg.HOW_SOLVER, eg.HOW_BOX, eg.HOW_SOLVER], np.int16)
+    x = np.array([[1.5, 2.0, 0.0, 1.0]])
+    wit = delta.RowWitnesses(np.array([1]), x)
+    out = delta.LeafOutcomes(status, how, witnesses=wit)
+    back = delta.LeafOutcomes.decode(out.encode(), 4)
+    assert back.witnesses.rows.tolist() == [1] and np.array_equal(back.witnesses[1], x[0])
+    assert 1 in back.witnesses and 2 not in back.witnesses and len(back.witnesses) == 1
+    with_when = delta.LeafOutcomes(status, how, out, True, wit)
+    again = delta.LeafOutcomes.decode(with_when.encode(), 4)
+    assert again.when is not None and again.when.witnesses.rows.tolist() == [1]
+    for rows in ([2], [0], [3], [4], [1, 1]):  # not a solver-violated row (or twice)
+        bad = delta.RowWitnesses(np.array(rows), np.repeat(x, len(rows), axis=0))
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(delta.LeafOutcomes(status, how, witnesses=bad).encode(), 4)
+    blob = out.encode()
+    for cut in (len(blob) - 1, len(blob) - 8, 1 + 12):
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(blob[:cut], 4)
+    with pytest.raises(ValueError):
+        delta.LeafOutcomes.decode(blob + b"\0", 4)
+
+
+def _filled(tmp_path, src: dict, names: list[str]):
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        check(model, prog, cache=cache)
+        check(model, prog, cache=cache)
+    return prog
+
+
+@pytest.mark.slow
+def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
+    """An outcomes row whose witness section does not fit (re-signed, so only the structural
+    checks can catch it) is corruption: the cache is rebuilt and the result is a fresh one."""
+    src = _source(_full(4, 0.0, 10.0))
+    names = ["solver", "slow"]
+    _filled(tmp_path, src, names)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    rows = conn.execute("SELECT key, kind, value FROM snapshot WHERE kind LIKE 'out%'").fetchall()
+    assert {r[1] for r in rows} == {"outcomes", "outb"}
+    for key, kind, value in rows:
+        forged = bytes(value) + b"\0" * 8  # a witness section (or delta) that does not match
+        conn.execute(
+            "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
+            (forged, _snapshot_chk(key, kind, forged), key),
+        )
+    conn.commit()
+    conn.close()
+    M.at(src["tree"], ("left",) * 4)["action"] = "allow"
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        got = check(model, prog, cache=cache)
+        assert any("corrupt proof cache" in w for w in cache.warnings)
+    assert M.comparable(got) == M.comparable(check(model, prog))
+
+
+def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
+    """Rows written in another outcomes layout (an older clefprove) are never found: the
+    re-check is a correct one without them, and no corruption is reported."""
+    src = _source(_full(4, 0.0, 10.0))
+    names = ["solver", "slow"]
+    monkeypatch.setattr(walk, "_OUTCOMES_FORMAT", 1)
+    _filled(tmp_path, src, names)
+    monkeypatch.undo()
+    M.at(src["tree"], ("right",) * 4)["action"] = "allow"
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with ProofCache(tmp_path) as cache:
+        got = check(model, prog, cache=cache)
+        assert not cache.warnings
+    assert M.comparable(got) == M.comparable(check(model, prog))
+    # Without outcomes on the last version, the invariants were decided by the subtree walk
+    # (Z3's) or on every leaf (box-decided), not against the last version.
+    assert got.results[1].paths_checked == 16
+
+
+@pytest.mark.slow
+def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) -> None:
+    """A version that changes a few records is stored as a delta of a full snapshot (not the
+    whole tree again); pruning keeps every full snapshot a kept delta rests on; another node
+    count is stored in full.  Every re-check equals a fresh check."""
+    from clefprove.incremental import store
+
+    monkeypatch.setattr(store, "KEEP_TREES", 2)
+    src = _source(_full(6, 0.0, 10.0))
+    names = ["solver", "slow"]
+    allow = [p for p in M.paths(src["tree"]) if M.at(src["tree"], p).get("action") == "allow"]
+
+    def kinds() -> list[tuple[str, int]]:
+        conn = sqlite3.connect(tmp_path / DB_NAME)
+        try:
+            rows = conn.execute(
+                "SELECT kind, length(value) FROM snapshot WHERE kind IN ('tree', 'treed') "
+                "ORDER BY stamp"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [(str(k), int(n)) for k, n in rows]
+
+    stamp = 0
+    with ProofCache(tmp_path) as cache:
+        for step in range(5):
+            if step:
+                M.at(src["tree"], allow[step])["action"] = "block"
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            got = check(model, prog, cache=cache)
+            assert M.comparable(got) == M.comparable(check(model, prog))
+            if step >= 2:
+                assert got.results[0].paths_checked == 1
+            stored = kinds()
+            full = [n for k, n in stored if k == "tree"]
+            assert len(full) == 1, stored  # the first version, which every delta rests on
+            assert all(n < full[0] // 4 for k, n in stored if k == "treed"), stored
+            assert len(stored) <= 3
+            # Outcomes: one full row per invariant, written once; each run writes a delta.
+            conn = sqlite3.connect(tmp_path / DB_NAME)
+            outs = conn.execute(
+                "SELECT kind, length(value), stamp FROM snapshot WHERE kind LIKE 'out%'"
+            ).fetchall()
+            conn.close()
+            assert sorted(k for k, _, _ in outs) == ["outb", "outb", "outcomes", "outcomes"]
+            assert all(n < 64 + 64 for k, n, _ in outs if k == "outcomes")
+            if step:
+                assert all(t <= stamp for k, _, t in outs if k == "outb"), (step, outs)
+            stamp = max(t for _, _, t in outs)
+        # A new node count: stored in full, and from then on deltas rest on it.
+        M.at(src["tree"], allow[0])["action"] = "block"
+        M.at(src["tree"], allow[0]).update(
+            feature="n", threshold=3.0, left=dict(M.at(src["tree"], allow[0]))
+        )
+        node = M.at(src["tree"], allow[0])
+        node.pop("action"), node.pop("confidence")
+        node["right"] = {"action": "allow", "confidence": 0.9}
+        node["left"] = {"action": "block", "confidence": 0.9}
+        for _ in range(2):
+            model = M.compile_(src)
+            prog = M.program(names, model)
+            got = check(model, prog, cache=cache)
+            assert M.comparable(got) == M.comparable(check(model, prog))
+            M.at(src["tree"], allow[5])["action"] = "block"
+        assert [k for k, _ in kinds()][-2:] == ["tree", "treed"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(M.sources())
+def test_leaf_hashes_are_the_subtree_hashes_of_leaves(src) -> None:
+    """A printed counterexample's leaf key needs its leaf's hash only, not the whole tree's."""
+    from clefprove.incremental import merkle
+    from clefprove.model.types import NodeKind
+
+    model = M.compile_(src)
+    leaves = np.flatnonzero(model.nodes["kind"] == NodeKind.LEAF)
+    whole = merkle.subtree_hashes(M.compile_(src))
+    assert np.array_equal(merkle.leaf_hashes(model, leaves), whole[leaves])
+    assert np.array_equal(merkle.leaf_hashes(model, leaves[::-1]), whole[leaves[::-1]])
