@@ -75,6 +75,15 @@ def _exp(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def onnx_logistic(v: np.ndarray) -> np.ndarray:
+    """onnxruntime's ``ComputeLogistic`` in the dtype of *v*: ``a = 1 / (1 + exp(-|v|))``,
+    then ``1 - a`` for ``v < 0`` and ``a`` otherwise."""
+    one = v.dtype.type(1.0)
+    a = one / (one + _exp(-np.abs(v)))
+    out: np.ndarray = np.where(v < 0, one - a, a)
+    return out
+
+
 def divide(combine: Combine, s: np.ndarray) -> np.ndarray:
     """``s / divisor`` in the combine's precision."""
     if combine.divisor != 1.0:
@@ -93,6 +102,11 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             p1 = one / (one + _exp(-z))
             return np.stack((one - p1, p1), axis=1)
+        if combine.link is Link.ONNX_LOGISTIC:
+            z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
+            return np.stack((onnx_logistic(-z), onnx_logistic(z)), axis=1)
+        if combine.link is Link.COMPLEMENT:
+            return np.stack((one - s[:, 0], s[:, 0]), axis=1)
         if combine.link is Link.SOFTMAX:
             e = _exp(s - s.max(axis=1, keepdims=True))
             total = e[:, 0].copy()
@@ -108,6 +122,10 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     proba = probabilities(combine, scores)
     if combine.rule is Rule.HALF:
         actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
+    elif combine.rule in (Rule.POSITIVE, Rule.SCORE_HALF):
+        s1 = divide(combine, scores.astype(combine.arithmetic.dtype))[:, 0]
+        cut = 0.0 if combine.rule is Rule.POSITIVE else 0.5
+        actions = (s1 > combine.arithmetic.dtype(cut)).astype(np.intp)
     elif combine.rule is Rule.MARGIN:
         s = divide(combine, scores.astype(combine.arithmetic.dtype))
         if combine.outputs == 1:

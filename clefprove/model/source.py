@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
-from clefprove.model.ensemble import Ensemble
+from clefprove.model.ensemble import Ensemble, Link
 from clefprove.model.features import (
     _check_keys,
     _fail,
@@ -196,7 +196,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
         raise _fail("ensemble", "must be an object")
     _check_keys(spec, _ENSEMBLE_KEYS, "ensemble")
     link = _require(spec, "link", "ensemble")
-    outputs = 1 if link == "logistic" else len(actions)
+    outputs = 1 if link in {str(v) for v in Link if v.single} else len(actions)
     raw = {**_ENSEMBLE_DEFAULTS, "base": [0.0] * outputs, **spec, "outputs": outputs}
     try:
         combine = parse_combine(raw, len(actions), "ensemble")
