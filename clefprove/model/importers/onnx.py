@@ -50,6 +50,16 @@ from clefprove.model.importers.common import (
 from clefprove.model.types import Feature, Model
 
 _ML_DOMAIN = "ai.onnx.ml"
+
+#: The import warning for onnxruntime's binary label rule with non-negative weights
+#: (docs/importers.md "The label rule").
+LABEL_RULE_WARNING = (
+    "onnxruntime labels this binary model (every leaf weight >= 0, post_transform LOGISTIC) "
+    "class 1 only when its score exceeds 0.5, but its probability of class 1 exceeds 0.5 as "
+    "soon as the score is > 0: on inputs with a score in (0, 0.5] the label contradicts "
+    "onnxruntime's own probabilities (and the original library's predict); clefprove "
+    "follows onnxruntime's label"
+)
 # TensorProto element types.
 _FLOAT, _DOUBLE, _INT32, _INT64 = 1, 11, 6, 7
 _INPUT_TYPES = {_FLOAT: "float", _DOUBLE: "double", _INT32: "int32", _INT64: "int64"}
@@ -176,6 +186,8 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
         return interval_split(feat, cond, t, f)
 
     tree = walk(0, table.children, make)
+    if leaves.contradicts:
+        origin["warnings"] = [LABEL_RULE_WARNING]
     return build_model(tree, feats_json, feats, actions, spec, model_name(path), origin)
 
 
@@ -318,6 +330,8 @@ class _Leaves:
             )
         self.base = np.array(base or [0.0] * n, dtype=dtype)
         self.has_base = bool(base)
+        #: a leaf where onnxruntime's label contradicts its own probability (see LABEL_RULE)
+        self.contradicts = False
 
     def leaf(self, i: int) -> Leaf:
         nid = self.table.node_ids[i]
@@ -363,6 +377,8 @@ class _Leaves:
     def _binary(self, nid: int, scores: np.ndarray, has: np.ndarray) -> Leaf:
         s = float(scores[1] if has[1] else scores[0])
         k = 1 if s > (0.5 if self.all_positive else 0.0) else 0
+        if self.all_positive and self.post == "LOGISTIC" and 0.0 < s <= 0.5:
+            self.contradicts = True
         if self.post == "LOGISTIC":
             p1 = _sigmoid(s)
         elif self.post == "NONE" and 0.0 <= s <= 1.0:
@@ -408,9 +424,10 @@ def _convert_ensemble(
     * three or more classes: the label is the first class with the largest score; the
       probabilities are the scores (``NONE``) or their softmax (``SOFTMAX``);
     * two classes with weights for one class only (every converter's binary export): with
-      ``s`` the score, the label is class 1 iff ``s > 0.5`` when every weight is ``>= 0``
-      (the probabilities are then ``[1 - s, s]`` whatever ``post_transform`` says), else iff
-      ``s > 0`` (the probabilities ``[L(-s), L(s)]`` under ``LOGISTIC``).
+      ``s`` the score, the label is class 1 iff ``s > 0.5`` when every weight is ``>= 0``,
+      else iff ``s > 0``; the probabilities are ``[L(-s), L(s)]`` under ``LOGISTIC``
+      (onnxruntime's ``ComputeLogistic``) and ``[1 - s, s]`` under ``NONE`` (all weights
+      ``>= 0`` only).
     """
     n = len(labels)
     post = origin["post_transform"]
@@ -481,24 +498,19 @@ def _convert_ensemble(
             )
         values = [[ValueLeaf((v.get(col, 0.0),)) for v in tr] for tr in trees]
         all_positive = all(w >= 0 for w in weights)
-        if all_positive:
-            link, rule = "complement", "score_half"
+        if all_positive and post in ("NONE", "LOGISTIC"):
+            link = "complement" if post == "NONE" else "onnx_logistic"
+            rule = "score_half"
             lo, hi = _score_range(values, base)
             if post != "NONE" and lo <= 0.5 and hi > 0.0:
-                notes.append(
-                    f"onnxruntime labels this binary model (every leaf weight >= 0, "
-                    f"post_transform {post}) class 1 only when its score exceeds 0.5 and "
-                    f"reports [1 - score, score] as probabilities instead of the {post} ones: "
-                    "on inputs with a score in (0, 0.5] its label contradicts the "
-                    f"{post} probability (and the original library's predict); clefprove "
-                    "follows onnxruntime's label"
-                )
+                notes.append(LABEL_RULE_WARNING)
         elif post == "LOGISTIC":
             link, rule = "onnx_logistic", "positive"
         else:
+            sign = "every weight >= 0" if all_positive else "some weight < 0"
             raise ImportModelError(
-                f"a binary ensemble with negative weights and post_transform {post} has no "
-                "probabilities (onnxruntime reports [-score, score]); only LOGISTIC is supported"
+                f"a binary ensemble with post_transform {post} ({sign}) has no probabilities "
+                "clefprove can model; supported: LOGISTIC, or NONE with every weight >= 0"
             )
         outputs = 1
     else:
