@@ -122,7 +122,8 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
     if node.op_type != "TreeEnsembleClassifier" or node.domain != _ML_DOMAIN:
         raise ImportModelError(
             f"the graph's tree node is {node.domain or 'ai.onnx'}.{node.op_type}; only "
-            "ai.onnx.ml.TreeEnsembleClassifier (a classifier) can be imported"
+            "ai.onnx.ml.TreeEnsembleClassifier (a classifier, ai.onnx.ml opset 1 to 4, as "
+            "skl2onnx and onnxmltools export classifiers) can be imported"
         )
     inputs = {i.name: i for i in graph.input}
     initialised = {t.name for t in graph.initializer}
