@@ -501,3 +501,40 @@ def test_check_on_an_onnx_ensemble_counterexamples_replay_in_onnxruntime(tmp_pat
     ):
         if statuses[name] == "holds":
             assert (label[when] == want).all(), name
+
+
+# --------------------------------------------------------------------------- the format
+
+
+def test_identity_with_divided_shares_and_the_one_output_links_in_json():
+    from clefprove.errors import ModelSourceError
+    from clefprove.model.source import compile_source
+
+    feats = [{"name": "x", "type": "float", "min": -10, "max": 10, "default": 0}]
+
+    def tree(a: list[float], b: list[float]) -> dict:
+        return {"feature": "x", "threshold": 0.5, "left": {"value": a}, "right": {"value": b}}
+
+    def src(ensemble: dict, trees: list[dict], actions: int = 2) -> dict:
+        names = ["a", "b", "c"][:actions]
+        return {"features": feats, "actions": names, "ensemble": ensemble, "trees": trees}
+
+    shares = [tree([0.5, 0.0], [0.0, 0.5]), tree([0.25, 0.25], [0.25, 0.25])]
+    m = compile_source(src({"link": "identity", "arithmetic": "float32"}, shares))
+    assert isinstance(m, Ensemble) and m.combine.divisor == 1
+    b = EnsembleEvaluator(m).evaluate(np.array([[0.0], [1.0]]))
+    assert b.actions.tolist() == [0, 1] and b.confidences.tolist() == [0.75, 0.75]
+    too_much = [tree([0.75, 0.0], [0.0, 0.5]), tree([0.5, 0.25], [0.5, 0.0])]
+    with pytest.raises(ModelSourceError, match="summing to at most 1"):
+        compile_source(src({"link": "identity"}, too_much))
+    with pytest.raises(ModelSourceError, match="divisor is the number of trees"):
+        compile_source(src({"link": "identity", "divisor": 3}, shares))
+    one = [tree([0.25], [0.75]), tree([0.25], [-0.5])]
+    for link, rule in (("onnx_logistic", "positive"), ("complement", "score_half")):
+        m = compile_source(src({"link": link, "rule": rule, "arithmetic": "float32"}, one))
+        assert isinstance(m, Ensemble) and m.combine.outputs == 1
+        b = EnsembleEvaluator(m).evaluate(np.array([[0.0], [1.0]]))
+        # s = 0.5 on the left (class 1 iff s > 0, or iff s > 0.5), 0.25 on the right
+        assert b.actions.tolist() == ([1, 1] if rule == "positive" else [0, 0])
+    with pytest.raises(ModelSourceError, match="needs a one-output link"):
+        compile_source(src({"link": "softmax", "rule": "positive"}, shares))
