@@ -43,12 +43,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from clefprove.cli import options as op
     from clefprove.model.clef import write_clef
     from clefprove.model.importers import import_model
 
     refuse_inputs(args.output, args.file, *([args.features] if args.features else []))
     model = import_model(args.format, args.file, args.features)
     write_model(args.output, write_clef(model))
+    origin = model.metadata.get("metadata", {}).get("imported_from", {})
+    for note in origin.get("warnings", []) if isinstance(origin, dict) else []:
+        op.warn(str(note))
     if not args.quiet:
         sys.stderr.write(
             f"imported {args.format} {args.file} -> {args.output}: {len(model.features)} features, "

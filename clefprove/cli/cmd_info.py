@@ -84,11 +84,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _combine_text(c: Any) -> str:
     """How an ensemble's leaf values become a decision, in one line."""
-    link = {"logistic": "sigmoid", "softmax": "softmax", "identity": "averaged probabilities"}
+    link = {
+        "logistic": "sigmoid",
+        "softmax": "softmax",
+        "identity": "averaged probabilities",
+        "onnx_logistic": "onnxruntime's sigmoid",
+        "complement": "score is p1",
+    }
     rule = {
         "proba": "first argmax of the probabilities",
         "half": "class 1 iff p > 0.5",
         "margin": "first argmax of the scores" if c.outputs > 1 else "class 1 iff score >= 0",
+        "positive": "class 1 iff score > 0",
+        "score_half": "class 1 iff score > 0.5",
     }
     parts = [f"{c.arithmetic} sums of {c.outputs} output{'s' if c.outputs > 1 else ''}"]
     if any(c.base):

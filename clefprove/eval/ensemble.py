@@ -15,8 +15,9 @@ The result is the library's predict class and its predict_proba for that class.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,12 +82,58 @@ def accumulate(combine: Combine, leaf_values: np.ndarray) -> np.ndarray:
     return acc
 
 
+@functools.cache
+def _c_expf() -> Callable[[float], float] | None:
+    """The C library's ``expf`` (what ``std::exp`` on a float calls in onnxruntime and
+    XGBoost), or None where it cannot be loaded."""
+    import ctypes
+    import ctypes.util
+
+    for name in ("libm.so.6", ctypes.util.find_library("m")):
+        if not name:
+            continue
+        try:
+            fn = ctypes.CDLL(name).expf
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_float
+        fn.argtypes = [ctypes.c_float]
+        return fn
+    return None
+
+
+#: How close (in float32 ulps) to a rounding midpoint ``exp`` must be for ``expf`` to be
+#: asked: glibc's ``expf`` is within 0.502 ulp, so elsewhere it is the correctly rounded value.
+_NEAR_MIDPOINT = 0.01
+
+
 def _exp(x: np.ndarray) -> np.ndarray:
-    """exp in the dtype of *x*; float32 as C's ``expf`` (float64 exp rounded to float32:
-    numpy's own float32 exp is not always correctly rounded)."""
-    if x.dtype == np.float32:
-        return np.exp(x.astype(np.float64)).astype(np.float32)
-    out: np.ndarray = np.exp(x)
+    """exp in the dtype of *x*; float32 as C's ``expf``: the float64 exp rounded to float32
+    (numpy's own float32 exp is not always correctly rounded), except within
+    :data:`_NEAR_MIDPOINT` ulp of a rounding midpoint, where ``expf`` may round the other way
+    and is called itself (a few elements in a hundred)."""
+    if x.dtype != np.float32:
+        out: np.ndarray = np.exp(x)
+        return out
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        e64 = np.exp(x.astype(np.float64))
+        e32 = e64.astype(np.float32)
+        frac = np.abs(e64 - e32.astype(np.float64)) / np.spacing(np.abs(e32)).astype(np.float64)
+        hard = np.flatnonzero(np.abs(frac - 0.5) < _NEAR_MIDPOINT)
+    fn = _c_expf() if hard.size else None
+    if fn is not None:
+        flat_x, flat_e = x.reshape(-1), e32.reshape(-1)
+        for i in hard.tolist():
+            flat_e[i] = fn(float(flat_x[i]))
+    return e32
+
+
+def onnx_logistic(v: np.ndarray) -> np.ndarray:
+    """onnxruntime's ``ComputeLogistic`` in the dtype of *v*: ``a = 1 / (1 + exp(-|v|))``,
+    then ``1 - a`` for ``v < 0`` and ``a`` otherwise."""
+    one = v.dtype.type(1.0)
+    a = one / (one + _exp(-np.abs(v)))
+    out: np.ndarray = np.where(v < 0, one - a, a)
     return out
 
 
@@ -108,6 +155,11 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             p1 = one / (one + _exp(-z))
             return np.stack((one - p1, p1), axis=1)
+        if combine.link is Link.ONNX_LOGISTIC:
+            z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
+            return np.stack((onnx_logistic(-z), onnx_logistic(z)), axis=1)
+        if combine.link is Link.COMPLEMENT:
+            return np.stack((one - s[:, 0], s[:, 0]), axis=1)
         if combine.link is Link.SOFTMAX:
             e = _exp(s - s.max(axis=1, keepdims=True))
             total = e[:, 0].copy()
@@ -123,6 +175,10 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     proba = probabilities(combine, scores)
     if combine.rule is Rule.HALF:
         actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
+    elif combine.rule in (Rule.POSITIVE, Rule.SCORE_HALF):
+        s1 = divide(combine, scores.astype(combine.arithmetic.dtype))[:, 0]
+        cut = 0.0 if combine.rule is Rule.POSITIVE else 0.5
+        actions = (s1 > combine.arithmetic.dtype(cut)).astype(np.intp)
     elif combine.rule is Rule.MARGIN:
         s = divide(combine, scores.astype(combine.arithmetic.dtype))
         if combine.outputs == 1:

@@ -428,7 +428,7 @@ def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str)
     if np.any(leaf_counts != leaves):
         t = int(np.flatnonzero(leaf_counts != leaves)[0])
         raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
-    _validate_values(values, combine, n_trees)
+    _validate_values(values, combine, n_trees, leaves)
     # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
     # the verifier's rounding bounds assume).
     if values.size:
@@ -485,13 +485,15 @@ def parse_combine(raw: Any, n_actions: int, path: str = "metadata.ensemble") -> 
     divisor, scale = floats[-2], floats[-1]
     if not (divisor > 0 and scale > 0):
         raise ClefFormatError(f"{path}: divisor and scale must be positive")
-    if link is Link.LOGISTIC:
+    if link.single:
         if outputs != 1 or n_actions != 2:
-            raise ClefFormatError(f"{path}: a logistic link has one output and two actions")
+            raise ClefFormatError(f"{path}: a {link} link has one output and two actions")
     elif outputs != n_actions or outputs < 2:
         raise ClefFormatError(f"{path}: a {link} link has one output per action (>= 2)")
     if rule is Rule.HALF and link is not Link.LOGISTIC:
         raise ClefFormatError(f"{path}: rule 'half' needs a logistic link")
+    if rule in (Rule.POSITIVE, Rule.SCORE_HALF) and not link.single:
+        raise ClefFormatError(f"{path}: rule '{rule}' needs a one-output link")
     if arithmetic is Arithmetic.FLOAT32 and any(
         float(np.float32(v)) != v for v in floats[:outputs]
     ):
@@ -499,7 +501,9 @@ def parse_combine(raw: Any, n_actions: int, path: str = "metadata.ensemble") -> 
     return Combine(outputs, tuple(floats[:outputs]), arithmetic, link, rule, divisor, scale)
 
 
-def _validate_values(values: np.ndarray, combine: Combine, n_trees: int) -> None:
+def _validate_values(
+    values: np.ndarray, combine: Combine, n_trees: int, leaves: np.ndarray
+) -> None:
     if not np.all(np.isfinite(values)):
         row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
         raise ClefFormatError(f"leaf value row {row} is NaN or infinite")
@@ -513,8 +517,20 @@ def _validate_values(values: np.ndarray, combine: Combine, n_trees: int) -> None
         # Averaged probabilities: each in [0, 1], so the decision's confidence is too.
         if np.any((values < 0) | (values > 1)) or any(b != 0 for b in combine.base):
             raise ClefFormatError("an identity link needs leaf values in [0, 1] and base 0")
-        if combine.divisor != n_trees:
-            raise ClefFormatError("an identity link averages: the divisor is the number of trees")
+        if combine.divisor == 1 and values.size and n_trees:
+            # Shares already divided by the number of trees (onnxruntime's random forests):
+            # the largest sum of one value per tree must stay a probability.
+            starts = np.concatenate(([0], np.cumsum(leaves)[:-1])).astype(np.intp)
+            top = np.maximum.reduceat(values, starts, axis=0).sum(axis=0)
+            if np.any(top > 1.0 + 1e-5):
+                raise ClefFormatError(
+                    "an identity link with divisor 1 needs per-tree shares summing to at most 1"
+                )
+        elif combine.divisor != n_trees:
+            raise ClefFormatError(
+                "an identity link averages: the divisor is the number of trees (or 1 for "
+                "shares already divided)"
+            )
 
 
 def _validate_trees(

@@ -11,11 +11,14 @@ How a decision is made (:class:`Combine`, docs/format.md "Ensembles"):
    (XGBoost) or float64 (everything else): the order matters for float32 sums;
 2. ``s = s / divisor`` (random-forest averaging; 1 means none);
 3. probabilities by the link: ``logistic`` (one column: ``p1 = 1 / (1 + exp(-scale * s))``,
-   ``[1 - p1, p1]``), ``softmax`` (``exp(s - max) / sum``), or ``identity`` (``s`` are already
-   probabilities, e.g. averaged per-tree class shares);
+   ``[1 - p1, p1]``), ``softmax`` (``exp(s - max) / sum``), ``identity`` (``s`` are already
+   probabilities, e.g. averaged per-tree class shares), and for ONNX models (one column)
+   ``onnx_logistic`` (onnxruntime's ``[L(-s), L(s)]``) or ``complement`` (``[1 - s, s]``);
 4. the class by the decision rule: ``proba`` (argmax of the probabilities, first index on
-   ties, as numpy's argmax), ``half`` (class 1 iff ``p1 > 0.5``: ``XGBClassifier.predict``) or
-   ``margin`` (one column: class 1 iff ``s >= 0``; several: argmax of ``s``);
+   ties, as numpy's argmax), ``half`` (class 1 iff ``p1 > 0.5``: ``XGBClassifier.predict``),
+   ``margin`` (one column: class 1 iff ``s >= 0``; several: argmax of ``s``), or, one column,
+   ``positive`` (class 1 iff ``s > 0``) and ``score_half`` (class 1 iff ``s > 0.5``), the
+   rules of onnxruntime's binary classifier;
 5. the confidence is that class's probability.
 """
 
@@ -43,12 +46,27 @@ class Link(enum.StrEnum):
     LOGISTIC = "logistic"
     SOFTMAX = "softmax"
     IDENTITY = "identity"
+    #: onnxruntime's logistic: ``p1 = L(s)``, ``p0 = L(-s)`` with ``L(v) = 1 / (1 + exp(-|v|))``
+    #: for ``v >= 0`` and ``1 - L(-v)`` below (``ComputeLogistic``), one output
+    ONNX_LOGISTIC = "onnx_logistic"
+    #: the single score is the class-1 probability: ``[1 - s, s]`` (onnxruntime's binary
+    #: classifier with non-negative weights), one output
+    COMPLEMENT = "complement"
+
+    @property
+    def single(self) -> bool:
+        """One output column (a binary classifier's single score)."""
+        return self in (Link.LOGISTIC, Link.ONNX_LOGISTIC, Link.COMPLEMENT)
 
 
 class Rule(enum.StrEnum):
     PROBA = "proba"
     HALF = "half"
     MARGIN = "margin"
+    #: one output: class 1 iff ``s > 0`` (onnxruntime, binary, some weight negative)
+    POSITIVE = "positive"
+    #: one output: class 1 iff ``s > 0.5`` (onnxruntime, binary, every weight ``>= 0``)
+    SCORE_HALF = "score_half"
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class Combine:
 
     @property
     def n_classes(self) -> int:
-        return 2 if self.link is Link.LOGISTIC else self.outputs
+        return 2 if self.link.single else self.outputs
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
-from clefprove.model.ensemble import Combine, Ensemble
+from clefprove.model.ensemble import Combine, Ensemble, Link
 from clefprove.model.features import (
     _check_keys,
     _fail,
@@ -194,7 +194,8 @@ def ensemble_combine(spec: Any, n_actions: int) -> Combine:
     if not isinstance(spec, dict):
         raise _fail("ensemble", "must be an object")
     _check_keys(spec, _ENSEMBLE_KEYS, "ensemble")
-    outputs = 1 if _require(spec, "link", "ensemble") == "logistic" else n_actions
+    link = _require(spec, "link", "ensemble")
+    outputs = 1 if link in {str(v) for v in Link if v.single} else n_actions
     raw = {**_ENSEMBLE_DEFAULTS, "base": [0.0] * outputs, **spec, "outputs": outputs}
     try:
         return parse_combine(raw, n_actions, "ensemble")

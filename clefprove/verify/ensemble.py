@@ -285,7 +285,7 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
         slo = np.nextafter(lo.astype(dt), dt(-np.inf))  # outward to the library's precision
         shi = np.nextafter(hi.astype(dt), dt(np.inf))
     u = _U[c.arithmetic]
-    if c.link is Link.LOGISTIC:
+    if c.link.single:
         # The decision and p1 are monotone in the single score: read them at the ends.
         ends = np.array([[slo[0]], [shi[0]]], dtype=dt)
         acts, _ = decide(c, ends)

@@ -47,14 +47,19 @@ def ensemble_trees(draw, features, depth, thresholds, outputs, probabilities) ->
 def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margin: bool = False):
     """Random ensembles; with *margin*, only the margin rule (decisions without exp)."""
     features = draw(feature_specs(all_int))
-    link = draw(st.sampled_from(["logistic", "softmax"] + ([] if margin else ["identity"])))
-    n_actions = 2 if link == "logistic" else draw(st.integers(2, 4))
-    outputs = 1 if link == "logistic" else n_actions
+    extra = [] if margin else ["identity", "onnx_logistic", "complement"]
+    link = draw(st.sampled_from(["logistic", "softmax", *extra]))
+    single = link in ("logistic", "onnx_logistic", "complement")
+    n_actions = 2 if single else draw(st.integers(2, 4))
+    outputs = 1 if single else n_actions
     arithmetic = draw(st.sampled_from(["float32", "float64"]))
     rules = {
         "logistic": ["half", "proba", "margin"],
         "softmax": ["proba", "margin"],
         "identity": ["proba", "margin"],
+        # onnxruntime's binary classifier (ONNX imports)
+        "onnx_logistic": ["positive", "score_half", "proba"],
+        "complement": ["score_half", "positive", "proba"],
     }[link]
     n_trees = draw(st.integers(1, max_trees))
     thresholds: dict = {}
@@ -68,7 +73,7 @@ def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margi
         spec["divisor"] = n_trees
     else:
         spec["base"] = [float(np.float32(draw(st.sampled_from(VALUES)))) for _ in range(outputs)]
-        if link == "logistic" and draw(st.booleans()):
+        if link in ("logistic", "onnx_logistic") and draw(st.booleans()):
             spec["scale"] = draw(st.sampled_from([1.0, 0.5, 2.0]))
     return compile_source(
         {"features": features, "actions": ACTIONS[:n_actions], "ensemble": spec, "trees": trees}

@@ -1,4 +1,7 @@
-"""Import an ONNX-ML ``TreeEnsembleClassifier`` holding a single tree (docs/importers.md).
+"""Import an ONNX-ML ``TreeEnsembleClassifier`` (docs/importers.md, docs/ensembles.md).
+
+A single tree becomes a single-tree model; several trees become an
+:class:`~clefprove.model.ensemble.Ensemble` (see :func:`_convert_ensemble`).
 
 The graph is read with the ``onnx`` package (protobuf; nothing in the file is executed).  The
 semantics follow onnxruntime, the reference runtime for these models:
@@ -17,16 +20,20 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from clefprove.errors import ImportModelError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
     MODES,
     FeatureSpec,
     Leaf,
     Tree,
+    ValueLeaf,
+    build_ensemble,
     build_model,
     file_digest,
     float32_condition,
@@ -40,16 +47,26 @@ from clefprove.model.importers.common import (
     walk,
     wide_float,
 )
-from clefprove.model.types import Model
+from clefprove.model.types import Feature, Model
 
 _ML_DOMAIN = "ai.onnx.ml"
+
+#: The import warning for onnxruntime's binary label rule with non-negative weights
+#: (docs/importers.md "The label rule").
+LABEL_RULE_WARNING = (
+    "onnxruntime labels this binary model (every leaf weight >= 0, post_transform LOGISTIC) "
+    "class 1 only when its score exceeds 0.5, but its probability of class 1 exceeds 0.5 as "
+    "soon as the score is > 0: on inputs with a score in (0, 0.5] the label contradicts "
+    "onnxruntime's own probabilities (and the original library's predict); clefprove "
+    "follows onnxruntime's label"
+)
 # TensorProto element types.
 _FLOAT, _DOUBLE, _INT32, _INT64 = 1, 11, 6, 7
 _INPUT_TYPES = {_FLOAT: "float", _DOUBLE: "double", _INT32: "int32", _INT64: "int64"}
 
 
-def import_onnx(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model:
-    """Convert the single-tree ``TreeEnsembleClassifier`` in the ONNX file *path*."""
+def import_onnx(path: str | os.PathLike[str], spec: FeatureSpec | None = None) -> Model | Ensemble:
+    """Convert the ``TreeEnsembleClassifier`` in the ONNX file *path*."""
     data = read_file(path)
     refuse_pickle(
         path,
@@ -94,7 +111,7 @@ def _attrs(node: Any) -> dict[str, Any]:
     return out
 
 
-def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Model:
+def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Model | Ensemble:
     graph = model.graph
     trees = [n for n in graph.node if n.op_type.startswith("TreeEnsemble")]
     if not trees:
@@ -105,7 +122,8 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
     if node.op_type != "TreeEnsembleClassifier" or node.domain != _ML_DOMAIN:
         raise ImportModelError(
             f"the graph's tree node is {node.domain or 'ai.onnx'}.{node.op_type}; only "
-            "ai.onnx.ml.TreeEnsembleClassifier (a classifier) can be imported"
+            "ai.onnx.ml.TreeEnsembleClassifier (a classifier, ai.onnx.ml opset 1 to 4, as "
+            "skl2onnx and onnxmltools export classifiers) can be imported"
         )
     inputs = {i.name: i for i in graph.input}
     initialised = {t.name for t in graph.initializer}
@@ -146,6 +164,17 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
 
     feats_json, feats = resolve_features(spec, n_columns, derived)
     actions = resolve_actions(spec, labels)
+    origin: dict[str, Any] = {
+        "format": "onnx",
+        "file": os.path.basename(str(path)),
+        "sha256": file_digest(data),
+        "input": f"{node.input[0]}:{_INPUT_TYPES[elem]}",
+        "post_transform": str(a.get("post_transform", "NONE") or "NONE"),
+    }
+    if len(table.tree_ids) > 1:
+        return _convert_ensemble(
+            a, table, elem, labels, feats_json, feats, actions, spec, path, origin
+        )
     leaves = _Leaves(a, len(labels), table, bool(int_labels), labels)
 
     f32 = elem != _DOUBLE
@@ -158,13 +187,8 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
         return interval_split(feat, cond, t, f)
 
     tree = walk(0, table.children, make)
-    origin = {
-        "format": "onnx",
-        "file": os.path.basename(str(path)),
-        "sha256": file_digest(data),
-        "input": f"{node.input[0]}:{_INPUT_TYPES[elem]}",
-        "post_transform": leaves.post,
-    }
+    if leaves.contradicts:
+        origin["warnings"] = [LABEL_RULE_WARNING]
     return build_model(tree, feats_json, feats, actions, spec, model_name(path), origin)
 
 
@@ -211,18 +235,26 @@ class _NodeTable:
         ):
             if len(arr) != n:
                 raise ImportModelError(f"attribute '{key}' has {len(arr)} entries, not {n}")
-        if len(set(tree_ids)) != 1:
+        # onnxruntime starts a tree wherever the tree id changes (its roots, in this order).
+        self.tree_ids: list[Any] = []
+        self.tree_starts: list[int] = []
+        for i, t in enumerate(tree_ids):
+            if i == 0 or t != tree_ids[i - 1]:
+                self.tree_ids.append(t)
+                self.tree_starts.append(i)
+        if len(set(self.tree_ids)) != len(self.tree_ids):
             raise ImportModelError(
-                f"the ensemble holds {len(set(tree_ids))} trees; only a single tree can be "
-                "imported (forests are for a later format version)"
+                "the nodes of a tree are not contiguous in nodes_treeids (onnxruntime would "
+                "read them as several trees)"
             )
         self.tree_id = tree_ids[0]
+        self.node_trees = tree_ids
         self.values = values
-        pos = {}
+        pos: dict[tuple[Any, Any], int] = {}
         for i, nid in enumerate(node_ids):
-            if nid in pos:
-                raise ImportModelError(f"node id {nid} appears twice")
-            pos[nid] = i
+            if (tree_ids[i], nid) in pos:
+                raise ImportModelError(f"node id {nid} appears twice in tree {tree_ids[i]}")
+            pos[(tree_ids[i], nid)] = i
         self.position = pos
         self.node_ids = node_ids
         self._kids: list[tuple[int, int] | None] = []
@@ -235,7 +267,7 @@ class _NodeTable:
                 raise ImportModelError(f"node {node_ids[i]}: unknown mode {mode!r}")
             if self.features[i] < 0:
                 raise ImportModelError(f"node {node_ids[i]}: negative feature id")
-            t, f = pos.get(trues[i]), pos.get(falses[i])
+            t, f = pos.get((tree_ids[i], trues[i])), pos.get((tree_ids[i], falses[i]))
             if t is None or f is None:
                 raise ImportModelError(f"node {node_ids[i]}: child node id does not exist")
             self._kids.append((t, f))
@@ -282,9 +314,9 @@ class _Leaves:
             raise ImportModelError("a class weight or base value is NaN")
         self.by_node: dict[int, list[tuple[int, float]]] = {}
         for c, t, nid, w in zip(ids, tids, nids, weights, strict=True):
-            if t != table.tree_id or nid not in table.position:
+            if (t, nid) not in table.position:
                 raise ImportModelError(f"class weight for unknown node {t}/{nid}")
-            self.by_node.setdefault(table.position[nid], []).append((c, w))
+            self.by_node.setdefault(table.position[(t, nid)], []).append((c, w))
         self.binary = n == 2 and len(set(ids)) == 1
         self.all_positive = all(w >= 0 for w in weights)
         if n == 2 and any(b != 0 for b in base):
@@ -299,6 +331,8 @@ class _Leaves:
             )
         self.base = np.array(base or [0.0] * n, dtype=dtype)
         self.has_base = bool(base)
+        #: a leaf where onnxruntime's label contradicts its own probability (see LABEL_RULE)
+        self.contradicts = False
 
     def leaf(self, i: int) -> Leaf:
         nid = self.table.node_ids[i]
@@ -344,6 +378,8 @@ class _Leaves:
     def _binary(self, nid: int, scores: np.ndarray, has: np.ndarray) -> Leaf:
         s = float(scores[1] if has[1] else scores[0])
         k = 1 if s > (0.5 if self.all_positive else 0.0) else 0
+        if self.all_positive and self.post == "LOGISTIC" and 0.0 < s <= 0.5:
+            self.contradicts = True
         if self.post == "LOGISTIC":
             p1 = _sigmoid(s)
         elif self.post == "NONE" and 0.0 <= s <= 1.0:
@@ -360,3 +396,223 @@ def _sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
     return e / (1.0 + e)
+
+
+# --------------------------------------------------------------------------- ensembles
+
+#: What each supported ``post_transform`` becomes (see _convert_ensemble).
+_ENSEMBLE_POST = ("NONE", "LOGISTIC", "SOFTMAX")
+
+
+def _convert_ensemble(
+    a: dict[str, Any],
+    table: _NodeTable,
+    elem: int,
+    labels: list[Any],
+    feats_json: list[dict[str, Any]],
+    feats: tuple[Feature, ...],
+    actions: list[str],
+    spec: FeatureSpec | None,
+    path: Any,
+    origin: dict[str, Any],
+) -> Ensemble:
+    """Several trees, as onnxruntime (CPU, ``TreeEnsembleClassifier``) computes them.
+
+    onnxruntime adds every reached leaf's class weights into one float32 score per class,
+    starting from 0, tree after tree in the order of ``nodes_treeids``, then adds
+    ``base_values``; this is the ensemble's sum with the base as a last, constant tree.  Then:
+
+    * three or more classes: the label is the first class with the largest score; the
+      probabilities are the scores (``NONE``) or their softmax (``SOFTMAX``);
+    * two classes with weights for one class only (every converter's binary export): with
+      ``s`` the score, the label is class 1 iff ``s > 0.5`` when every weight is ``>= 0``,
+      else iff ``s > 0``; the probabilities are ``[L(-s), L(s)]`` under ``LOGISTIC``
+      (onnxruntime's ``ComputeLogistic``) and ``[1 - s, s]`` under ``NONE`` (all weights
+      ``>= 0`` only).
+    """
+    n = len(labels)
+    post = origin["post_transform"]
+    if elem == _DOUBLE:
+        raise ImportModelError(
+            "a double input to a tree ensemble is not supported (onnxruntime's double "
+            "aggregation is not modelled); export the model with a float input"
+        )
+    if post not in _ENSEMBLE_POST:
+        raise ImportModelError(
+            f"post_transform {post} is not supported for tree ensembles (NONE, LOGISTIC, SOFTMAX)"
+        )
+    if "class_weights" not in a:
+        raise ImportModelError(
+            "class_weights is missing (class_weights_as_tensor needs a double input, "
+            "which is not supported for tree ensembles)"
+        )
+    weights = [float(np.float32(float(w))) for w in _list(a, "class_weights")]
+    ids = [int(c) for c in _list(a, "class_ids")]
+    tids = _list(a, "class_treeids")
+    nids = _list(a, "class_nodeids")
+    if not len(ids) == len(tids) == len(nids) == len(weights):
+        raise ImportModelError("class_ids, class_treeids, class_nodeids, class_weights differ")
+    if any(math.isnan(w) or math.isinf(w) for w in weights):
+        raise ImportModelError("a class weight is NaN or infinite")
+    if "base_values" in a:
+        base = [float(np.float32(float(b))) for b in _list(a, "base_values")]
+    elif "base_values_as_tensor" in a:
+        raise ImportModelError("base_values_as_tensor needs a double input (not supported)")
+    else:
+        base = []
+    if any(not math.isfinite(b) for b in base):
+        raise ImportModelError("a base value is NaN or infinite")
+    by_leaf: dict[int, dict[int, float]] = {}
+    for c, t, nid, w in zip(ids, tids, nids, weights, strict=True):
+        if not 0 <= c < n:
+            raise ImportModelError(f"class id {c} is out of range for {n} classes")
+        i = table.position.get((t, nid))
+        if i is None:
+            raise ImportModelError(f"class weight for unknown node {t}/{nid}")
+        if table.children(i) is not None:
+            raise ImportModelError(f"class weight on branch node {t}/{nid}")
+        votes = by_leaf.setdefault(i, {})
+        if c in votes:
+            # onnxruntime adds the two weights into the running sum one after the other.
+            raise ImportModelError(f"leaf {t}/{nid} has two weights for class {c}")
+        votes[c] = w
+    used = sorted(set(ids))
+    binary = n == 2 and len(used) == 1
+    trees, classes_per_tree = _ensemble_trees(table, by_leaf)
+    if n == 2 and not binary:
+        raise ImportModelError(
+            "a two-class ensemble with weights for both classes is not supported (onnxruntime "
+            "labels it by the class-1 score's sign); export one weight per leaf (what "
+            "skl2onnx and onnxmltools write for binary classifiers)"
+        )
+    notes: list[str] = []
+    if binary:
+        col = used[0]
+        if base and len(base) != 1:
+            raise ImportModelError(
+                f"base_values has {len(base)} entries; a binary ensemble needs one or none"
+            )
+        if base and col != 0:
+            raise ImportModelError(
+                "base_values with weights for class 1 are not supported (onnxruntime adds the "
+                "base to class 0's score); export weights for class 0"
+            )
+        values = [[ValueLeaf((v.get(col, 0.0),)) for v in tr] for tr in trees]
+        all_positive = all(w >= 0 for w in weights)
+        if all_positive and post in ("NONE", "LOGISTIC"):
+            link = "complement" if post == "NONE" else "onnx_logistic"
+            rule = "score_half"
+            lo, hi = _score_range(values, base)
+            if post != "NONE" and lo <= 0.5 and hi > 0.0:
+                notes.append(LABEL_RULE_WARNING)
+        elif post == "LOGISTIC":
+            link, rule = "onnx_logistic", "positive"
+        else:
+            sign = "every weight >= 0" if all_positive else "some weight < 0"
+            raise ImportModelError(
+                f"a binary ensemble with post_transform {post} ({sign}) has no probabilities "
+                "clefprove can model; supported: LOGISTIC, or NONE with every weight >= 0"
+            )
+        outputs = 1
+    else:
+        if base and len(base) != n:
+            raise ImportModelError(f"base_values has {len(base)} entries for {n} classes")
+        for c in range(n):
+            if not base and not any(c in cs for cs in classes_per_tree):
+                raise ImportModelError(
+                    f"class {c} has a weight on some paths only and no base value (onnxruntime "
+                    "then leaves it out of the argmax on the other paths): not supported"
+                )
+        values = [[ValueLeaf(tuple(v.get(c, 0.0) for c in range(n))) for v in tr] for tr in trees]
+        if post == "NONE":
+            link, rule = "identity", "proba"
+        elif post == "SOFTMAX":
+            link, rule = "softmax", "margin"
+        else:
+            raise ImportModelError(
+                "post_transform LOGISTIC on three or more classes is not supported "
+                "(onnxruntime applies it per class); NONE and SOFTMAX are"
+            )
+        outputs = n
+    converted: list[Tree] = [
+        walk(0, _children_of(table, start), _maker(table, start, vals))
+        for start, vals in zip(table.tree_starts, values, strict=True)
+    ]
+    if base and any(b != 0 for b in base):
+        # onnxruntime adds the base values after every tree: a last, constant tree.
+        converted.append(ValueLeaf(tuple(base) if not binary else (base[0],)))
+    combine = {"arithmetic": "float32", "link": link, "rule": rule, "base": [0.0] * outputs}
+    origin = {
+        **origin,
+        "trees": len(table.tree_ids),
+        "label_rule": {
+            "score_half": "class 1 iff score > 0.5 (onnxruntime, all weights >= 0)",
+            "positive": "class 1 iff score > 0 (onnxruntime)",
+            "proba": "first largest score (onnxruntime)",
+            "margin": "first largest score (onnxruntime)",
+        }[rule],
+    }
+    if base and any(b != 0 for b in base):
+        origin["base_values"] = "added after the trees, as the last constant tree"
+    if notes:
+        origin["warnings"] = notes
+    model = build_ensemble(
+        converted, feats_json, feats, actions, combine, spec, model_name(path), origin
+    )
+    assert isinstance(model, Ensemble)
+    return model
+
+
+def _ensemble_trees(
+    table: _NodeTable, by_leaf: dict[int, dict[int, float]]
+) -> tuple[list[list[dict[int, float]]], list[set[int]]]:
+    """Per tree, its leaves' weights (in node order) and the classes every leaf has."""
+    trees: list[list[dict[int, float]]] = []
+    always: list[set[int]] = []
+    ends = [*table.tree_starts[1:], len(table.node_ids)]
+    for start, end in zip(table.tree_starts, ends, strict=True):
+        leaves = [by_leaf.get(i, {}) for i in range(start, end) if table.children(i) is None]
+        trees.append(leaves)
+        common = set(leaves[0]) if leaves else set()
+        for v in leaves[1:]:
+            common &= set(v)
+        always.append(common)
+    return trees, always
+
+
+def _children_of(table: _NodeTable, start: int) -> Callable[[int], tuple[int, int] | None]:
+    """Child lookup local to the tree whose first node is *start*."""
+
+    def children(i: int) -> tuple[int, int] | None:
+        kids = table.children(start + i)
+        return None if kids is None else (kids[0] - start, kids[1] - start)
+
+    return children
+
+
+def _maker(
+    table: _NodeTable, start: int, leaves: list[ValueLeaf]
+) -> Callable[[int, Tree | None, Tree | None], Tree]:
+    """Node *i* (local to the tree starting at *start*) in clefprove's form; float32 splits."""
+    ranks: dict[int, int] = {}
+    for i in range(start, len(table.node_ids)):
+        if table.children(i) is None:
+            ranks[i] = len(ranks)
+        if len(ranks) == len(leaves):
+            break
+
+    def make(i: int, t: Tree | None, f: Tree | None) -> Tree:
+        g = start + i
+        if t is None or f is None:
+            return leaves[ranks[g]]
+        cond = float32_condition(table.modes[g], table.values[g])
+        return interval_split(table.features[g], cond, t, f)
+
+    return make
+
+
+def _score_range(trees: list[list[ValueLeaf]], base: list[float]) -> tuple[float, float]:
+    """Bounds on a binary ensemble's score over every combination of leaves."""
+    lo = sum(min(v.values[0] for v in tr) for tr in trees) + sum(base)
+    hi = sum(max(v.values[0] for v in tr) for tr in trees) + sum(base)
+    return lo, hi
