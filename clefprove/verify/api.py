@@ -115,12 +115,13 @@ def check(
     if isinstance(mdl, Ensemble):
         # Ensembles: branch and bound per invariant (verify/ensemble.py), always afresh: the
         # proof cache stores per-subtree outcomes of single trees.
-        from clefprove.verify.ensemble import check_ensemble_invariant, relational_unknown
+        from clefprove.verify.ensemble import check_ensemble_invariant
+        from clefprove.verify.ensemble_rel import check_ensemble_relational
 
         ensemble_results: list[InvariantResult] = []
         for i, inv in enumerate(program.invariants):
             ensemble_results.append(
-                relational_unknown(mdl, inv)
+                check_ensemble_relational(mdl, inv, program.severity, settings, counterexamples)
                 if inv.is_relational
                 else check_ensemble_invariant(mdl, inv, settings, counterexamples)
             )
