@@ -6,7 +6,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
@@ -176,3 +177,104 @@ def test_exhaustive_pairs_linear_when_sound(data):
         confirm_pairs(model, inv, severity, result)
     else:
         assert result.proved_share is not None and 0.0 <= result.proved_share <= 1.0
+
+
+# ---------------------------------------------------------------- an independent Z3 reference
+
+
+def _z3_ensemble(model):
+    """(domain constraints, per-action decision formulas, the WholeTreeZ3 of tree 0) of the
+    whole ensemble in z3's FP theory: float64 inputs, the leaf values added tree after tree in
+    the library's precision, the margin rule."""
+    import z3
+
+    from tests.verify.gen import WholeTreeZ3
+
+    c = model.combine
+    sort = z3.Float32() if str(c.arithmetic) == "float32" else z3.Float64()
+    rne = z3.RNE()
+    refs = [WholeTreeZ3(model.tree(t)) for t in range(model.n_trees)]
+    scores = [z3.FPVal(b, sort) for b in c.base]
+    row = 0
+    for t, ref in enumerate(refs):
+        leaves = [n for n in model.tree(t).iter_nodes() if n.is_leaf]
+        for k in range(c.outputs):
+            value = None
+            for n in reversed(leaves):
+                v = z3.FPVal(float(model.values[row + leaves.index(n), k]), sort)
+                cond = z3.And(ref.path(n.index)) if ref.path(n.index) else z3.BoolVal(True)
+                value = v if value is None else z3.If(cond, v, value)
+            scores[k] = z3.fpAdd(rne, scores[k], value)
+        row += len(leaves)
+    if c.divisor != 1:
+        scores = [z3.fpDiv(rne, s, z3.FPVal(c.divisor, sort)) for s in scores]
+    if c.outputs == 1:
+        zero = z3.FPVal(0.0, sort)
+        decisions = [z3.Not(z3.fpGEQ(scores[0], zero)), z3.fpGEQ(scores[0], zero)]
+    else:
+        decisions = [
+            z3.And(
+                [z3.fpGT(scores[a], scores[j]) for j in range(a)]
+                + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)]
+            )
+            for a in range(c.outputs)
+        ]
+    return refs[0].base, decisions, refs[0]
+
+
+def z3_pair_violated(model, inv, severity) -> bool | None:
+    """Whether some pair breaks the relational *inv*: two copies of the whole ensemble that
+    share every feature but f, decided by z3 (None: z3 gave up)."""
+    import z3
+
+    base, decisions, ref = _z3_ensemble(model)
+    rel = inv.ensure
+    f = rel.feature
+    x = ref.vars[f]
+    y = z3.FP("y_f", x.sort()) if model.features[f].type is FeatureType.FLOAT else z3.Int("y_f")
+    other = [z3.substitute(b, (x, y)) for b in base if _mentions(b, x)]
+    xr, yr = ref.real(f), z3.substitute(ref.real(f), (x, y))
+    if isinstance(rel, ck.Monotone):
+        relc = xr < yr
+    elif isinstance(rel, ck.Stable):
+        d = z3.RealVal(rel.delta)
+        relc = z3.And(xr - yr <= d, yr - xr <= d)
+    else:
+        relc = xr != yr
+    when_x = ref.formula(inv.when, 0, 0.0)
+    when_y = z3.substitute(when_x, (x, y))
+    rank = _rank(model, severity)
+    for a, da in enumerate(decisions):
+        for b, db in enumerate(decisions):
+            if not broken(rel, rank, a, b):
+                continue
+            s = z3.Solver()
+            s.set("timeout", 60000)
+            s.add(*base, *other, relc, when_x, when_y, da, z3.substitute(db, (x, y)))
+            r = s.check()
+            if r == z3.unknown:
+                return None
+            if r == z3.sat:
+                return True
+    return False
+
+
+def _mentions(expr, var) -> bool:
+    import z3
+
+    if z3.eq(expr, var):
+        return True
+    return any(_mentions(c, var) for c in expr.children())
+
+
+@pytest.mark.slow  # z3's floating-point theory: seconds per example
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_against_two_copy_whole_ensemble_z3_fp(data):
+    model = data.draw(ensembles(all_int=False, max_trees=3, max_depth=2, margin=True))
+    inv, severity = data.draw(rel_invariants(model))
+    truth = z3_pair_violated(model, inv, severity)
+    assume(truth is not None)
+    result = check_ensemble_relational(model, inv, severity, CheckOptions(timeout=30), 3)
+    assert result.status == ("violated" if truth else "holds"), result
+    confirm_pairs(model, inv, severity, result)
