@@ -44,7 +44,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.dsl.checked import related
 from clefprove.eval.ensemble import decide
-from clefprove.geometry.boxes import Box
+from clefprove.geometry.boxes import Box, cat_mask
 from clefprove.model.ensemble import Ensemble, Link
 from clefprove.model.types import FeatureType
 from clefprove.status import Verdict
@@ -57,6 +57,7 @@ from clefprove.verify.ensemble import (
     _evaluator,
     _point,
     _relation,
+    _weight,
     ensemble_tables,
     outcomes,
     score_bounds,
@@ -69,6 +70,10 @@ from clefprove.verify.relational import EXTRA_CONFIRM, Prepared, broken, prepare
 CHUNK_CELLS = 1 << 21
 
 _SAFE, _VIOLATED, _SPLIT, _UNKNOWN = range(4)
+
+#: Points y sampled at the root and at every other region to look for a broken pair early.
+ROOT_SAMPLES = 256
+SAMPLES = 2
 
 
 # ---------------------------------------------------------------- grid steps
@@ -185,6 +190,8 @@ class RelationalSearch:
         self.lits = _literals(model, prep.when, self.f)
         self.categorical = self.ft.type is FeatureType.CATEGORICAL
         self.integral = np.array([ft.is_integral for ft in model.features])
+        self.rng = np.random.default_rng(0)
+        self.root: Region | None = None
 
     # ------------------------------------------------------------ slabs
 
@@ -449,6 +456,9 @@ class RelationalSearch:
             return _SAFE, None
         idx = np.flatnonzero(g.reach)
         sl = self._slabs(idx)
+        found = self._sample(g, sl, ROOT_SAMPLES if g is self.root else SAMPLES, want)
+        if found:
+            return _VIOLATED, found
         can, sure = self._when(g, sl)
         rows = np.flatnonzero(can)
         if not rows.size:
@@ -474,13 +484,100 @@ class RelationalSearch:
                 return _SPLIT, self._children(g, *split)
         return _UNKNOWN, None
 
-    def run(self, want: int, budget: float) -> RelSearch:
+    def _random_points(self, g: Region, n: int) -> np.ndarray:
+        """The readable point of R and n - 1 random points of R (a fixed seed)."""
+        X = np.tile(_point(self.model, g), (n, 1))
+        rng = self.rng
+        for i, ft in enumerate(self.model.features):
+            if i == self.f or n < 2:
+                continue
+            if ft.type is FeatureType.CATEGORICAL:
+                X[1:, i] = rng.choice(np.flatnonzero(g.cats[i]), size=n - 1).astype(np.float64)
+            elif ft.type is FeatureType.FLOAT:
+                X[1:, i] = np.clip(rng.uniform(g.lo[i], g.hi[i], size=n - 1), g.lo[i], g.hi[i])
+            else:
+                X[1:, i] = rng.integers(int(g.lo[i]), int(g.hi[i]), size=n - 1, endpoint=True)
+        return X
+
+    def _sample(
+        self, g: Region, sl: _Slabs, n: int, want: int
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Falsification first: at n points y of R, the decision on every slab (constant on a
+        slab for a fixed y) and ``when`` there, and the broken pairs among them (every pair is
+        confirmed by the evaluator later, like any other)."""
+        if n <= 0:
+            return []
+        Y = self._random_points(g, n)
+        m = sl.starts.size
+        X = np.repeat(Y, m, axis=0)
+        X[:, self.f] = np.tile(sl.starts, n)
+        acts = self.evaluator.evaluate(X).actions.reshape(n, m)
+        lo = np.concatenate([X, np.zeros((X.shape[0], 1))], axis=1)
+        cats = {
+            i: np.eye(len(ft.values), dtype=bool)[X[:, i].astype(np.intp)]
+            for i, ft in enumerate(self.model.features)
+            if ft.type is FeatureType.CATEGORICAL
+        }
+        _, can_false = nm.tri(self.prep.when, nm.Rows(lo, lo, cats, np.full(X.shape[0], -1)))
+        sure = ~can_false.reshape(n, m)
+        rows = np.arange(m)
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        onehot = np.eye(self.n_act, dtype=bool)
+        for r in range(n):
+            if not sure[r].any():
+                continue
+            _, pairs = self._decide(sl, rows, onehot[acts[r]], sure[r], want - len(out))
+            for k, j in pairs:
+                x, x2 = Y[r].copy(), Y[r].copy()
+                if isinstance(self.prep.relation, ck.Stable):
+                    x[self.f], x2[self.f] = sl.ends[k], sl.starts[j]
+                else:
+                    x[self.f], x2[self.f] = sl.starts[k], sl.starts[j]
+                out.append((x, x2))
+            if len(out) >= want:
+                break
+        return out
+
+    def _root(self) -> Region:
+        """The domain, narrowed by the single-feature literals on other features of a
+        conjunctive ``when`` (both inputs share those coordinates, so a pair satisfying
+        ``when`` has its y in the narrowed box); the weight is that box's share."""
         model, tab = self.model, self.tab
+        dom = Box.domain(model)
+        reach = tab.feasible.copy()
+        conj = nm.dnf(self.prep.when, 2)
+        if conj is None or len(conj) != 1:
+            return Region(dom.lo, dom.hi, dict(dom.cats), reach, 1.0)
+        lits = tuple(
+            x
+            for x in conj[0]
+            if (isinstance(x, nm.Bound) and x.col != self.f and x.col < self.n_feat)
+            or (isinstance(x, nm.Cat) and x.feature != self.f)
+        )
+        F = self.n_feat
+        rows = nm.Rows(
+            np.append(dom.lo, 0.0)[None, :],
+            np.append(dom.hi, 1.0)[None, :],
+            {i: m[None, :] for i, m in dom.cats.items()},
+            np.array([-1]),
+        )
+        nrows, ok, _ = nm.narrow(lits, rows)
+        lo, hi = nrows.lo[0, :F].copy(), nrows.hi[0, :F].copy()
+        cats = {
+            i: cat_mask(nrows.cats, i, 1, len(model.features[i].values))[0].copy() for i in dom.cats
+        }
+        if not ok[0]:  # 'when' is false everywhere: an empty root
+            return Region(dom.lo, dom.hi, dict(dom.cats), np.zeros_like(reach), 0.0)
+        reach &= np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
+        for i, m in cats.items():
+            reach &= (tab.cats[i] & m).any(axis=1)
+        return Region(lo, hi, cats, reach, _weight(tab, model, lo, hi, cats))
+
+    def run(self, want: int, budget: float) -> RelSearch:
         deadline = time.perf_counter() + budget
         res = RelSearch()
-        dom = Box.domain(model)
-        root = Region(dom.lo, dom.hi, dict(dom.cats), tab.feasible.copy(), 1.0)
-        stack = [root]
+        self.root = self._root()
+        stack = [self.root]
         while stack:
             if time.perf_counter() > deadline:
                 res.timed_out = True
