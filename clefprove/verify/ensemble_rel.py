@@ -75,6 +75,10 @@ _SAFE, _VIOLATED, _SPLIT, _UNKNOWN = range(4)
 ROOT_SAMPLES = 256
 SAMPLES = 2
 
+#: Coordinate-ascent steps of the falsifier at the root (one-score two-action models).
+CLIMB_STEPS = 40
+CLIMB_STARTS = 4
+
 
 # ---------------------------------------------------------------- grid steps
 
@@ -457,6 +461,8 @@ class RelationalSearch:
         idx = np.flatnonzero(g.reach)
         sl = self._slabs(idx)
         found = self._sample(g, sl, ROOT_SAMPLES if g is self.root else SAMPLES, want)
+        if not found and g is self.root:
+            found = self._climb(g, sl, want)
         if found:
             return _VIOLATED, found
         can, sure = self._when(g, sl)
@@ -537,6 +543,80 @@ class RelationalSearch:
             if len(out) >= want:
                 break
         return out
+
+    def _objective(self, Y: np.ndarray, sl: _Slabs) -> np.ndarray:
+        """How close each y is to a broken pair, for one-score models with two actions
+        (> 0: a broken pair at y, up to ``when``): monotone max_{k<l} min(z_k, -z_l) with z the
+        score signed towards the more severe action; otherwise min(max z, -min z)."""
+        n, m = Y.shape[0], sl.starts.size
+        X = np.repeat(Y, m, axis=0)
+        X[:, self.f] = np.tile(sl.starts, n)
+        z = self.evaluator.evaluate(X).scores[:, 0].astype(np.float64).reshape(n, m)
+        rank = self.prep.rank
+        if rank is not None and rank[0] > rank[1]:
+            z = -z
+        if isinstance(self.prep.relation, ck.Monotone):
+            later = np.minimum.accumulate(z[:, ::-1], axis=1)[:, ::-1]  # min over l >= k
+            nxt = np.concatenate([later[:, 1:], np.full((n, 1), np.inf)], axis=1)
+            out: np.ndarray = np.max(np.minimum(z, -nxt), axis=1)
+            return out
+        both: np.ndarray = np.minimum(z.max(axis=1), -z.min(axis=1))
+        return both
+
+    def _climb(self, g: Region, sl: _Slabs, want: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """A falsifier for one-score two-action models: coordinate ascent on
+        :meth:`_objective` from the best of a few points of R, moving one other feature at a
+        time to a value next to a cut of the trees; a y it ends at is tried like a sample
+        (every pair it gives is confirmed by the evaluator later)."""
+        model = self.model
+        if (
+            model.combine.outputs != 1
+            or self.n_act != 2
+            or isinstance(self.prep.relation, ck.Stable)
+        ):
+            return []
+        tab = self.tab
+        cands: dict[int, np.ndarray] = {}
+        for i, ft in enumerate(model.features):
+            if i == self.f or ft.type is FeatureType.CATEGORICAL:
+                continue
+            c = tab.cuts[i]
+            c = c[(c >= g.lo[i]) & (c < g.hi[i])]
+            vals = np.concatenate([c, [_up(float(v), ft.is_integral) for v in c.tolist()]])
+            vals = vals[(vals >= g.lo[i]) & (vals <= g.hi[i])]
+            if vals.size > 12:
+                vals = vals[np.linspace(0, vals.size - 1, 12).astype(np.intp)]
+            if vals.size:
+                cands[i] = vals
+        if not cands:
+            return []
+        Y = self._random_points(g, 64)
+        obj = self._objective(Y, sl)
+        for start in np.argsort(-obj)[:CLIMB_STARTS].tolist():
+            y, best = Y[start].copy(), float(obj[start])
+            for _ in range(CLIMB_STEPS):
+                if best > 0:
+                    break
+                trial = []
+                for i, vals in cands.items():
+                    T = np.tile(y, (vals.size, 1))
+                    T[:, i] = vals
+                    trial.append(T)
+                Tm = np.concatenate(trial)
+                o = self._objective(Tm, sl)
+                j = int(np.argmax(o))
+                if float(o[j]) <= best:
+                    break
+                y, best = Tm[j].copy(), float(o[j])
+            if best <= 0:
+                continue
+            lo, hi = y.copy(), y.copy()
+            lo[self.f], hi[self.f] = g.lo[self.f], g.hi[self.f]
+            cats = {i: np.eye(c.size, dtype=bool)[int(y[i])] for i, c in g.cats.items()}
+            found = self._sample(Region(lo, hi, cats, g.reach, 0.0), sl, 1, want)
+            if found:
+                return found
+        return []
 
     def _root(self) -> Region:
         """The domain, narrowed by the single-feature literals on other features of a
