@@ -500,8 +500,10 @@ class RelationalSearch:
             if ft.type is FeatureType.CATEGORICAL:
                 X[1:, i] = rng.choice(np.flatnonzero(g.cats[i]), size=n - 1).astype(np.float64)
             elif ft.type is FeatureType.FLOAT:
-                X[1:, i] = np.clip(rng.uniform(g.lo[i], g.hi[i], size=n - 1), g.lo[i], g.hi[i])
-            else:
+                u = rng.random(n - 1)  # lo (1 - u) + hi u: finite even on [-max, max]
+                with np.errstate(over="ignore"):
+                    X[1:, i] = np.clip(g.lo[i] * (1.0 - u) + g.hi[i] * u, g.lo[i], g.hi[i])
+            elif abs(g.lo[i]) < 2.0**52 and abs(g.hi[i]) < 2.0**52:
                 X[1:, i] = rng.integers(int(g.lo[i]), int(g.hi[i]), size=n - 1, endpoint=True)
         return X
 
