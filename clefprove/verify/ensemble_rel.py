@@ -75,8 +75,10 @@ _SAFE, _VIOLATED, _SPLIT, _UNKNOWN = range(4)
 ROOT_SAMPLES = 256
 SAMPLES = 2
 
-#: Coordinate-ascent steps of the falsifier at the root (one-score two-action models).
+#: Coordinate-ascent steps of the falsifier at the root (one-score two-action models), run
+#: once after CLIMB_AFTER regions when the search has not settled by then.
 CLIMB_STEPS = 40
+CLIMB_AFTER = 48
 CLIMB_STARTS = 4
 
 
@@ -461,8 +463,6 @@ class RelationalSearch:
         idx = np.flatnonzero(g.reach)
         sl = self._slabs(idx)
         found = self._sample(g, sl, ROOT_SAMPLES if g is self.root else SAMPLES, want)
-        if not found and g is self.root:
-            found = self._climb(g, sl, want)
         if found:
             return _VIOLATED, found
         can, sure = self._when(g, sl)
@@ -655,17 +655,28 @@ class RelationalSearch:
             reach &= (tab.cats[i] & m).any(axis=1)
         return Region(lo, hi, cats, reach, _weight(tab, model, lo, hi, cats))
 
-    def run(self, want: int, budget: float) -> RelSearch:
+    def run(self, want: int, budget: float, enough: int | None = None) -> RelSearch:
+        """Search until every region is settled, the budget runs out, or *enough* candidate
+        pairs (default *want*) are found; at most *want* pairs are kept per region."""
+        enough = want if enough is None else enough
         deadline = time.perf_counter() + budget
         res = RelSearch()
         self.root = self._root()
         stack = [self.root]
+        examined = 0
         while stack:
             if time.perf_counter() > deadline:
                 res.timed_out = True
                 break
-            if len(res.pairs) >= want:
+            if len(res.pairs) >= enough:
                 break  # violated for sure: enough candidate pairs to confirm
+            examined += 1
+            if examined == CLIMB_AFTER and not res.pairs:  # not settled quickly: falsify
+                found = self._climb(self.root, self._slabs(np.flatnonzero(self.root.reach)), want)
+                if found:
+                    res.n_violating += 1
+                    res.pairs.extend(found)
+                    continue
             g = stack.pop()
             outcome, payload = self.examine(g, want - len(res.pairs))
             if outcome == _SPLIT:
@@ -746,8 +757,10 @@ def check_ensemble_relational(
     t0 = time.perf_counter()
     prep = prepare(model, inv, severity)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    # Up to K + 16 candidates kept (so that one failed confirmation, a bug, does not leave the
+    # verdict resting on unconfirmed pairs), the search stops once it holds K of them.
     want = max(counterexamples, 1) + EXTRA_CONFIRM
-    res = RelationalSearch(model, prep).run(want, budget)
+    res = RelationalSearch(model, prep).run(want, budget, max(counterexamples, 1))
     warnings: list[str] = []
     cexs: list[RelationalCounterexample] = []
     confirmed = 0
