@@ -17,6 +17,16 @@ the library's own ``predict``.
 Both tools are warmed up once (module imports) before the timings.
 
 Run: ``python bench/bench_ensembles.py [--trees 10 50 200] [--timeout 30]``.
+
+``--relational``: relational invariants instead (``monotone(f)``, ``stable(f, 0.1 sd)``,
+``independent(f)`` for f the feature the model splits on most, ``when`` a box x_i +- eps * std
+on every *other* feature, f free over its range).  Veritas has no two-input query of this kind,
+so the baseline is a whole-model Z3 encoding of the pair in the same run: one copy of every
+tree per input (the other features shared, x_f and x'_f separate), leaf values summed over the
+reals (no float rounding: it can only be faster than an exact encoding), the class from the
+margin / the averaged class shares, and the relation; timed end to end from the trained model
+(import, encoding, solving) with ``--z3-timeout`` per query.  Every clefprove counterexample
+pair is checked with the library's own ``predict``.
 """
 
 from __future__ import annotations
@@ -146,7 +156,12 @@ def main() -> None:
     ap.add_argument("--trees", type=int, nargs="+", default=[10, 50, 200])
     ap.add_argument("--kinds", nargs="+", default=["xgboost", "lightgbm", "forest"])
     ap.add_argument("--timeout", type=float, default=30.0)
+    ap.add_argument("--relational", action="store_true")
+    ap.add_argument("--z3-timeout", type=float, default=10.0)
     args = ap.parse_args()
+    if args.relational:
+        relational_main(args)
+        return
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
@@ -226,6 +241,229 @@ def main() -> None:
         print(
             f"{kind}: geometric mean of clefprove/Veritas median ratios "
             f"{math.exp(np.mean(np.log(ratios))):.2f}"
+        )
+
+
+# ---------------------------------------------------------------- relational invariants
+
+REL_QUERIES = [(0, 0.05), (0, 0.3), (77, 0.3), (19, 1.0)]
+REL_PROPS = ["monotone", "stable", "independent"]
+
+
+def _rel_model(kind, clf, path, spec_path, feats):
+    import clefprove
+    from clefprove.model.importers import import_model
+
+    if kind == "forest":
+        return clefprove.from_sklearn(clf, feats, actions=["class_0", "class_1"])
+    return import_model(kind, path, spec_path)
+
+
+def _rel_text(prop: str, f: int, delta: float, lo, hi) -> str:
+    cond = " and ".join(
+        f"f{j} >= {float(a)!r} and f{j} <= {float(b)!r}"
+        for j, (a, b) in enumerate(zip(lo, hi, strict=True))
+        if j != f
+    )
+    ensure = {
+        "monotone": f"monotone(f{f})",
+        "stable": f"stable(f{f}, {delta!r})",
+        "independent": f"independent(f{f})",
+    }[prop]
+    # breast_cancer: larger measurements lean malignant (class 0), the more severe outcome
+    return f"severity class_1 < class_0\ninvariant p:\n  when {cond}\n  ensure {ensure}\n"
+
+
+def _rel_clefprove(kind, clf, path, spec_path, feats, text, timeout):
+    from clefprove.dsl.loader import parse_text
+    from clefprove.verify.ensemble_rel import check_ensemble_relational
+    from clefprove.verify.options import CheckOptions
+
+    t0 = time.perf_counter()
+    model = _rel_model(kind, clf, path, spec_path, feats)
+    prog = parse_text(text, model)
+    res = check_ensemble_relational(
+        model, prog.invariants[0], prog.severity, CheckOptions(timeout=timeout), 1
+    )
+    seconds = time.perf_counter() - t0
+    confirmed = True
+    for cex in res.counterexamples:
+        xs = [np.array([[r[f"f{j}"] for j in range(len(feats))]]) for r in cex.inputs]
+        got = [f"class_{int(clf.predict(x)[0])}" for x in xs]
+        confirmed &= tuple(got) == tuple(cex.actions)
+        confirmed &= cex.actions[0] != cex.actions[1]
+    return str(res.status), seconds, confirmed
+
+
+def _rel_z3(kind, clf, path, spec_path, feats, prop, f, delta, lo, hi, timeout):
+    """The pair query on a whole-model Z3 encoding over the reals (see module docstring)."""
+    from fractions import Fraction
+
+    import z3
+
+    from clefprove.model.types import NodeKind
+
+    t0 = time.perf_counter()
+    model = _rel_model(kind, clf, path, spec_path, feats)
+    F = len(feats)
+    xs = [z3.Real(f"x{j}") for j in range(F)]
+    ys = list(xs)
+    ys[f] = z3.Real("y_f")
+    cons = []
+    for j, (a, b) in enumerate(zip(lo, hi, strict=True)):
+        if j != f:
+            cons += [xs[j] >= Fraction(float(a)), xs[j] <= Fraction(float(b))]
+    fmin, fmax = Fraction(feats[f]["min"]), Fraction(feats[f]["max"])
+    cons += [xs[f] >= fmin, xs[f] <= fmax, ys[f] >= fmin, ys[f] <= fmax]
+    c = model.combine
+
+    def score(v, k):
+        total = z3.RealVal(Fraction(c.base[k]))
+        for t in range(model.n_trees):
+            nodes = model.tree(t).nodes
+            memo: dict[int, object] = {}
+
+            def build(i, nodes=nodes, memo=memo):
+                if i in memo:
+                    return memo[i]
+                if int(nodes["kind"][i]) == NodeKind.LEAF:
+                    value = float(model.values[int(nodes["aux"][i]), k])  # aux: value row
+                    out = z3.RealVal(Fraction(value))
+                else:
+                    test = v[int(nodes["feature"][i])] <= Fraction(float(nodes["value"][i]))
+                    out = z3.If(test, build(int(nodes["left"][i])), build(int(nodes["right"][i])))
+                memo[i] = out
+                return out
+
+            total = total + build(0)
+        return total
+
+    if c.outputs == 1:
+        cls = [score(v, 0) > 0 for v in (xs, ys)]  # margin > 0: class 1 (p1 > 0.5)
+    else:
+        cls = [score(v, 1) > score(v, 0) for v in (xs, ys)]  # averaged shares, ties: class 0
+    if prop == "monotone":  # severity class_1 < class_0: x_f < y_f, x class 0, y class 1
+        cons += [xs[f] < ys[f], z3.Not(cls[0]), cls[1]]
+    else:
+        if prop == "stable":
+            d = Fraction(delta)
+            cons += [xs[f] - ys[f] <= d, ys[f] - xs[f] <= d]
+        cons += [cls[0] != cls[1]]
+    s = z3.Solver()
+    s.set("timeout", int(timeout * 1000))
+    s.add(*cons)
+    r = s.check()
+    seconds = time.perf_counter() - t0
+    return ("violated" if r == z3.sat else "holds" if r == z3.unsat else "unknown"), seconds
+
+
+def relational_main(args) -> None:
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    feats = _features(X)
+    sd = X.std(axis=0)
+    rows = []
+    totals: dict[str, list[float]] = {}
+    warm = False
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps({"features": feats, "actions": ["class_0", "class_1"]}))
+        for kind in args.kinds:
+            for n in args.trees:
+                clf, path = _train(kind, n, X, y, Path(tmp))
+                model = _rel_model(kind, clf, path, spec_path, feats)
+                nodes = model.nodes
+                used = np.bincount(nodes["feature"][nodes["kind"] != 0], minlength=X.shape[1])
+                f = int(np.argmax(used))
+                delta = float(0.1 * sd[f])
+                for prop in REL_PROPS:
+                    if not warm:  # module imports outside the timings
+                        lo, hi = _box(X, 0, 0.05)
+                        text = _rel_text(prop, f, delta, lo, hi)
+                        _rel_clefprove(kind, clf, path, spec_path, feats, text, args.timeout)
+                        _rel_z3(kind, clf, path, spec_path, feats, prop, f, delta, lo, hi, 1.0)
+                        warm = True
+                    t_c, t_z = [], []
+                    counts = {"holds": 0, "violated": 0, "unknown": 0}
+                    z_unknown = agree = decided = 0
+                    confirmed_all = True
+                    for i, eps in REL_QUERIES:
+                        lo, hi = _box(X, i, eps)
+                        text = _rel_text(prop, f, delta, lo, hi)
+                        sc, tc, ok = _rel_clefprove(
+                            kind, clf, path, spec_path, feats, text, args.timeout
+                        )
+                        sz, tz = _rel_z3(
+                            kind,
+                            clf,
+                            path,
+                            spec_path,
+                            feats,
+                            prop,
+                            f,
+                            delta,
+                            lo,
+                            hi,
+                            args.z3_timeout,
+                        )
+                        confirmed_all &= ok
+                        counts[sc] += 1
+                        z_unknown += sz == "unknown"
+                        t_c.append(tc)
+                        t_z.append(tz)
+                        if sc != "unknown" and sz != "unknown":
+                            decided += 1
+                            agree += sc == sz
+                    tot_c, tot_z = sum(t_c), sum(t_z)
+                    totals.setdefault(prop, []).append(tot_c / tot_z)
+                    rows.append(
+                        [
+                            kind,
+                            n,
+                            prop,
+                            f"{counts['holds']}/{counts['violated']}/{counts['unknown']}",
+                            f"{agree}/{decided}",
+                            z_unknown,
+                            "yes" if confirmed_all else "NO",
+                            f"{float(np.median(t_c)) * 1e3:.0f}",
+                            f"{max(t_c) * 1e3:.0f}",
+                            f"{float(np.median(t_z)) * 1e3:.0f}",
+                            f"{max(t_z) * 1e3:.0f}",
+                            f"{tot_c / tot_z:.3f}",
+                        ]
+                    )
+                    print(*rows[-1], flush=True)
+    print()
+    print(machine())
+    print(
+        f"{len(REL_QUERIES)} queries per model and property (row, eps: {REL_QUERIES}); "
+        f"clefprove budget {args.timeout:g} s, Z3 timeout {args.z3_timeout:g} s (a Z3 time-out "
+        "counts its full time)"
+    )
+    print(
+        table(
+            [
+                "model",
+                "trees",
+                "property",
+                "clefprove holds/violated/unknown",
+                "same verdict as Z3",
+                "Z3 unknown",
+                "cex confirmed by predict",
+                "clefprove median ms",
+                "clefprove max ms",
+                "Z3 median ms",
+                "Z3 max ms",
+                "ratio (total time)",
+            ],
+            rows,
+        )
+    )
+    for prop, ratios in totals.items():
+        print(
+            f"{prop}: geometric mean of clefprove/Z3 total-time ratios "
+            f"{math.exp(np.mean(np.log(ratios))):.3f}"
         )
 
 

@@ -115,8 +115,8 @@ def check(
     if isinstance(mdl, Ensemble):
         # Ensembles: branch and bound per invariant (verify/ensemble.py), through the run
         # strategy (the proof cache reuses whole results and earlier partitions); relational
-        # invariants are not decided on ensembles (unknown), never through the strategy.
-        from clefprove.verify.ensemble import relational_unknown
+        # invariants (verify/ensemble_rel.py) are decided afresh on every run.
+        from clefprove.verify.ensemble_rel import check_ensemble_relational
 
         eplain = ck.CheckedProgram(
             tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
@@ -126,7 +126,9 @@ def check(
         ensemble_results: list[InvariantResult] = []
         for i, inv in enumerate(program.invariants):
             ensemble_results.append(
-                relational_unknown(mdl, inv) if inv.is_relational else next(edecided)
+                check_ensemble_relational(mdl, inv, program.severity, settings, counterexamples)
+                if inv.is_relational
+                else next(edecided)
             )
             if progress is not None:
                 progress(i + 1, total)

@@ -913,30 +913,9 @@ def decide_ensemble_invariant(
     return result, partition
 
 
-def relational_unknown(model: Ensemble, inv: ck.CheckedInvariant) -> Any:
-    """Relational invariants are not decided on ensembles yet: ``unknown``, never a guess."""
-    from clefprove.verify.verdicts import InvariantResult
-
-    return InvariantResult(
-        invariant=inv.name,
-        file=inv.file,
-        line=inv.line,
-        column=inv.column,
-        status=Verdict.UNKNOWN,
-        unknown_paths=1,
-        description=inv.description,
-        warnings=(
-            f"{inv.file}:{inv.line}: invariant '{inv.name}': relational invariants are not "
-            "decided on tree ensembles yet (reported as unknown)",
-        ),
-        relation=_relation(model, inv),
-        proved_share=0.0,
-    )
-
-
 def _relation(model: Ensemble, inv: ck.CheckedInvariant) -> str:
     e = inv.ensure
-    assert isinstance(e, ck.Relational)  # relational_unknown is only given relational ones
+    assert isinstance(e, ck.Relational)  # only given relational ones
     name = model.features[e.feature].name
     if isinstance(e, ck.Monotone):
         return f"monotone({name})"

@@ -39,6 +39,7 @@ from clefprove.dsl import checked as ck
 from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
 from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
@@ -118,7 +119,9 @@ class Prepared:
     rank: np.ndarray | None  # severity rank per action (monotone)
 
 
-def prepare(model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None) -> Prepared:
+def prepare(
+    model: Model | Ensemble, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None
+) -> Prepared:
     """Normalize ``when`` of a relational invariant for *model*."""
     rel = inv.ensure
     if not isinstance(rel, ck.Relational):

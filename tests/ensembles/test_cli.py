@@ -54,8 +54,9 @@ def test_check_json_verdicts_and_confirmed_counterexamples(toy, tmp_path):
     assert status["curl_slow_blocked"]["proved_share"] == 1.0
     assert status["tor_deep_not_allowed"]["status"] == "violated"
     assert status["blocks_confident"]["status"] == "violated"
-    assert status["rtt_monotone"]["status"] == "unknown"  # relational: not decided yet
-    assert "relational invariants are not decided on tree ensembles" in r.stderr
+    assert status["rtt_monotone"]["status"] == "holds"  # relational: verify/ensemble_rel.py
+    assert status["rtt_monotone"]["relation"] == "monotone(client_rtt_ms)"
+    assert status["rtt_monotone"]["proved_share"] == 1.0
     model = load(clef)
     ev = EnsembleEvaluator(model)
     for res in doc["results"]:
