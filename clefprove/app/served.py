@@ -115,17 +115,30 @@ class ServedModel:
         }
 
 
+def prepare(model: Model) -> tuple[Evaluator, list[int]]:
+    """The costly per-model parts of a served model: the evaluator with every table built
+    (the all-defaults input decided once, so its scalar tables exist too) and the action index
+    by node.  The gate worker builds them; they travel to the serving process pickled."""
+    evaluator = Evaluator(model)
+    evaluator.evaluate_one(RecordEncoder(model).values({}))
+    return evaluator, model.nodes["aux"].astype(np.intp).tolist()
+
+
 def serve_model(
     model: Model,
     verdict: Verdict,
     origin: str,
     admitted_at: str,
     metrics: Any,
+    prepared: tuple[Evaluator, list[int]] | None = None,
 ) -> ServedModel:
-    """Build the served form of an admitted *model*, every per-model table included."""
+    """Build the served form of an admitted *model*, every per-model table included
+    (*prepared*: :func:`prepare`'s result for *model*, built elsewhere)."""
     if not verdict.admitted or verdict.sha256 != model.sha256:
         raise ValueError("only a model whose own bytes passed the gate is served")
-    evaluator = Evaluator(model)
+    if prepared is not None and prepared[0].model is not model:
+        raise ValueError("the evaluator was built for another model")
+    evaluator, leaf_actions = prepared if prepared is not None else prepare(model)
     encoder = RecordEncoder(model)
     numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
     counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])
@@ -142,11 +155,8 @@ def serve_model(
         counters,
         {f.name: (f.min, f.max, oob[f.name]) for f in numeric},
         identity,
-        model.nodes["aux"].astype(np.intp).tolist(),
+        leaf_actions,
     )
-    # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
-    # first request after a swap.
-    served.decide([encoder.values({})])
     return served
 
 
