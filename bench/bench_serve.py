@@ -8,7 +8,10 @@ Measured, in one run, against one server on the depth-12 example (examples/edge-
   connections paced to ``--rate`` requests/s in all (2,600: the Clef runtime's figure);
 * the paced load at 1,000 connections while 100 reloads run back to back (alternating between
   the example and a copy with one leaf's confidence changed, so every reload swaps), and the
-  P99 jitter: P99 during the reloads minus P99 of the run just before;
+  P99 jitter: P99 during the reloads minus P99 of the run just before; beside it, the floor
+  any design can reach on this machine: the same jitter of a bare uvicorn app while an
+  unrelated CPU-bound process runs 100 bursts as long as one reload, at nice 0 and at nice 19
+  (``--repeat`` times each, interleaved);
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
@@ -17,7 +20,8 @@ The load generator is ``wrk`` (Debian package ``wrk``) when it is on PATH, else 
 asyncio client (HTTP/1.1 keep-alive, one request in flight per connection; it competes with the
 server for the CPU, so its figures are lower bounds).
 
-    python bench/bench_serve.py [--seconds 10] [--reloads 100] [--client auto|wrk|python]
+    python bench/bench_serve.py [--seconds 10] [--reloads 100] [--repeat 3]
+                                [--client auto|wrk|python]
 """
 
 from __future__ import annotations
@@ -311,6 +315,8 @@ def main() -> None:
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
+    ap.add_argument("--repeat", type=int, default=3, help="jitter comparisons, one after another")
+    ap.add_argument("--part-seconds", type=float, default=5.0, help="one wrk run of the jitter")
     ap.add_argument(
         "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
     )
@@ -363,46 +369,107 @@ def decide_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
 
-def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
-    """The paced load before and while reloads run back to back."""
-    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+BURNER = """
+import os, sys, time
+bursts, seconds, niceness = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+os.nice(niceness)
+for _ in range(bursts):  # CPU-bound, pure Python, like a gate run; a short pause between runs
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sum(i * i for i in range(1000))
+    time.sleep(0.001)
+"""
+
+
+def burn(bursts: int, seconds: float, niceness: int) -> None:
+    """An unrelated CPU-bound process: *bursts* runs of *seconds* each, at *niceness*."""
+    subprocess.run([sys.executable, "-c", BURNER, str(bursts), str(seconds), str(niceness)],
+                   check=True)  # fmt: skip
+
+
+def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: Any) -> dict:
+    """The paced load at 1,000 connections, first alone, then while *activity* (a callable)
+    runs in a thread: one wrk run of --part-seconds each, as many as the activity lasts (it
+    starts 0.5 s into the first, once wrk's connections are open)."""
     conns = 1000
-    base = load(srv, conns, args.seconds, args.rate)
-    statuses: list[int] = []
-    reload_times: list[float] = []
+    base = load(server, conns, args.part_seconds, args.rate)
     done = threading.Event()
 
-    def reloader() -> None:
+    def run() -> None:
+        time.sleep(0.5)
+        try:
+            activity()
+        finally:
+            done.set()
+
+    parts = []
+    t = threading.Thread(target=run)
+    t.start()
+    while not done.is_set():  # keep the load on for as long as the activity takes
+        parts.append(load(server, conns, args.part_seconds, args.rate))
+    t.join()
+    return {
+        "before": base["p99"],
+        "during": max(p["p99"] for p in parts),
+        "parts": len(parts),
+        "failed": base["failed"] + sum(p["failed"] for p in parts),
+        "rps": statistics.mean(p["rps"] for p in parts),
+    }
+
+
+def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+    """P99 jitter: the paced load before and while 100 reloads run back to back, and the
+    floor of any design: the bare uvicorn app while an unrelated CPU-bound process of the
+    length of a reload runs beside it (nice 0 and nice 19), several times, in one run."""
+    import httpx
+
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    quiet = []
+    for i in range(10):  # the length of one reload with nothing else running
+        status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+        assert status == 200
+        quiet.append(secs)
+    burst = statistics.median(quiet)
+    ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
+    load(ceiling, 16, 2.0)
+    statuses: list[int] = []
+    reload_times: list[float] = []
+
+    def reloads() -> None:
         for i in range(args.reloads):
             status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
             statuses.append(status)
             reload_times.append(secs)
-        done.set()
 
-    parts = []
-    t = threading.Thread(target=reloader)
-    t.start()
-    while not done.is_set():  # keep the load on for as long as the reloads take
-        parts.append(load(srv, conns, min(args.seconds, 5.0), args.rate))
-    t.join()
-    during = {
-        "rps": statistics.mean(p["rps"] for p in parts),
-        "p50": max(p["p50"] for p in parts),
-        "p99": max(p["p99"] for p in parts),
-        "failed": sum(p["failed"] for p in parts),
-    }
-    print(f"\n## {args.reloads} reloads under load ({conns} connections, "
-          f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
-    print(table(
-        ["run", "requests/s", "P50", "P99", "failed"],
-        [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
-          f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
-         [f"during reloads (worst of {len(parts)} parts)", f"{during['rps']:,.0f}",
-          f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
-          int(during["failed"])]],
-    ))  # fmt: skip
-    print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
-          f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
+    cases = [
+        ("clefprove serve", srv, reloads, f"{args.reloads} reloads"),
+        ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 0),
+         f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 0"),
+        ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 19),
+         f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 19"),
+    ]  # fmt: skip
+    rows = []
+    jitters: dict[str, list[float]] = {}
+    for k in range(args.repeat):
+        for server_name, server, activity, what in cases:
+            r = p99_during(server, load, args, activity)
+            jitter = r["during"] - r["before"]
+            jitters.setdefault(f"{server_name}, {what}", []).append(jitter)
+            rows.append([k + 1, server_name, what, f"{r['before'] * 1e3:.2f} ms",
+                         f"{r['during'] * 1e3:.2f} ms ({r['parts']})",
+                         f"{jitter * 1e3:+.2f} ms", f"{r['rps']:,.0f}", int(r["failed"]),
+                         f"{os.getloadavg()[0]:.2f}"])  # fmt: skip
+    ceiling.stop()
+    print(f"\n## P99 jitter at 1,000 connections paced at {args.rate:,.0f}/s "
+          f"(wrk runs of {args.part_seconds:g} s; 'during': the worst run)\n")  # fmt: skip
+    print(table(["run", "server", "alongside", "P99 alone", "P99 during (runs)", "jitter",
+                 "requests/s during", "failed", "load avg"], rows))  # fmt: skip
+    print("\n" + table(["case", "median jitter", "min", "max"],
+                       [[name, f"{statistics.median(j) * 1e3:+.2f} ms",
+                         f"{min(j) * 1e3:+.2f} ms", f"{max(j) * 1e3:+.2f} ms"]
+                        for name, j in jitters.items()]))  # fmt: skip
+    print(f"\nreload statuses: {sorted(set(statuses))} ({len(statuses)}); one reload alone: "
+          f"median {burst * 1e3:.1f} ms; under load: median "
           f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
           f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
     sys.stdout.flush()

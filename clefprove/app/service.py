@@ -56,6 +56,11 @@ HISTORY = 64
 #: diffs: the lowest priority, so that neither ever delays a decision (docs/serve.md).
 GATE_NICENESS = 19
 DIFF_NICENESS = 19
+#: The interpreter's thread switch interval while serving (seconds; Python's default: 5 ms).
+SWITCH_INTERVAL = 0.0002
+#: Bodies from this size on are staged and hashed in a thread (both release the interpreter
+#: lock); smaller ones on the loop, where it takes less time than the hop to a thread.
+THREAD_STAGING = 1 << 20
 
 
 class ReloadResult(enum.Enum):
@@ -255,7 +260,10 @@ class Service:
                 except ClefproveError as exc:
                     return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             try:
-                staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
+                if len(data) >= THREAD_STAGING:
+                    staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
+                else:
+                    staged, digest = self.store.stage_and_hash(data)
             except OSError as exc:
                 return Outcome(
                     ReloadResult.INVALID, {"error": f"cannot stage the model: {exc}"}, 2
@@ -472,9 +480,15 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
         # pause in the middle of a reload.
         gc.collect()
         gc.freeze()
+        # The executors' helper threads (pipes to the workers, staging writes) take the
+        # interpreter lock in turns with the event loop; the loop waits for it at most this
+        # long instead of the default 5 ms.
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             yield
         finally:
+            sys.setswitchinterval(switch)
             loop.remove_signal_handler(signal.SIGHUP)
 
     app = Starlette(
