@@ -73,9 +73,10 @@ SERVERS: list[Server] = []
 
 
 class Server:
-    def __init__(self, model: Path, workdir: Path, *extra: str) -> None:
+    def __init__(self, model: Path, workdir: Path, *extra: str, root: Path = ROOT) -> None:
+        """*root*: the source tree whose ``clefprove`` runs (another revision's, to compare)."""
         SERVERS.append(self)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "CLEFPROVE_RELOAD_TOKEN": TOKEN}
+        env = {**os.environ, "PYTHONPATH": str(root), "CLEFPROVE_RELOAD_TOKEN": TOKEN}
         env.pop("CLEFPROVE_CACHE", None)
         self.proc = subprocess.Popen(
             [
@@ -316,6 +317,7 @@ def main() -> None:
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
     ap.add_argument("--repeat", type=int, default=3, help="jitter comparisons, one after another")
+    ap.add_argument("--compare", metavar="REV", help="also the jitter of the server at git REV")
     ap.add_argument("--part-seconds", type=float, default=5.0, help="one wrk run of the jitter")
     ap.add_argument(
         "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
@@ -337,7 +339,17 @@ def main() -> None:
             if "decide" in parts:
                 decide_section(srv, load, args)
             if "reloads" in parts:
-                reloads_section(srv, load, args)
+                old = None
+                if args.compare:
+                    tree = work / "compare"
+                    tree.mkdir()
+                    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare],
+                                             check=True, capture_output=True).stdout  # fmt: skip
+                    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+                    old = Server(EXAMPLE, work, "--cache", str(work / "cache-old"),
+                                 "--store", str(work / "s-old"), root=tree)  # fmt: skip
+                    load(old, 16, 2.0)
+                reloads_section(srv, load, args, old)
             srv.stop()
         if "reload-time" in parts:
             reload_time_section(work)
@@ -417,7 +429,9 @@ def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: An
     }
 
 
-def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
+def reloads_section(
+    srv: Server, load: Any, args: argparse.Namespace, old: Server | None = None
+) -> None:
     """P99 jitter: the paced load before and while 100 reloads run back to back, and the
     floor of any design: the bare uvicorn app while an unrelated CPU-bound process of the
     length of a reload runs beside it (nice 0 and nice 19), several times, in one run."""
@@ -435,19 +449,23 @@ def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
     statuses: list[int] = []
     reload_times: list[float] = []
 
-    def reloads() -> None:
+    def reloads(server: Server) -> None:
         for i in range(args.reloads):
-            status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+            status, secs, _ = reload(server, variant if i % 2 == 0 else example)
             statuses.append(status)
-            reload_times.append(secs)
+            if server is srv:
+                reload_times.append(secs)
 
     cases = [
-        ("clefprove serve", srv, reloads, f"{args.reloads} reloads"),
+        ("clefprove serve", srv, lambda: reloads(srv), f"{args.reloads} reloads"),
         ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 0),
          f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 0"),
         ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 19),
          f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 19"),
     ]  # fmt: skip
+    if old is not None:
+        cases.append((f"clefprove serve @{args.compare}", old, lambda: reloads(old),
+                      f"{args.reloads} reloads"))  # fmt: skip
     rows = []
     jitters: dict[str, list[float]] = {}
     for k in range(args.repeat):
