@@ -3,6 +3,7 @@ hands back, and that the served model it prepares decides like the model loaded 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -25,6 +26,7 @@ SETTINGS = GateSettings((str(INVARIANTS),), None, None, 50_000_000, 1, 3)
 
 def _admit(store: ModelStore, data: bytes, label: str = "upload") -> tuple[Admission, Path]:
     staged, digest = store.stage_and_hash(data)
+    assert digest == hashlib.sha256(data).hexdigest() and staged.read_bytes() == data
     adm = admit_file(str(staged), SETTINGS, str(store.directory), "upload", label)
     # what the serving process receives: a copy through the pipe
     return pickle.loads(pickle.dumps(adm)), staged
