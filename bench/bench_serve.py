@@ -6,12 +6,13 @@ Measured, in one run, against one server on the depth-12 example (examples/edge-
   1,000 connections, each connection sending its next request as soon as it has its answer
   (closed loop: the service's capacity; latency is then mostly queueing), and at 1,000
   connections paced to ``--rate`` requests/s in all (2,600: the Clef runtime's figure);
-* the paced load at 1,000 connections while 100 reloads run back to back (alternating between
-  the example and a copy with one leaf's confidence changed, so every reload swaps), and the
-  P99 jitter: P99 during the reloads minus P99 of the run just before; beside it, the floor
-  any design can reach on this machine: the same jitter of a bare uvicorn app while an
-  unrelated CPU-bound process runs 100 bursts as long as one reload, at nice 0 and at nice 19
-  (``--repeat`` times each, interleaved);
+* the paced load at 1,000 connections for ``--window`` seconds while reloads run back to back
+  (alternating between the example and a copy with one leaf's confidence changed, so every
+  reload swaps; at least 100 fit in the default 10 s on a quiet machine), and the P99 jitter:
+  that window's P99 minus the one of the same window just before, without reloads; beside
+  it, the floor any design can reach on this machine: the same jitter of a bare uvicorn app
+  while an unrelated CPU-bound process runs bursts as long as one reload, at nice 0 and at
+  nice 19 (``--repeat`` times each, interleaved);
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
@@ -318,7 +319,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
     ap.add_argument("--repeat", type=int, default=3, help="jitter comparisons, one after another")
     ap.add_argument("--compare", metavar="REV", help="also the jitter of the server at git REV")
-    ap.add_argument("--part-seconds", type=float, default=5.0, help="one wrk run of the jitter")
+    ap.add_argument("--window", type=float, default=10.0,
+                    help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
     ap.add_argument(
         "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
     )
@@ -383,9 +385,9 @@ def decide_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
 
 BURNER = """
 import os, sys, time
-bursts, seconds, niceness = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+seconds, niceness = float(sys.argv[1]), int(sys.argv[2])
 os.nice(niceness)
-for _ in range(bursts):  # CPU-bound, pure Python, like a gate run; a short pause between runs
+while True:  # CPU-bound bursts, pure Python, like a gate run; a short pause between them
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         sum(i * i for i in range(1000))
@@ -393,48 +395,34 @@ for _ in range(bursts):  # CPU-bound, pure Python, like a gate run; a short paus
 """
 
 
-def burn(bursts: int, seconds: float, niceness: int) -> None:
-    """An unrelated CPU-bound process: *bursts* runs of *seconds* each, at *niceness*."""
-    subprocess.run([sys.executable, "-c", BURNER, str(bursts), str(seconds), str(niceness)],
-                   check=True)  # fmt: skip
-
-
 def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: Any) -> dict:
-    """The paced load at 1,000 connections, first alone, then while *activity* (a callable)
-    runs in a thread: one wrk run of --part-seconds each, as many as the activity lasts (it
-    starts 0.5 s into the first, once wrk's connections are open)."""
+    """The paced load at 1,000 connections for --window seconds, first alone, then with
+    *activity* (a callable taking a stop event) running from 0.5 s into the window (once
+    wrk's connections are open) to its end: two windows of the same length, one P99 each."""
     conns = 1000
-    base = load(server, conns, args.part_seconds, args.rate)
-    done = threading.Event()
+    base = load(server, conns, args.window, args.rate)
+    stop = threading.Event()
 
     def run() -> None:
-        time.sleep(0.5)
-        try:
-            activity()
-        finally:
-            done.set()
+        if not stop.wait(0.5):
+            activity(stop)
 
-    parts = []
     t = threading.Thread(target=run)
     t.start()
-    while not done.is_set():  # keep the load on for as long as the activity takes
-        parts.append(load(server, conns, args.part_seconds, args.rate))
-    t.join()
-    return {
-        "before": base["p99"],
-        "during": max(p["p99"] for p in parts),
-        "parts": len(parts),
-        "failed": base["failed"] + sum(p["failed"] for p in parts),
-        "rps": statistics.mean(p["rps"] for p in parts),
-    }
+    try:
+        during = load(server, conns, args.window, args.rate)
+    finally:
+        stop.set()
+        t.join()
+    return {"before": base, "during": during}
 
 
 def reloads_section(
     srv: Server, load: Any, args: argparse.Namespace, old: Server | None = None
 ) -> None:
-    """P99 jitter: the paced load before and while 100 reloads run back to back, and the
-    floor of any design: the bare uvicorn app while an unrelated CPU-bound process of the
-    length of a reload runs beside it (nice 0 and nice 19), several times, in one run."""
+    """P99 jitter: the paced load alone and while reloads run back to back, and the floor of
+    any design: the bare uvicorn app while an unrelated CPU-bound process runs bursts as long
+    as one reload (nice 0 and nice 19), several times, interleaved, in one run."""
     import httpx
 
     variant, example = variant_of_example(), EXAMPLE.read_bytes()
@@ -448,39 +436,54 @@ def reloads_section(
     load(ceiling, 16, 2.0)
     statuses: list[int] = []
     reload_times: list[float] = []
+    counts: list[int] = []
 
-    def reloads(server: Server) -> None:
-        for i in range(args.reloads):
-            status, secs, _ = reload(server, variant if i % 2 == 0 else example)
+    def reloads(server: Server, stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            status, secs, _ = reload(server, variant if n % 2 == 0 else example)
             statuses.append(status)
             if server is srv:
                 reload_times.append(secs)
+            n += 1
+        counts.append(n)
+
+    def burner(niceness: int) -> Any:
+        def run(stop: threading.Event) -> None:
+            proc = subprocess.Popen([sys.executable, "-c", BURNER, str(burst), str(niceness)])
+            stop.wait()
+            proc.terminate()
+            proc.wait()
+            counts.append(0)
+
+        return run
 
     cases = [
-        ("clefprove serve", srv, lambda: reloads(srv), f"{args.reloads} reloads"),
-        ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 0),
-         f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 0"),
-        ("bare uvicorn", ceiling, lambda: burn(args.reloads, burst, 19),
-         f"{args.reloads} x {burst * 1e3:.0f} ms CPU, nice 19"),
-    ]  # fmt: skip
+        ("clefprove serve", srv, lambda stop: reloads(srv, stop), "reloads back to back"),
+        ("bare uvicorn", ceiling, burner(0), f"{burst * 1e3:.0f} ms CPU bursts, nice 0"),
+        ("bare uvicorn", ceiling, burner(19), f"{burst * 1e3:.0f} ms CPU bursts, nice 19"),
+    ]
     if old is not None:
-        cases.append((f"clefprove serve @{args.compare}", old, lambda: reloads(old),
-                      f"{args.reloads} reloads"))  # fmt: skip
+        cases.append((f"clefprove serve @{args.compare}", old, lambda stop: reloads(old, stop),
+                      "reloads back to back"))  # fmt: skip
     rows = []
     jitters: dict[str, list[float]] = {}
     for k in range(args.repeat):
         for server_name, server, activity, what in cases:
             r = p99_during(server, load, args, activity)
-            jitter = r["during"] - r["before"]
+            before, during = r["before"], r["during"]
+            jitter = during["p99"] - before["p99"]
             jitters.setdefault(f"{server_name}, {what}", []).append(jitter)
-            rows.append([k + 1, server_name, what, f"{r['before'] * 1e3:.2f} ms",
-                         f"{r['during'] * 1e3:.2f} ms ({r['parts']})",
-                         f"{jitter * 1e3:+.2f} ms", f"{r['rps']:,.0f}", int(r["failed"]),
+            rows.append([k + 1, server_name, what, counts[-1] or "",
+                         f"{before['p99'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
+                         f"{jitter * 1e3:+.2f} ms", f"{during['rps']:,.0f}",
+                         int(before["failed"] + during["failed"]),
                          f"{os.getloadavg()[0]:.2f}"])  # fmt: skip
+            print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
     ceiling.stop()
     print(f"\n## P99 jitter at 1,000 connections paced at {args.rate:,.0f}/s "
-          f"(wrk runs of {args.part_seconds:g} s; 'during': the worst run)\n")  # fmt: skip
-    print(table(["run", "server", "alongside", "P99 alone", "P99 during (runs)", "jitter",
+          f"(two wrk runs of {args.window:g} s: alone, then with the activity)\n")  # fmt: skip
+    print(table(["run", "server", "alongside", "reloads", "P99 alone", "P99 during", "jitter",
                  "requests/s during", "failed", "load avg"], rows))  # fmt: skip
     print("\n" + table(["case", "median jitter", "min", "max"],
                        [[name, f"{statistics.median(j) * 1e3:+.2f} ms",
