@@ -166,7 +166,7 @@ def admit_file(
     and in the report) and, if every invariant holds, keep it in the store at *store_dir* with
     its record (*origin*: where it came from) and prepare it to be served.  The staged file is
     gone afterwards (renamed into the store, or deleted).  Never raises for bad input."""
-    from clefprove.app.served import prepare
+    from clefprove.app.prepared import prepare
     from clefprove.app.store import ModelStore
     from clefprove.model.clef import load_bytes, single_tree
 

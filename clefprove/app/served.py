@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.app.admission import Verdict
+from clefprove.app.prepared import prepare
 from clefprove.errors import InputError
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import RecordEncoder
@@ -113,15 +114,6 @@ class ServedModel:
                 for r in check.get("results", [])
             ],
         }
-
-
-def prepare(model: Model) -> tuple[Evaluator, list[int]]:
-    """The costly per-model parts of a served model: the evaluator with every table built
-    (the all-defaults input decided once, so its scalar tables exist too) and the action index
-    by node.  The gate worker builds them; they travel to the serving process pickled."""
-    evaluator = Evaluator(model)
-    evaluator.evaluate_one(RecordEncoder(model).values({}))
-    return evaluator, model.nodes["aux"].astype(np.intp).tolist()
 
 
 def serve_model(
