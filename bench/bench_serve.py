@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import json
 import os
@@ -322,7 +323,9 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=10.0,
                     help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
     ap.add_argument(
-        "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
+        "--parts",
+        default="decide,reloads,loop-cpu,reload-time",
+        help="which sections to run (comma list)",
     )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -335,23 +338,28 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     parts = set(args.parts.split(","))
     try:
-        if parts & {"decide", "reloads"}:
+        if parts & {"decide", "reloads", "loop-cpu"}:
             srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
             load(srv, 16, 2.0)  # warm-up
+            old = None
+            if args.compare and parts & {"reloads", "loop-cpu"}:
+                tree = work / "compare"
+                tree.mkdir()
+                archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare],
+                                         check=True, capture_output=True).stdout  # fmt: skip
+                subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+                old = Server(EXAMPLE, work, "--cache", str(work / "cache-old"),
+                             "--store", str(work / "s-old"), root=tree)  # fmt: skip
+                load(old, 16, 2.0)
             if "decide" in parts:
                 decide_section(srv, load, args)
             if "reloads" in parts:
-                old = None
-                if args.compare:
-                    tree = work / "compare"
-                    tree.mkdir()
-                    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare],
-                                             check=True, capture_output=True).stdout  # fmt: skip
-                    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-                    old = Server(EXAMPLE, work, "--cache", str(work / "cache-old"),
-                                 "--store", str(work / "s-old"), root=tree)  # fmt: skip
-                    load(old, 16, 2.0)
                 reloads_section(srv, load, args, old)
+            if "loop-cpu" in parts:
+                named = [("this tree", srv)]
+                if old is not None:
+                    named.append((f"@{args.compare}", old))
+                loop_cpu_section(named, 100)
             srv.stop()
         if "reload-time" in parts:
             reload_time_section(work)
@@ -493,6 +501,44 @@ def reloads_section(
           f"median {burst * 1e3:.1f} ms; under load: median "
           f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
           f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
+    sys.stdout.flush()
+
+
+def _thread_ticks(pid: int) -> dict[int, int]:
+    """CPU time (clock ticks, user + system) of every thread of process *pid*."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            f = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()
+            out[int(tid)] = int(f[11]) + int(f[12])
+    return out
+
+
+def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
+    """The serving process's CPU time per reload (no other load from the benchmark): its
+    main thread (the event loop: whatever it spends there, decisions wait for) and its other
+    threads (executor helpers), from /proc; independent of how busy the machine is, unlike
+    latency."""
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    hz = os.sysconf("SC_CLK_TCK")
+    rows = []
+    for name, server in servers:
+        pid = server.proc.pid
+        for i in range(4):
+            reload(server, variant if i % 2 == 0 else example)
+        time.sleep(1.0)
+        a = _thread_ticks(pid)
+        for i in range(n):
+            status, _, _ = reload(server, variant if i % 2 == 0 else example)
+            assert status == 200
+        time.sleep(2.0)  # the behaviour diffs after the last swaps
+        b = _thread_ticks(pid)
+        main = (b[pid] - a.get(pid, 0)) / hz / n
+        rest = sum(v - a.get(t, 0) for t, v in b.items() if t != pid) / hz / n
+        rows.append([name, f"{main * 1e3:.2f} ms", f"{rest * 1e3:.2f} ms"])
+    print(f"\n## CPU time of the serving process per reload ({n} reloads, clock tick "
+          f"{1e3 / hz:.0f} ms, so +-{1e3 / hz / n:.2f} ms)\n")  # fmt: skip
+    print(table(["server", "event-loop thread", "other threads"], rows))
     sys.stdout.flush()
 
 
