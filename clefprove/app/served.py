@@ -122,15 +122,16 @@ def serve_model(
     origin: str,
     admitted_at: str,
     metrics: Any,
-    prepared: tuple[Evaluator, list[int]] | None = None,
+    evaluator: Evaluator | None = None,
 ) -> ServedModel:
     """Build the served form of an admitted *model*, every per-model table included
-    (*prepared*: :func:`prepare`'s result for *model*, built elsewhere)."""
+    (*evaluator*: :func:`prepare`'s result for *model*, built elsewhere)."""
     if not verdict.admitted or verdict.sha256 != model.sha256:
         raise ValueError("only a model whose own bytes passed the gate is served")
-    if prepared is not None and prepared[0].model is not model:
+    if evaluator is not None and evaluator.model is not model:
         raise ValueError("the evaluator was built for another model")
-    evaluator, leaf_actions = prepared if prepared is not None else prepare(model)
+    if evaluator is None:
+        evaluator = prepare(model)
     encoder = RecordEncoder(model)
     numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
     counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])
@@ -147,8 +148,11 @@ def serve_model(
         counters,
         {f.name: (f.min, f.max, oob[f.name]) for f in numeric},
         identity,
-        leaf_actions,
+        model.nodes["aux"].astype(np.intp).tolist(),
     )
+    # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
+    # first request after a swap.
+    served.decide([encoder.values({})])
     return served
 
 

@@ -212,15 +212,13 @@ class Service:
         if not verdict.admitted:
             return Outcome(ReloadResult.REFUSED, adm.body, verdict.exit_code, adm.response)
         model = adm.model
-        if model is None or model.sha256 != digest or adm.leaf_actions is None:  # pragma: no cover
+        if model is None or model.sha256 != digest:  # pragma: no cover
             return Outcome(
                 ReloadResult.ERROR, {"error": "internal error: the gate served other bytes"}, 4
             )
         for array in (model.nodes, model.membership):  # read-only, as load() maps them
             array.flags.writeable = False
-        served = serve_model(
-            model, verdict, origin, adm.when, self.metrics, (adm.evaluator, adm.leaf_actions)
-        )
+        served = serve_model(model, verdict, origin, adm.when, self.metrics, adm.evaluator)
         self.current = served  # the swap: one reference
         self.metrics.serve(model.name, model.version, model.sha256)
         if not self.history or self.history[-1] != model.sha256:

@@ -47,11 +47,10 @@ def test_an_admitted_model_is_stored_and_prepared(tmp_path: Path) -> None:
     # the model the worker hands over is the file's, node for node
     assert adm.model.sha256 == fresh.sha256
     assert adm.model.nodes.tobytes() == fresh.nodes.tobytes()
-    assert adm.leaf_actions == fresh.nodes["aux"].astype(np.intp).tolist()
     # and its prebuilt evaluator decides like one built here, on every leaf's region
-    served = serve_model(
-        adm.model, adm.verdict, "upload", adm.when, Metrics(), (adm.evaluator, adm.leaf_actions)
-    )
+    served = serve_model(adm.model, adm.verdict, "upload", adm.when, Metrics(), adm.evaluator)
+    assert served.evaluator is adm.evaluator
+    assert served.leaf_actions == fresh.nodes["aux"].astype(np.intp).tolist()
     mine = Evaluator(fresh)
     enc = RecordEncoder(fresh)
     rng = np.random.default_rng(7)
