@@ -128,8 +128,11 @@ class Service:
         store: ModelStore,
         token: str | None,
         limits: Limits = Limits(),
+        niceness: int = GATE_NICENESS,
     ) -> None:
+        """*niceness*: how much lower than this process's the workers' CPU priority is."""
         self.model_path = model_path
+        self.niceness = niceness
         self.settings = settings
         self.store = store
         self._token = token.encode() if token else None
@@ -140,10 +143,10 @@ class Service:
         self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-        self._pool = self._new_pool(settings.cache_dir, GATE_NICENESS)  # the gate
+        self._pool = self._new_pool(settings.cache_dir, niceness)  # the gate
         # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
         # decisions or of an admission
-        self._diff_pool = self._new_pool(None, DIFF_NICENESS)
+        self._diff_pool = self._new_pool(None, max(niceness, DIFF_NICENESS))
         self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
@@ -188,7 +191,7 @@ class Service:
         except asyncio.CancelledError:
             return
         except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool(None, DIFF_NICENESS)
+            self._diff_pool = self._new_pool(None, max(self.niceness, DIFF_NICENESS))
         except Exception as exc:  # never fatal: the diff is information, not a verdict
             _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
@@ -268,7 +271,7 @@ class Service:
             except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
                 self.store.discard(staged)
                 if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
-                    self._pool = self._new_pool(self.settings.cache_dir, GATE_NICENESS)
+                    self._pool = self._new_pool(self.settings.cache_dir, self.niceness)
                     exc = RuntimeError("the gate worker died")
                 return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None

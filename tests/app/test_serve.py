@@ -342,6 +342,7 @@ def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ig
         ((str(SAFE), str(INVARIANTS), "--addr", "nowhere"), 2, "HOST:PORT"),
         ((str(SAFE), "missing.inv", "--addr", "127.0.0.1:0"), 2, "missing.inv"),
         ((str(SAFE), str(INVARIANTS), "--token-file", "absent"), 2, "token file"),
+        ((str(SAFE), str(INVARIANTS), "--gate-nice", "20"), 2, "--gate-nice 20"),
     ],
 )
 def test_start_up_refusals(tmp_path, args, code, words) -> None:
