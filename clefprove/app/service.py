@@ -58,9 +58,6 @@ GATE_NICENESS = 19
 DIFF_NICENESS = 19
 #: The interpreter's thread switch interval while serving (seconds; Python's default: 5 ms).
 SWITCH_INTERVAL = 0.0002
-#: Bodies from this size on are staged and hashed in a thread (both release the interpreter
-#: lock); smaller ones on the loop, where it takes less time than the hop to a thread.
-THREAD_STAGING = 1 << 20
 
 
 class ReloadResult(enum.Enum):
@@ -260,10 +257,9 @@ class Service:
                 except ClefproveError as exc:
                     return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             try:
-                if len(data) >= THREAD_STAGING:
-                    staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
-                else:
-                    staged, digest = self.store.stage_and_hash(data)
+                # in a thread, whatever the size: creating a file can wait for the
+                # filesystem's journal while the gate worker fsyncs a record
+                staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
             except OSError as exc:
                 return Outcome(ReloadResult.ERROR, {"error": f"cannot stage the model: {exc}"}, 4)
             try:
