@@ -320,6 +320,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
     ap.add_argument("--repeat", type=int, default=3, help="jitter comparisons, one after another")
     ap.add_argument("--compare", metavar="REV", help="also the jitter of the server at git REV")
+    ap.add_argument("--reloader-nice", type=int, default=0, metavar="N",
+                    help="niceness of the benchmark's reloading thread (the client)")  # fmt: skip
     ap.add_argument("--window", type=float, default=10.0,
                     help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
     ap.add_argument(
@@ -447,6 +449,8 @@ def reloads_section(
     counts: list[int] = []
 
     def reloads(server: Server, stop: threading.Event) -> None:
+        # the client's CPU priority (this thread only): a deploy pipeline runs elsewhere
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.reloader_nice)
         n = 0
         while not stop.is_set():
             status, secs, _ = reload(server, variant if n % 2 == 0 else example)
