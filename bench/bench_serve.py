@@ -6,9 +6,13 @@ Measured, in one run, against one server on the depth-12 example (examples/edge-
   1,000 connections, each connection sending its next request as soon as it has its answer
   (closed loop: the service's capacity; latency is then mostly queueing), and at 1,000
   connections paced to ``--rate`` requests/s in all (2,600: the Clef runtime's figure);
-* the paced load at 1,000 connections while 100 reloads run back to back (alternating between
-  the example and a copy with one leaf's confidence changed, so every reload swaps), and the
-  P99 jitter: P99 during the reloads minus P99 of the run just before;
+* the paced load at 1,000 connections for ``--window`` seconds while reloads run back to back
+  (alternating between the example and a copy with one leaf's confidence changed, so every
+  reload swaps; at least 100 fit in the default 10 s on a quiet machine), and the P99 jitter:
+  that window's P99 minus the one of the same window just before, without reloads; beside
+  it, the floor any design can reach on this machine: the same jitter of a bare uvicorn app
+  while an unrelated CPU-bound process runs bursts as long as one reload, at nice 0 and at
+  nice 19 (``--repeat`` times each, interleaved);
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
@@ -17,13 +21,15 @@ The load generator is ``wrk`` (Debian package ``wrk``) when it is on PATH, else 
 asyncio client (HTTP/1.1 keep-alive, one request in flight per connection; it competes with the
 server for the CPU, so its figures are lower bounds).
 
-    python bench/bench_serve.py [--seconds 10] [--reloads 100] [--client auto|wrk|python]
+    python bench/bench_serve.py [--seconds 10] [--reloads 100] [--repeat 3]
+                                [--client auto|wrk|python]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import json
 import os
@@ -69,9 +75,10 @@ SERVERS: list[Server] = []
 
 
 class Server:
-    def __init__(self, model: Path, workdir: Path, *extra: str) -> None:
+    def __init__(self, model: Path, workdir: Path, *extra: str, root: Path = ROOT) -> None:
+        """*root*: the source tree whose ``clefprove`` runs (another revision's, to compare)."""
         SERVERS.append(self)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "CLEFPROVE_RELOAD_TOKEN": TOKEN}
+        env = {**os.environ, "PYTHONPATH": str(root), "CLEFPROVE_RELOAD_TOKEN": TOKEN}
         env.pop("CLEFPROVE_CACHE", None)
         self.proc = subprocess.Popen(
             [
@@ -311,8 +318,16 @@ def main() -> None:
     ap.add_argument("--reloads", type=int, default=100)
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     ap.add_argument("--rate", type=float, default=2600.0, help="paced load, requests/s")
+    ap.add_argument("--repeat", type=int, default=3, help="jitter comparisons, one after another")
+    ap.add_argument("--compare", metavar="REV", help="also the jitter of the server at git REV")
+    ap.add_argument("--reloader-nice", type=int, default=0, metavar="N",
+                    help="niceness of the benchmark's reloading thread (the client)")  # fmt: skip
+    ap.add_argument("--window", type=float, default=10.0,
+                    help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
     ap.add_argument(
-        "--parts", default="decide,reloads,reload-time", help="which sections to run (comma list)"
+        "--parts",
+        default="decide,reloads,loop-cpu,reload-time",
+        help="which sections to run (comma list)",
     )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -325,13 +340,28 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     parts = set(args.parts.split(","))
     try:
-        if parts & {"decide", "reloads"}:
+        if parts & {"decide", "reloads", "loop-cpu"}:
             srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
             load(srv, 16, 2.0)  # warm-up
+            old = None
+            if args.compare and parts & {"reloads", "loop-cpu"}:
+                tree = work / "compare"
+                tree.mkdir()
+                archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare],
+                                         check=True, capture_output=True).stdout  # fmt: skip
+                subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+                old = Server(EXAMPLE, work, "--cache", str(work / "cache-old"),
+                             "--store", str(work / "s-old"), root=tree)  # fmt: skip
+                load(old, 16, 2.0)
             if "decide" in parts:
                 decide_section(srv, load, args)
             if "reloads" in parts:
-                reloads_section(srv, load, args)
+                reloads_section(srv, load, args, old)
+            if "loop-cpu" in parts:
+                named = [("this tree", srv)]
+                if old is not None:
+                    named.append((f"@{args.compare}", old))
+                loop_cpu_section(named, 100)
             srv.stop()
         if "reload-time" in parts:
             reload_time_section(work)
@@ -363,48 +393,156 @@ def decide_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
 
-def reloads_section(srv: Server, load: Any, args: argparse.Namespace) -> None:
-    """The paced load before and while reloads run back to back."""
-    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+BURNER = """
+import os, sys, time
+seconds, niceness = float(sys.argv[1]), int(sys.argv[2])
+os.nice(niceness)
+while True:  # CPU-bound bursts, pure Python, like a gate run; a short pause between them
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sum(i * i for i in range(1000))
+    time.sleep(0.001)
+"""
+
+
+def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: Any) -> dict:
+    """The paced load at 1,000 connections for --window seconds, first alone, then with
+    *activity* (a callable taking a stop event) running from 0.5 s into the window (once
+    wrk's connections are open) to its end: two windows of the same length, one P99 each."""
     conns = 1000
-    base = load(srv, conns, args.seconds, args.rate)
+    base = load(server, conns, args.window, args.rate)
+    stop = threading.Event()
+
+    def run() -> None:
+        if not stop.wait(0.5):
+            activity(stop)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        during = load(server, conns, args.window, args.rate)
+    finally:
+        stop.set()
+        t.join()
+    return {"before": base, "during": during}
+
+
+def reloads_section(
+    srv: Server, load: Any, args: argparse.Namespace, old: Server | None = None
+) -> None:
+    """P99 jitter: the paced load alone and while reloads run back to back, and the floor of
+    any design: the bare uvicorn app while an unrelated CPU-bound process runs bursts as long
+    as one reload (nice 0 and nice 19), several times, interleaved, in one run."""
+    import httpx
+
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    quiet = []
+    for i in range(10):  # the length of one reload with nothing else running
+        status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+        assert status == 200
+        quiet.append(secs)
+    burst = statistics.median(quiet)
+    ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
+    load(ceiling, 16, 2.0)
     statuses: list[int] = []
     reload_times: list[float] = []
-    done = threading.Event()
+    counts: list[int] = []
 
-    def reloader() -> None:
-        for i in range(args.reloads):
-            status, secs, _ = reload(srv, variant if i % 2 == 0 else example)
+    def reloads(server: Server, stop: threading.Event) -> None:
+        # the client's CPU priority (this thread only): a deploy pipeline runs elsewhere
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.reloader_nice)
+        n = 0
+        while not stop.is_set():
+            status, secs, _ = reload(server, variant if n % 2 == 0 else example)
             statuses.append(status)
-            reload_times.append(secs)
-        done.set()
+            if server is srv:
+                reload_times.append(secs)
+            n += 1
+        counts.append(n)
 
-    parts = []
-    t = threading.Thread(target=reloader)
-    t.start()
-    while not done.is_set():  # keep the load on for as long as the reloads take
-        parts.append(load(srv, conns, min(args.seconds, 5.0), args.rate))
-    t.join()
-    during = {
-        "rps": statistics.mean(p["rps"] for p in parts),
-        "p50": max(p["p50"] for p in parts),
-        "p99": max(p["p99"] for p in parts),
-        "failed": sum(p["failed"] for p in parts),
-    }
-    print(f"\n## {args.reloads} reloads under load ({conns} connections, "
-          f"paced at {args.rate:,.0f}/s)\n")  # fmt: skip
-    print(table(
-        ["run", "requests/s", "P50", "P99", "failed"],
-        [["before", f"{base['rps']:,.0f}", f"{base['p50'] * 1e3:.2f} ms",
-          f"{base['p99'] * 1e3:.2f} ms", int(base["failed"])],
-         [f"during reloads (worst of {len(parts)} parts)", f"{during['rps']:,.0f}",
-          f"{during['p50'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
-          int(during["failed"])]],
-    ))  # fmt: skip
-    print(f"\nP99 jitter: {(during['p99'] - base['p99']) * 1e3:+.2f} ms; reload statuses: "
-          f"{sorted(set(statuses))} ({len(statuses)}); reload round trip under load: median "
+    def burner(niceness: int) -> Any:
+        def run(stop: threading.Event) -> None:
+            proc = subprocess.Popen([sys.executable, "-c", BURNER, str(burst), str(niceness)])
+            stop.wait()
+            proc.terminate()
+            proc.wait()
+            counts.append(0)
+
+        return run
+
+    cases = [
+        ("clefprove serve", srv, lambda stop: reloads(srv, stop), "reloads back to back"),
+        ("bare uvicorn", ceiling, burner(0), f"{burst * 1e3:.0f} ms CPU bursts, nice 0"),
+        ("bare uvicorn", ceiling, burner(19), f"{burst * 1e3:.0f} ms CPU bursts, nice 19"),
+    ]
+    if old is not None:
+        cases.append((f"clefprove serve @{args.compare}", old, lambda stop: reloads(old, stop),
+                      "reloads back to back"))  # fmt: skip
+    rows = []
+    jitters: dict[str, list[float]] = {}
+    for k in range(args.repeat):
+        for server_name, server, activity, what in cases:
+            r = p99_during(server, load, args, activity)
+            before, during = r["before"], r["during"]
+            jitter = during["p99"] - before["p99"]
+            jitters.setdefault(f"{server_name}, {what}", []).append(jitter)
+            rows.append([k + 1, server_name, what, counts[-1] or "",
+                         f"{before['p99'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
+                         f"{jitter * 1e3:+.2f} ms", f"{during['rps']:,.0f}",
+                         int(before["failed"] + during["failed"]),
+                         f"{os.getloadavg()[0]:.2f}"])  # fmt: skip
+            print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+    ceiling.stop()
+    print(f"\n## P99 jitter at 1,000 connections paced at {args.rate:,.0f}/s "
+          f"(two wrk runs of {args.window:g} s: alone, then with the activity)\n")  # fmt: skip
+    print(table(["run", "server", "alongside", "reloads", "P99 alone", "P99 during", "jitter",
+                 "requests/s during", "failed", "load avg"], rows))  # fmt: skip
+    print("\n" + table(["case", "median jitter", "min", "max"],
+                       [[name, f"{statistics.median(j) * 1e3:+.2f} ms",
+                         f"{min(j) * 1e3:+.2f} ms", f"{max(j) * 1e3:+.2f} ms"]
+                        for name, j in jitters.items()]))  # fmt: skip
+    print(f"\nreload statuses: {sorted(set(statuses))} ({len(statuses)}); one reload alone: "
+          f"median {burst * 1e3:.1f} ms; under load: median "
           f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
           f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
+    sys.stdout.flush()
+
+
+def _thread_ticks(pid: int) -> dict[int, int]:
+    """CPU time (clock ticks, user + system) of every thread of process *pid*."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            f = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()
+            out[int(tid)] = int(f[11]) + int(f[12])
+    return out
+
+
+def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
+    """The serving process's CPU time per reload (no other load from the benchmark): its
+    main thread (the event loop: whatever it spends there, decisions wait for) and its other
+    threads (executor helpers), from /proc; independent of how busy the machine is, unlike
+    latency."""
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    hz = os.sysconf("SC_CLK_TCK")
+    rows = []
+    for name, server in servers:
+        pid = server.proc.pid
+        for i in range(4):
+            reload(server, variant if i % 2 == 0 else example)
+        time.sleep(1.0)
+        a = _thread_ticks(pid)
+        for i in range(n):
+            status, _, _ = reload(server, variant if i % 2 == 0 else example)
+            assert status == 200
+        time.sleep(2.0)  # the behaviour diffs after the last swaps
+        b = _thread_ticks(pid)
+        main = (b[pid] - a.get(pid, 0)) / hz / n
+        rest = sum(v - a.get(t, 0) for t, v in b.items() if t != pid) / hz / n
+        rows.append([name, f"{main * 1e3:.2f} ms", f"{rest * 1e3:.2f} ms"])
+    print(f"\n## CPU time of the serving process per reload ({n} reloads, clock tick "
+          f"{1e3 / hz:.0f} ms, so +-{1e3 / hz / n:.2f} ms)\n")  # fmt: skip
+    print(table(["server", "event-loop thread", "other threads"], rows))
     sys.stdout.flush()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.app.admission import Verdict
+from clefprove.app.prepared import prepare
 from clefprove.errors import InputError
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import RecordEncoder
@@ -121,11 +122,16 @@ def serve_model(
     origin: str,
     admitted_at: str,
     metrics: Any,
+    evaluator: Evaluator | None = None,
 ) -> ServedModel:
-    """Build the served form of an admitted *model*, every per-model table included."""
+    """Build the served form of an admitted *model*, every per-model table included
+    (*evaluator*: :func:`prepare`'s result for *model*, built elsewhere)."""
     if not verdict.admitted or verdict.sha256 != model.sha256:
         raise ValueError("only a model whose own bytes passed the gate is served")
-    evaluator = Evaluator(model)
+    if evaluator is not None and evaluator.model is not model:
+        raise ValueError("the evaluator was built for another model")
+    if evaluator is None:
+        evaluator = prepare(model)
     encoder = RecordEncoder(model)
     numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
     counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])

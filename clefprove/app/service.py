@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
-import datetime as dt
 import enum
+import gc
 import hmac
 import json
 import multiprocessing
@@ -32,12 +32,19 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clefprove.app.admission import GateSettings, Verdict, diff_files, gate_file, worker_init
+from clefprove.app.admission import (
+    Admission,
+    GateSettings,
+    admit_file,
+    diff_and_record,
+    encode_json,
+    now,
+    worker_init,
+)
 from clefprove.app.metrics import CONTENT_TYPE, Metrics
 from clefprove.app.served import ServedModel, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
 from clefprove.errors import ClefproveError, InputError
-from clefprove.model.clef import load_bytes
 
 JSON = "application/json"
 #: Default body limits (bytes): one POST /decide, one uploaded model.
@@ -45,8 +52,12 @@ MAX_DECIDE_BYTES = 1 << 20
 MAX_MODEL_BYTES = 256 << 20
 #: Admitted models remembered for /rollback (their bytes are in the store).
 HISTORY = 64
-#: CPU niceness of the worker that computes behaviour diffs.
+#: CPU niceness of the worker that gates models, and of the one that computes behaviour
+#: diffs: the lowest priority, so that neither ever delays a decision (docs/serve.md).
+GATE_NICENESS = 19
 DIFF_NICENESS = 19
+#: The interpreter's thread switch interval while serving (seconds; Python's default: 5 ms).
+SWITCH_INTERVAL = 0.0002
 
 
 class ReloadResult(enum.Enum):
@@ -75,6 +86,7 @@ class Outcome:
     result: ReloadResult
     body: dict[str, Any]
     exit_code: int  # that of ``clefprove gate`` on the same file (4: internal error)
+    response: bytes | None = None  # *body* as JSON, when the worker encoded it already
 
     @property
     def status(self) -> int:
@@ -100,8 +112,7 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+_now = now
 
 
 class Service:
@@ -114,8 +125,11 @@ class Service:
         store: ModelStore,
         token: str | None,
         limits: Limits = Limits(),
+        niceness: int = GATE_NICENESS,
     ) -> None:
+        """*niceness*: how much lower than this process's the workers' CPU priority is."""
         self.model_path = model_path
+        self.niceness = niceness
         self.settings = settings
         self.store = store
         self._token = token.encode() if token else None
@@ -126,10 +140,10 @@ class Service:
         self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-        self._pool = self._new_pool(settings.cache_dir)  # the gate
+        self._pool = self._new_pool(settings.cache_dir, niceness)  # the gate
         # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
         # decisions or of an admission
-        self._diff_pool = self._new_pool(None, DIFF_NICENESS)
+        self._diff_pool = self._new_pool(None, max(niceness, DIFF_NICENESS))
         self._pending_diff: cf.Future[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ the gate worker
@@ -152,8 +166,10 @@ class Service:
                 process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _submit(self, staged: Path) -> cf.Future[Verdict]:
-        return self._pool.submit(gate_file, str(staged), self.settings)
+    def _submit(self, staged: Path, origin: str, label: str) -> cf.Future[Admission]:
+        return self._pool.submit(
+            admit_file, str(staged), self.settings, str(self.store.directory), origin, label
+        )
 
     async def _record_diff(self, old: str, new: str) -> None:
         """After a swap: the behaviour diff from the model replaced to the new one, kept for
@@ -161,68 +177,67 @@ class Service:
         if self._pending_diff is not None:
             self._pending_diff.cancel()  # superseded, if it has not started yet
         try:
+            # the diff and the write of the store record, both in the worker
             future = self._pending_diff = self._diff_pool.submit(
-                diff_files, str(self.store.model_path(old)), str(self.store.model_path(new))
+                diff_and_record, old, new, str(self.store.directory)
             )
-            d = await asyncio.wrap_future(future)
-            entry = {"from": old, **d}
+            entry = await asyncio.wrap_future(future)
             self.diffs[new] = entry
             while len(self.diffs) > HISTORY:
                 del self.diffs[next(iter(self.diffs))]
-            self.store.annotate(new, "diff", entry)
         except asyncio.CancelledError:
             return
         except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool(None, DIFF_NICENESS)
+            self._diff_pool = self._new_pool(None, max(self.niceness, DIFF_NICENESS))
         except Exception as exc:  # never fatal: the diff is information, not a verdict
             _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
     # ------------------------------------------------------------------ admission
-    def _prepare(self, data: bytes, label: str) -> tuple[Any, Path]:
-        """Validate *data* as a genuine ``.clef`` file and stage it for the gate."""
-        model = load_bytes(bytes(data), origin=label)
-        return model, self.store.stage(data)
-
-    def _conclude(
-        self, model: Any, staged: Path, verdict: Verdict, origin: str, label: str
-    ) -> Outcome:
-        """Serve *model* if its verdict admits it; *label* is the report's model path."""
+    # The event loop's share of an admission is kept to what cannot move (docs/serve.md):
+    # the staging write and the digest of the bytes run in a thread (both release the
+    # interpreter lock), everything else in the gate worker (admit_file), and what remains
+    # here is comparing two digests, binding the metric children and swapping one reference.
+    def _conclude(self, digest: str, adm: Admission, origin: str) -> Outcome:
+        """Serve the model of *adm* if its verdict admits it and it holds exactly the bytes
+        this process was handed (their sha256 is *digest*)."""
+        verdict = adm.verdict
+        if verdict.exit_code == 4:  # pragma: no cover - the file changed under the gate
+            return Outcome(ReloadResult.ERROR, adm.body, 4, adm.response)
         if verdict.exit_code == 2:
-            self.store.discard(staged)
-            return Outcome(ReloadResult.INVALID, {"error": verdict.error}, 2)
-        if verdict.sha256 != model.sha256 or verdict.check is None:  # pragma: no cover - a bug
-            self.store.discard(staged)
+            return Outcome(ReloadResult.INVALID, adm.body, 2, adm.response)
+        if verdict.sha256 != digest or verdict.check is None:  # pragma: no cover - a bug
             return Outcome(
                 ReloadResult.ERROR, {"error": "internal error: the gate checked other bytes"}, 4
             )
-        body = dict(verdict.check)
-        body["model"] = {**body["model"], "path": label}  # not the staging file's name
         if not verdict.admitted:
-            self.store.discard(staged)
-            return Outcome(ReloadResult.REFUSED, body, verdict.exit_code)
-        when = _now()
-        served = serve_model(model, verdict, origin, when, self.metrics)
-        record = {"admitted_at": when, "origin": origin, **body}
-        self.store.admit(staged, model.sha256, record)
+            return Outcome(ReloadResult.REFUSED, adm.body, verdict.exit_code, adm.response)
+        model = adm.model
+        if model is None or model.sha256 != digest:  # pragma: no cover
+            return Outcome(
+                ReloadResult.ERROR, {"error": "internal error: the gate served other bytes"}, 4
+            )
+        for array in (model.nodes, model.membership):  # read-only, as load() maps them
+            array.flags.writeable = False
+        served = serve_model(model, verdict, origin, adm.when, self.metrics, adm.evaluator)
         self.current = served  # the swap: one reference
         self.metrics.serve(model.name, model.version, model.sha256)
         if not self.history or self.history[-1] != model.sha256:
             self.history.append(model.sha256)
             del self.history[:-HISTORY]
-        return Outcome(ReloadResult.ACCEPTED, body, 0)
+        return Outcome(ReloadResult.ACCEPTED, adm.body, 0, adm.response)
 
     def admit_now(self, data: bytes, path: str) -> Outcome:
         """Blocking admission of the file *path* (start-up, before the event loop runs)."""
         try:
-            model, staged = self._prepare(data, path)
-        except ClefproveError as exc:
-            return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+            staged, digest = self.store.stage_and_hash(data)
+        except OSError as exc:
+            return Outcome(ReloadResult.ERROR, {"error": f"cannot stage the model: {exc}"}, 4)
         try:
-            verdict = self._submit(staged).result()
+            adm = self._submit(staged, f"startup {path}", path).result()
         except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
             self.store.discard(staged)
             return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
-        return self._conclude(model, staged, verdict, f"startup {path}", path)
+        return self._conclude(digest, adm, f"startup {path}")
 
     async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
         """Gate *data* and serve it if every invariant holds (serialised with every other).
@@ -236,30 +251,34 @@ class Service:
                     )
                 label = str(self.store.model_path(self.history[-2]))
                 try:
-                    data = read_model_file(label, self.limits.max_model_bytes)
+                    data = await asyncio.to_thread(
+                        read_model_file, label, self.limits.max_model_bytes
+                    )
                 except ClefproveError as exc:
                     return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             try:
-                model, staged = self._prepare(data, label)
-            except ClefproveError as exc:
-                return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+                # in a thread, whatever the size: creating a file can wait for the
+                # filesystem's journal while the gate worker fsyncs a record
+                staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
+            except OSError as exc:
+                return Outcome(ReloadResult.ERROR, {"error": f"cannot stage the model: {exc}"}, 4)
             try:
-                verdict = await asyncio.wrap_future(self._submit(staged))
+                adm = await asyncio.wrap_future(self._submit(staged, origin, label))
             except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
                 self.store.discard(staged)
                 if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
-                    self._pool = self._new_pool(self.settings.cache_dir)
+                    self._pool = self._new_pool(self.settings.cache_dir, self.niceness)
                     exc = RuntimeError("the gate worker died")
                 return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
-            out = self._conclude(model, staged, verdict, origin, label)
+            out = self._conclude(digest, adm, origin)
             if out.result is ReloadResult.ACCEPTED:
                 if rollback and before is not None:
                     self.history[:] = before
-                if replaced is not None and replaced != model.sha256:
+                if replaced is not None and replaced != digest:
                     task = asyncio.get_running_loop().create_task(
-                        self._record_diff(replaced, model.sha256)
+                        self._record_diff(replaced, digest)
                     )
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -268,7 +287,9 @@ class Service:
     async def reload_from_path(self) -> Outcome:
         """SIGHUP: admit MODEL again from its path, through the same gate."""
         try:
-            data = read_model_file(self.model_path, self.limits.max_model_bytes)
+            data = await asyncio.to_thread(
+                read_model_file, self.model_path, self.limits.max_model_bytes
+            )
         except ClefproveError as exc:
             out = Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
         else:
@@ -325,6 +346,12 @@ def _log(line: str) -> None:
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body, allow_nan=False) + "\n", status, headers, JSON)
+
+
+def _answer(out: Outcome) -> Response:
+    """The HTTP answer to an admission (its JSON encoded by the worker when it could)."""
+    content = out.response if out.response is not None else encode_json(out.body)
+    return Response(content, out.status, None, JSON)
 
 
 def _error(status: int, message: str) -> Response:
@@ -403,7 +430,7 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
             return _error(400, exc.one_line())
         out = await service.admit(body, "upload", "upload")
         metrics.reloads.labels(_counted(out.result)).inc()
-        return _json(out.status, out.body)
+        return _answer(out)
 
     async def rollback(request: Request) -> Response:
         refusal = service.authorize(request)
@@ -412,7 +439,7 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
             return refusal
         out = await service.admit(b"", "rollback", "rollback", rollback=True)
         metrics.rollbacks.labels(_counted(out.result)).inc()
-        return _json(out.status, out.body)
+        return _answer(out)
 
     async def model(request: Request) -> Response:
         served = service.current
@@ -442,9 +469,23 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     async def lifespan(app: Starlette) -> Any:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(service.reload_from_path()))
+        # Everything alive once the server runs (modules, the app, the first model) is never
+        # scanned by a collection again: a full collection scans only what came later (a few
+        # thousand objects: well under a millisecond) instead of every module's objects (tens
+        # of milliseconds on this machine, and a reload's allocations trigger one now and
+        # then). Only here: frozen objects are freed by reference counting alone, so freezing
+        # after every swap would keep any garbage cycle alive then for good.
+        gc.collect()
+        gc.freeze()
+        # The executors' helper threads (pipes to the workers, staging writes) take the
+        # interpreter lock in turns with the event loop; the loop waits for it at most this
+        # long instead of the default 5 ms.
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             yield
         finally:
+            sys.setswitchinterval(switch)
             loop.remove_signal_handler(signal.SIGHUP)
 
     app = Starlette(

@@ -74,6 +74,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="uploaded model size limit",
     )
     p.add_argument("--access-log", action="store_true", help="one JSON line per request on stdout")
+    p.add_argument(
+        "--gate-nice",
+        type=int,
+        default=19,
+        metavar="N",
+        help="niceness added to the gate worker (0..19; 19: never in the way of a decision)",
+    )
     p.set_defaults(func=run)
 
 
@@ -134,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("max_body", "max_model", "rlimit"):
         if getattr(args, name) < 1:
             raise ClefproveError(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0 <= args.gate_nice <= 19:
+        raise ClefproveError(f"--gate-nice {args.gate_nice}: expected 0..19")
     host, port = parse_addr(args.addr, args.allow_remote)
     token = read_token(args.token_file)
     _require_serve_extra()
@@ -160,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     # Until the service handles SIGHUP, ignore it; the gate's worker processes started meanwhile
     # keep ignoring it (a signal to the whole process group is the service's, not theirs).
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    service = Service(os.path.abspath(args.model), settings, store, token, limits)
+    service = Service(os.path.abspath(args.model), settings, store, token, limits, args.gate_nice)
     try:
         outcome = service.admit_now(read_model_file(args.model, args.max_model), args.model)
         if outcome.exit_code != 0:
