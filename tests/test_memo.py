@@ -71,3 +71,28 @@ def test_no_module_keeps_a_memo_table():
             ):
                 offenders.append(f"{path.relative_to(PACKAGE)}: {node.value.id}")
     assert offenders == []
+
+
+def test_no_memo_hangs_off_an_objects_dict():
+    """Derived values live in the owner's ``derived`` memo, not in attributes stuck onto a
+    frozen object (``object.__setattr__`` / ``__dict__``), which no test can see or bound."""
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "memo.py"
+        and ("object.__setattr__(" in path.read_text() or ".__dict__" in path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_a_replaced_model_starts_with_an_empty_memo():
+    """``dataclasses.replace`` builds a new owner: it must not inherit the old one's derived
+    values (they may describe other content)."""
+    import dataclasses
+
+    from clefprove.model.loading import load_model
+
+    model = load_model(PACKAGE.parent / "examples" / "edge-allow-block.clef")
+    model.derived.get(("test",), lambda: 1)
+    other = dataclasses.replace(model, nodes=model.nodes.copy())
+    assert len(other.derived) == 0 and other.derived is not model.derived

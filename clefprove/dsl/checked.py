@@ -139,7 +139,7 @@ class CheckedInvariant:
     #: The invariant's text exactly as it was parsed (reports quote it; not part of its meaning).
     source: str | None = field(default=None, compare=False, repr=False)
     #: What later stages derive from this invariant (normal forms per domain), kept here.
-    derived: Derived = field(default_factory=Derived, compare=False, repr=False)
+    derived: Derived = field(default_factory=Derived, init=False, compare=False, repr=False)
 
     @property
     def is_relational(self) -> bool:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.memo import Derived
 from clefprove.model.types import Feature, Model, NodeKind
 
 
@@ -117,6 +118,10 @@ class Ensemble:
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     #: compiled in memory from a JSON source (its sha256 is then not a file's digest)
     from_source: bool = field(default=False, compare=False)
+    #: values derived from this ensemble (tables, evaluators, tree views): see clefprove.memo
+    derived: Derived = field(
+        default_factory=Derived, init=False, repr=False, hash=False, compare=False
+    )
 
     @property
     def n_trees(self) -> int:
@@ -147,23 +152,25 @@ class Ensemble:
         """Tree *t* as a single-tree :class:`Model` view (no copy).  Its leaves' ``aux`` are
         rows of :attr:`values`, not actions, and their ``value`` is 0: use it for structure
         (boxes, paths, wording), never for decisions."""
-        cache: dict[int, Model] = self.__dict__.setdefault("_clefprove_trees", {})
-        hit = cache.get(t)
-        if hit is None:
-            start, n = int(self.roots[t]), int(self.sizes[t])
-            hit = Model(
-                name=f"{self.name}[tree {t}]",
-                version=self.version,
-                features=self.features,
-                actions=self.actions,
-                nodes=self.nodes[start : start + n],
-                membership=self.membership,
-                max_depth=int(self.depths[t]),
-                sha256=self.sha256,
-                size=self.size,
-            )
-            cache[t] = hit
-        return hit
+        views = self.derived.get(("model.trees",), self._trees)
+        return views[t]
+
+    def _trees(self) -> tuple[Model, ...]:
+        return tuple(self._tree(t) for t in range(self.n_trees))
+
+    def _tree(self, t: int) -> Model:
+        start, n = int(self.roots[t]), int(self.sizes[t])
+        return Model(
+            name=f"{self.name}[tree {t}]",
+            version=self.version,
+            features=self.features,
+            actions=self.actions,
+            nodes=self.nodes[start : start + n],
+            membership=self.membership,
+            max_depth=int(self.depths[t]),
+            sha256=self.sha256,
+            size=self.size,
+        )
 
     def leaf_rows(self) -> np.ndarray:
         """(leaves,) global node index of each leaf, in value-row order."""

@@ -141,7 +141,9 @@ class Model:
     #: digest of bytes no file holds, and is never shown as the input file's digest.
     from_source: bool = field(default=False, compare=False)
     #: What later stages derive from this model (box tables, hashes, encoders), kept here.
-    derived: Derived = field(default_factory=Derived, repr=False, hash=False, compare=False)
+    derived: Derived = field(
+        default_factory=Derived, init=False, repr=False, hash=False, compare=False
+    )
 
     @property
     def n_nodes(self) -> int:

@@ -68,10 +68,11 @@ class Tables:
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
-    """The :class:`Tables` of *model* (computed once, cached on the model object)."""
-    hit: Tables | None = model.__dict__.get("_clefprove_ensemble_tables")
-    if hit is not None:
-        return hit
+    """The :class:`Tables` of *model* (computed once, kept in ``model.derived``)."""
+    return model.derived.get(("verify.ensemble_tables",), lambda: _tables(model))
+
+
+def _tables(model: Ensemble) -> Tables:
     nodes = model.nodes
     offset = np.repeat(model.roots, model.sizes)
     kind = nodes["kind"]
@@ -147,7 +148,7 @@ def ensemble_tables(model: Ensemble) -> Tables:
         size=model.size,
     )
     starts = np.searchsorted(tree, np.arange(model.n_trees), side="left").astype(np.int64)
-    out = Tables(
+    return Tables(
         lo_all,
         hi_all,
         cats_all,
@@ -158,8 +159,6 @@ def ensemble_tables(model: Ensemble) -> Tables:
         tuple(cuts),
         flat,
     )
-    object.__setattr__(model, "_clefprove_ensemble_tables", out)
-    return out
 
 
 @dataclass(eq=False)
@@ -796,11 +795,7 @@ def _mentions_confidence(f: object, n_feat: int) -> bool:
 
 
 def _evaluator(model: Ensemble) -> EnsembleEvaluator:
-    ev = model.__dict__.get("_clefprove_verify_evaluator")
-    if ev is None:
-        ev = EnsembleEvaluator(model)
-        object.__setattr__(model, "_clefprove_verify_evaluator", ev)
-    return ev
+    return model.derived.get(("verify.evaluator",), lambda: EnsembleEvaluator(model))
 
 
 # ---------------------------------------------------------------- results
