@@ -171,7 +171,7 @@ def admit_file(
     gone afterwards (renamed into the store, or deleted).  Never raises for bad input."""
     from clefprove.app.prepared import prepare
     from clefprove.app.store import ModelStore
-    from clefprove.model.clef import load_bytes, single_tree
+    from clefprove.model.clef import load_bytes
 
     store = ModelStore(store_dir, sweep=False)
     try:
@@ -185,8 +185,7 @@ def admit_file(
         if not verdict.admitted:
             return Admission(verdict, body, encode_json(body))
         # A fresh copy for serving (the gate's copy carries the verifier's derived state).
-        # (a tree ensemble is refused in one line: the service decides with single trees)
-        model = single_tree(load_bytes(Path(staged).read_bytes(), label), label, "serve")
+        model = load_bytes(Path(staged).read_bytes(), label)
         if model.sha256 != verdict.sha256:  # the file changed under the gate: never serve it
             error = {"error": "internal error: the staged file changed while it was gated"}
             return Admission(Verdict(4, error=error["error"]), error, encode_json(error))

@@ -3,8 +3,10 @@ service: the worker needs these and nothing else from it)."""
 
 from __future__ import annotations
 
+from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import RecordEncoder
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
 
 #: Up to this many nodes, the worker builds the evaluator's scalar tables too (unpickling
@@ -14,10 +16,12 @@ from clefprove.model.types import Model
 WARM_NODES = 32768
 
 
-def prepare(model: Model) -> Evaluator:
+def prepare(model: Model | Ensemble) -> Evaluator | EnsembleEvaluator:
     """The evaluator of *model*, its numpy tables derived (and, for a model of at most
     :data:`WARM_NODES` nodes, its scalar tables: the Python lists of the single-input walk).
     The gate worker builds it; it travels to the serving process pickled, with the model."""
+    if isinstance(model, Ensemble):
+        return EnsembleEvaluator(model)  # its tables are numpy arrays, built here
     evaluator = Evaluator(model)
     if model.n_nodes <= WARM_NODES:
         evaluator.evaluate_one(RecordEncoder(model).values({}))

@@ -1,4 +1,5 @@
-"""The served model: one immutable object per admitted model, swapped as a single reference.
+"""The served model: one immutable object per admitted model (a tree, :class:`ServedModel`, or
+an ensemble, :class:`ServedEnsemble`), swapped as a single reference.
 
 A request takes the current :class:`ServedModel` once, when it starts, and uses only that
 object: a reload that completes meanwhile cannot change the model a request is answered by.
@@ -19,16 +20,37 @@ import numpy as np
 from clefprove.app.admission import Verdict
 from clefprove.app.prepared import prepare
 from clefprove.errors import InputError
+from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import RecordEncoder
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 
 #: From this many inputs on, a batch is decided by the vectorised evaluator.
 BATCH_MIN = 32
 
 
+class _Inputs:
+    """Encoding and clip counting, shared by the served forms (a mixin, no fields)."""
+
+    encoder: RecordEncoder
+    bounds: dict[str, tuple[float, float, Any]]
+
+    def encode(self, record: Any) -> list[float]:
+        """The encoded input (raises :class:`InputError`); clipped values are not counted yet."""
+        return self.encoder.values(record)
+
+    def count_clipped(self, record: dict[str, Any]) -> None:
+        """Count the values of a valid *record* that lie outside their feature's domain."""
+        bounds = self.bounds
+        for name, v in record.items():
+            b = bounds.get(name)
+            if b is not None and (v < b[0] or v > b[1]):
+                b[2].inc()
+
+
 @dataclass(frozen=True)
-class ServedModel:
+class ServedModel(_Inputs):
     """An admitted model, ready to decide (build it with :func:`serve_model`)."""
 
     model: Model
@@ -59,18 +81,6 @@ class ServedModel:
                 f'"leaf": {leaf}, "model": {self.identity}}}'
             ).encode()
         return text
-
-    def encode(self, record: Any) -> list[float]:
-        """The encoded input (raises :class:`InputError`); clipped values are not counted yet."""
-        return self.encoder.values(record)
-
-    def count_clipped(self, record: dict[str, Any]) -> None:
-        """Count the values of a valid *record* that lie outside their feature's domain."""
-        bounds = self.bounds
-        for name, v in record.items():
-            b = bounds.get(name)
-            if b is not None and (v < b[0] or v > b[1]):
-                b[2].inc()
 
     def decide(self, rows: list[list[float]]) -> list[int]:
         """The leaf of every encoded input."""
@@ -116,14 +126,88 @@ class ServedModel:
         }
 
 
+#: Distinct ensemble decisions whose answer text a served ensemble keeps (then starts over).
+ANSWERS_MAX = 65536
+
+
+@dataclass(frozen=True)
+class ServedEnsemble(_Inputs):
+    """An admitted tree ensemble, ready to decide: the interface of :class:`ServedModel`,
+    with decision keys that stand for (action, confidence, each tree's leaf) instead of a
+    leaf.  ``decide`` hands out the keys and ``answer``/``count_decisions`` read them in the
+    same request (the event loop runs the three without a pause in between)."""
+
+    model: Ensemble
+    verdict: Verdict
+    origin: str
+    admitted_at: str
+    evaluator: EnsembleEvaluator
+    encoder: RecordEncoder
+    action_counters: Sequence[Any]
+    bounds: dict[str, tuple[float, float, Any]]
+    identity: str
+    _keys: dict[tuple[int, float, tuple[int, ...]], int] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _answers: list[bytes] = field(default_factory=list, repr=False, compare=False)
+    _actions: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def sha256(self) -> str:
+        return self.model.sha256
+
+    def decide(self, rows: list[list[float]]) -> list[int]:
+        """A decision key for every encoded input."""
+        batch = self.evaluator.evaluate(np.array(rows, dtype=np.float64))
+        if len(self._keys) + len(rows) > ANSWERS_MAX:
+            self._keys.clear()
+            self._answers.clear()
+            self._actions.clear()
+        out = []
+        for a, c, leaves in zip(
+            batch.actions.tolist(), batch.confidences.tolist(), batch.leaves.tolist(), strict=True
+        ):
+            key = (a, c, tuple(leaves))
+            k = self._keys.get(key)
+            if k is None:
+                k = self._keys[key] = len(self._answers)
+                self._answers.append(
+                    (
+                        f'{{"action": {json.dumps(self.model.actions[a], allow_nan=False)}, '
+                        f'"confidence": {c!r}, "leaves": {json.dumps(leaves)}, '
+                        f'"model": {self.identity}}}'
+                    ).encode()
+                )
+                self._actions.append(a)
+            out.append(k)
+        return out
+
+    def answer(self, key: int) -> bytes:
+        """The JSON answer for decision *key* (from :meth:`decide` in this request)."""
+        return self._answers[key]
+
+    def count_decisions(self, keys: list[int]) -> None:
+        actions, counters = self._actions, self.action_counters
+        for k in keys:
+            counters[actions[k]].inc()
+
+    def description(self) -> dict[str, Any]:
+        """What ``GET /model`` answers (as for a single tree, plus the number of trees)."""
+        return {**ServedModel.description(self), "trees": self.model.n_trees}  # type: ignore[arg-type]
+
+
+#: What the service serves: a single tree or an ensemble.
+Served = ServedModel | ServedEnsemble
+
+
 def serve_model(
-    model: Model,
+    model: Model | Ensemble,
     verdict: Verdict,
     origin: str,
     admitted_at: str,
     metrics: Any,
-    evaluator: Evaluator | None = None,
-) -> ServedModel:
+    evaluator: Evaluator | EnsembleEvaluator | None = None,
+) -> Served:
     """Build the served form of an admitted *model*, every per-model table included
     (*evaluator*: :func:`prepare`'s result for *model*, built elsewhere)."""
     if not verdict.admitted or verdict.sha256 != model.sha256:
@@ -138,18 +222,27 @@ def serve_model(
     identity = json.dumps(
         {"name": model.name, "version": model.version, "sha256": model.sha256}, allow_nan=False
     )
-    served = ServedModel(
-        model,
-        verdict,
-        origin,
-        admitted_at,
-        evaluator,
-        encoder,
-        counters,
-        {f.name: (f.min, f.max, oob[f.name]) for f in numeric},
-        identity,
-        model.nodes["aux"].astype(np.intp).tolist(),
-    )
+    bounds = {f.name: (f.min, f.max, oob[f.name]) for f in numeric}
+    served: Served
+    if isinstance(model, Ensemble):
+        assert isinstance(evaluator, EnsembleEvaluator)
+        served = ServedEnsemble(
+            model, verdict, origin, admitted_at, evaluator, encoder, counters, bounds, identity
+        )
+    else:
+        assert isinstance(evaluator, Evaluator)
+        served = ServedModel(
+            model,
+            verdict,
+            origin,
+            admitted_at,
+            evaluator,
+            encoder,
+            counters,
+            bounds,
+            identity,
+            model.nodes["aux"].astype(np.intp).tolist(),
+        )
     # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
     # first request after a swap.
     served.decide([encoder.values({})])

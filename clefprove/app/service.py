@@ -42,7 +42,7 @@ from clefprove.app.admission import (
     worker_init,
 )
 from clefprove.app.metrics import CONTENT_TYPE, Metrics
-from clefprove.app.served import ServedModel, one_line_input_error, serve_model
+from clefprove.app.served import Served, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
 from clefprove.errors import ClefproveError, InputError
 
@@ -135,7 +135,7 @@ class Service:
         self._token = token.encode() if token else None
         self.limits = limits
         self.metrics = Metrics()
-        self.current: ServedModel | None = None
+        self.current: Served | None = None
         self.history: list[str] = []  # sha256 of admitted models, oldest first
         self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
         self._tasks: set[asyncio.Task[None]] = set()
@@ -505,14 +505,14 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     return AccessLog(fast) if access_log else fast
 
 
-def _decider(service: Service) -> Callable[[ServedModel | None, bytes | None], tuple[int, bytes]]:
+def _decider(service: Service) -> Callable[[Served | None, bytes | None], tuple[int, bytes]]:
     """The answer to one POST /decide body (None: it was too large) on *served*: status and
     JSON bytes.  Metrics are counted only for a request answered in full."""
     metrics, limit = service.metrics, service.limits.max_decide_bytes
     errors, histogram = metrics.input_errors, metrics.decision_seconds
     too_large = _error_bytes(f"request body larger than {limit} bytes")
 
-    def decide_body(served: ServedModel | None, body: bytes | None) -> tuple[int, bytes]:
+    def decide_body(served: Served | None, body: bytes | None) -> tuple[int, bytes]:
         t0 = time.perf_counter()
         assert served is not None  # the port listens only once a model is admitted
         if body is None:
@@ -563,7 +563,7 @@ class DecideFastPath:
         self,
         app: ASGIApp,
         service: Service,
-        decide_body: Callable[[ServedModel | None, bytes | None], tuple[int, bytes]],
+        decide_body: Callable[[Served | None, bytes | None], tuple[int, bytes]],
     ) -> None:
         self.app = app
         self.service = service

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import InputError
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Feature, FeatureType, Model
 
 
@@ -116,7 +117,7 @@ def value_encoder(f: Feature) -> Callable[[Any], float]:
 class RecordEncoder:
     """Encodes records for one model; reusable (it caches the name -> index table)."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model | Ensemble) -> None:
         self.model = model
         self.features = model.features
         self.index = {f.name: i for i, f in enumerate(model.features)}

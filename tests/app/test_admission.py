@@ -94,18 +94,51 @@ def test_an_invalid_file_is_named_by_its_label_not_its_staging_name(
     assert "\n" not in adm.body["error"] and not staged.exists()
 
 
-def test_an_ensemble_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_an_ensemble_is_admitted_and_served_like_eval(tmp_path: Path) -> None:
+    from clefprove.eval.ensemble import EnsembleEvaluator
+
     src = json.loads((ROOT / "tests" / "fixtures" / "ensemble_toy.json").read_text())
     data = write_clef(compile_source(src))
     store = ModelStore(tmp_path / "store")
     (tmp_path / "x.inv").write_text("invariant trivially:\n  ensure true\n")
     settings = GateSettings((str(tmp_path / "x.inv"),), None, None, 50_000_000, 1, 3)
-    staged, _ = store.stage_and_hash(data)
-    adm = admit_file(str(staged), settings, str(store.directory), "upload", "upload")
-    if adm.verdict.exit_code != 2:  # the invariant must parse for the gate to get this far
-        pytest.fail(f"expected a refusal, got {adm.body}")
-    assert "ensemble" in adm.body["error"] and "\n" not in adm.body["error"]
-    assert not list(store.directory.glob("*.clef"))
+    staged, digest = store.stage_and_hash(data)
+    adm = pickle.loads(
+        pickle.dumps(admit_file(str(staged), settings, str(store.directory), "upload", "upload"))
+    )
+    assert adm.verdict.admitted, adm.body
+    assert store.model_path(digest).read_bytes() == data
+    served = serve_model(adm.model, adm.verdict, "upload", adm.when, Metrics(), adm.evaluator)
+    fresh = EnsembleEvaluator(load_bytes_model(data))
+    enc = RecordEncoder(adm.model)
+    rng = np.random.default_rng(3)
+    rows = [
+        enc.values(
+            {
+                "client_rtt_ms": float(rng.uniform(0, 1000)),
+                "path_depth": int(rng.integers(0, 9)),
+                "ua_family": str(rng.choice(["Chrome", "Firefox", "curl", "other"])),
+                "is_tor": bool(rng.integers(0, 2)),
+            }
+        )
+        for _ in range(300)
+    ]
+    want = fresh.evaluate(np.array(rows))
+    for batch in (rows[:1], rows[:5], rows):  # one at a time and the vectorised path
+        keys = served.decide(batch)
+        for i, k in enumerate(keys):
+            got = json.loads(served.answer(k))
+            assert got["action"] == adm.model.actions[int(want.actions[i])]
+            assert got["confidence"] == float(want.confidences[i])
+            assert got["leaves"] == want.leaves[i].tolist()
+            assert got["model"]["sha256"] == digest
+    assert served.description()["trees"] == adm.model.n_trees
+
+
+def load_bytes_model(data: bytes):  # type: ignore[no-untyped-def]
+    from clefprove.model.clef import load_bytes
+
+    return load_bytes(data)
 
 
 def test_the_diff_worker_adds_the_diff_to_the_record(tmp_path: Path) -> None:
