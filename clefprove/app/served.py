@@ -174,7 +174,7 @@ class ServedEnsemble(_Inputs):
                 self._answers.append(
                     (
                         f'{{"action": {json.dumps(self.model.actions[a], allow_nan=False)}, '
-                        f'"confidence": {c!r}, "leaves": {json.dumps(leaves)}, '
+                        f'"confidence": {c!r}, "leaves": {json.dumps(leaves, allow_nan=False)}, '
                         f'"model": {self.identity}}}'
                     ).encode()
                 )

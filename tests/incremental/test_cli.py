@@ -166,9 +166,11 @@ def test_check_uses_the_cache_by_default(tmp_path) -> None:
 
 SOLVER_INV = """severity allow < challenge < rate_limit < block
 
-invariant slow_but_shallow_blocked:
-  "Two linear terms: the box stages cannot decide its paths, Z3 proves each one."
-  when client_rtt_ms - 100 * path_depth >= 2000 and client_rtt_ms + 500 * referer_entropy <= 1500
+invariant triangle_is_empty:
+  "Three linear terms, no two contradictory on a box: the linear stage leaves it to Z3."
+  when client_rtt_ms + 100 * referer_entropy <= 1200
+    and client_rtt_ms - 100 * referer_entropy >= 200
+    and 100 * referer_entropy - 0.5 * client_rtt_ms >= 160
   ensure action == block
 """
 

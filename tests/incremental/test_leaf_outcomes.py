@@ -17,7 +17,12 @@ from clefprove.incremental import ProofCache, delta, walk
 from clefprove.incremental.store import DB_NAME, _snapshot_chk
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check
+from clefprove.verify.options import CheckOptions
 from tests.incremental import models as M
+
+#: The tests about leaves that Z3 decides run without the exact linear stage: with it, the
+#: models' two-literal invariants need no solver at all (verify/linear.py).
+Z3 = CheckOptions(linear=False)
 
 #: The pool without the 'when's that mention the decision (their vacuity can make a re-check
 #: decide every leaf again, see walk._needs_fresh), so that paths_checked is exact.
@@ -60,7 +65,7 @@ def test_solver_violated_leaves_are_reused(tmp_path) -> None:
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
-        first = check(model, prog, cache=cache)
+        first = check(model, prog, cache=cache, options=Z3)
         solver = first.results[1]
         assert solver.status == "violated" and solver.solver_paths > 1
         assert solver.violating_paths > 3 and len(solver.counterexamples) == 3
@@ -71,8 +76,8 @@ def test_solver_violated_leaves_are_reused(tmp_path) -> None:
         target = next(p for p in changed if M.at(src["tree"], p)["action"] == "allow")
         M.at(src["tree"], target)["action"] = "block"
         model2 = M.compile_(src)
-        second = check(model2, prog, cache=cache)
-    fresh = check(model2, prog)
+        second = check(model2, prog, cache=cache, options=Z3)
+    fresh = check(model2, prog, options=Z3)
     assert M.comparable(second) == M.comparable(fresh)
     assert fresh.results[1].counterexamples[0].leaf != leaf
     assert fresh.results[1].violating_paths == solver.violating_paths - 1
@@ -222,8 +227,8 @@ def _filled(tmp_path, src: dict, names: list[str]):
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
-        check(model, prog, cache=cache)
-        check(model, prog, cache=cache)
+        check(model, prog, cache=cache, options=Z3)
+        check(model, prog, cache=cache, options=Z3)
     return prog
 
 
@@ -249,9 +254,9 @@ def test_forged_witness_rows_fall_back_to_a_fresh_check(tmp_path) -> None:
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
-        got = check(model, prog, cache=cache)
+        got = check(model, prog, cache=cache, options=Z3)
         assert any("corrupt proof cache" in w for w in cache.warnings)
-    assert M.comparable(got) == M.comparable(check(model, prog))
+    assert M.comparable(got) == M.comparable(check(model, prog, options=Z3))
 
 
 def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
@@ -266,9 +271,9 @@ def test_outcomes_of_another_layout_are_not_read(tmp_path, monkeypatch) -> None:
     model = M.compile_(src)
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
-        got = check(model, prog, cache=cache)
+        got = check(model, prog, cache=cache, options=Z3)
         assert not cache.warnings
-    assert M.comparable(got) == M.comparable(check(model, prog))
+    assert M.comparable(got) == M.comparable(check(model, prog, options=Z3))
     # Without outcomes on the last version, the invariants were decided by the subtree walk
     # (Z3's) or on every leaf (box-decided), not against the last version.
     assert got.results[1].paths_checked == 16
@@ -304,8 +309,8 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
                 M.at(src["tree"], allow[step])["action"] = "block"
             model = M.compile_(src)
             prog = M.program(names, model)
-            got = check(model, prog, cache=cache)
-            assert M.comparable(got) == M.comparable(check(model, prog))
+            got = check(model, prog, cache=cache, options=Z3)
+            assert M.comparable(got) == M.comparable(check(model, prog, options=Z3))
             if step >= 2:
                 assert got.results[0].paths_checked == 1
             stored = kinds()
@@ -336,8 +341,8 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
         for _ in range(2):
             model = M.compile_(src)
             prog = M.program(names, model)
-            got = check(model, prog, cache=cache)
-            assert M.comparable(got) == M.comparable(check(model, prog))
+            got = check(model, prog, cache=cache, options=Z3)
+            assert M.comparable(got) == M.comparable(check(model, prog, options=Z3))
             M.at(src["tree"], allow[5])["action"] = "block"
         assert [k for k, _ in kinds()][-2:] == ["tree", "treed"]
 
