@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "import",
         "convert a trained tree or tree ensemble (ONNX-ML, XGBoost, LightGBM) into a .clef file",
         description=(
-            "Convert a trained tree classifier or tree ensemble (forest, boosted trees) into a .clef "
-            "model with the same decisions. "
+            "Convert a trained tree classifier or tree ensemble (forest, boosted trees) into a "
+            ".clef model with the same decisions. "
             "Files are parsed, never unpickled. See docs/importers.md for the exact semantics. "
             "ONNX needs the 'onnx' package: pip install 'clefprove[import]'."
         ),

@@ -801,6 +801,34 @@ def _evaluator(model: Ensemble) -> EnsembleEvaluator:
 # ---------------------------------------------------------------- results
 
 
+def tally(
+    inv: ck.CheckedInvariant,
+    n_violating: int,
+    n_unknown: int,
+    unsettled: float,
+    timed_out: bool,
+    confirmed: int,
+    domain: str,
+    warnings: list[str],
+) -> tuple[int, int, float]:
+    """``(violating, unknown, proved share)`` of a search whose *confirmed* witnesses were
+    confirmed by the evaluator: without one, violating regions count as unknown, and so does
+    a search cut short; the proved share of *domain* is then warned about."""
+    if confirmed:
+        return n_violating, n_unknown, 0.0
+    n_unknown += n_violating
+    if timed_out or unsettled > 0:
+        n_unknown = max(n_unknown, 1)
+    share = max(0.0, min(1.0, 1.0 - unsettled))
+    if n_unknown:
+        warnings.append(
+            f"{inv.file}:{inv.line}: invariant '{inv.name}' on the ensemble: "
+            f"{share:.1%} of {domain} proved "
+            + ("within the time budget" if timed_out else "(some regions undecided)")
+        )
+    return 0, n_unknown, share
+
+
 def check_ensemble_invariant(
     model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
 ) -> Any:
@@ -861,17 +889,10 @@ def decide_ensemble_invariant(
                     record, model.actions[d.action], d.confidence, -1, (), leaves=d.leaves
                 )
             )
-    n_violating = res.n_violating if confirmed else 0
-    n_unknown = res.n_unknown + (res.n_violating if not confirmed else 0)
-    if not confirmed and (res.timed_out or res.unsettled > 0):
-        n_unknown = max(n_unknown, 1)
-    share = 0.0 if confirmed else max(0.0, min(1.0, 1.0 - res.unsettled))
-    if not confirmed and n_unknown:
-        warnings.append(
-            f"{inv.file}:{inv.line}: invariant '{inv.name}' on the ensemble: "
-            f"{share:.1%} of the input domain proved "
-            + ("within the time budget" if res.timed_out else "(some regions undecided)")
-        )
+    n_violating, n_unknown, share = tally(
+        inv, res.n_violating, res.n_unknown, res.unsettled, res.timed_out, confirmed,
+        "the input domain", warnings,
+    )  # fmt: skip
     verdict, vacuous = settle(
         f"{inv.file}:{inv.line}",
         inv.name,

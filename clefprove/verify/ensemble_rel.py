@@ -61,6 +61,7 @@ from clefprove.verify.ensemble import (
     ensemble_tables,
     outcomes,
     score_bounds,
+    tally,
 )
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.pairsweep import stable_ok
@@ -774,17 +775,10 @@ def check_ensemble_relational(
         confirmed += 1
         if len(cexs) < counterexamples:
             cexs.append(cex)
-    n_violating = res.n_violating if confirmed else 0
-    n_unknown = res.n_unknown + (res.n_violating if not confirmed else 0)
-    if not confirmed and (res.timed_out or res.unsettled > 0):
-        n_unknown = max(n_unknown, 1)
-    share = 0.0 if confirmed else max(0.0, min(1.0, 1.0 - res.unsettled))
-    if not confirmed and n_unknown:
-        warnings.append(
-            f"{inv.file}:{inv.line}: invariant '{inv.name}' on the ensemble: "
-            f"{share:.1%} of the other features' domain proved "
-            + ("within the time budget" if res.timed_out else "(some regions undecided)")
-        )
+    n_violating, n_unknown, share = tally(
+        inv, res.n_violating, res.n_unknown, res.unsettled, res.timed_out, confirmed,
+        "the other features' domain", warnings,
+    )  # fmt: skip
     probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(True))
     verdict, vacuous = settle(
         f"{inv.file}:{inv.line}",
