@@ -39,7 +39,7 @@ from clefprove.verify.verdicts import (
     InvariantResult,
     ModelInfo,
     Report,
-    settle,
+    settled_result,
 )
 
 InvariantsArg = (
@@ -286,30 +286,17 @@ def finish(
                 status[r] = eg.UNKNOWN
     n_violating = int(np.count_nonzero(status == eg.VIOLATED))
     n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
-    verdict, vacuous = settle(
-        f"{inv.file}:{inv.line}",
-        inv.name,
+    return settled_result(
+        inv,
         n_violating,
         n_unknown,
         vacuity or (lambda: when_is_vacuous(model, prep, pv.boxes, settings)),
         warnings,
-    )
-    return InvariantResult(
-        invariant=inv.name,
-        file=inv.file,
-        line=inv.line,
-        column=inv.column,
-        status=verdict,
-        vacuous=vacuous,
-        violating_paths=n_violating,
-        unknown_paths=n_unknown,
-        counterexamples=tuple(cexs),
-        seconds=time.perf_counter() - t0,
+        cexs,
+        time.perf_counter() - t0,
         paths_checked=pv.boxes.size,
         paths_reused=paths_reused,
-        description=inv.description,
         solver_paths=pv.solver_paths,
-        warnings=tuple(warnings),
     )
 
 

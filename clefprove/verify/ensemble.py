@@ -850,7 +850,7 @@ def decide_ensemble_invariant(
     regions settled in this run, ``paths_reused`` those of *start* that the bounds re-proved
     as they were (no split, no solver)."""
     from clefprove.verify.evidence import decode, encode, when_is_vacuous_on_domain
-    from clefprove.verify.verdicts import Counterexample, InvariantResult, settle
+    from clefprove.verify.verdicts import Counterexample, settled_result
 
     t0 = time.perf_counter()
     prep = eg.prepare(model, inv, settings.dnf_cap)
@@ -893,34 +893,21 @@ def decide_ensemble_invariant(
         inv, res.n_violating, res.n_unknown, res.unsettled, res.timed_out, confirmed,
         "the input domain", warnings,
     )  # fmt: skip
-    verdict, vacuous = settle(
-        f"{inv.file}:{inv.line}",
-        inv.name,
+    result = settled_result(
+        inv,
         n_violating,
         n_unknown,
         lambda: when_is_vacuous_on_domain(model, prep, settings),  # type: ignore[arg-type]
         warnings,
-    )
-    result = InvariantResult(
-        invariant=inv.name,
-        file=inv.file,
-        line=inv.line,
-        column=inv.column,
-        status=verdict,
-        vacuous=vacuous,
-        violating_paths=n_violating,
-        unknown_paths=n_unknown,
-        counterexamples=tuple(cexs),
-        seconds=time.perf_counter() - t0,
+        cexs,
+        time.perf_counter() - t0,
         paths_checked=res.regions - res.reused,
         paths_reused=res.reused,
-        description=inv.description,
         solver_paths=res.solver_paths,
-        warnings=tuple(warnings),
-        proved_share=1.0 if verdict == "holds" else share if verdict == "unknown" else None,
+        share=share,
     )
     partition = None
-    if verdict == Verdict.HOLDS and not n_unknown and not n_violating and not res.timed_out:
+    if result.status == Verdict.HOLDS and not n_unknown and not n_violating and not res.timed_out:
         dom = Box.domain(model)
         cat_feats = sorted(dom.cats)
         partition = Partition.of(

@@ -47,7 +47,6 @@ from clefprove.eval.ensemble import decide
 from clefprove.geometry.boxes import Box, cat_mask
 from clefprove.model.ensemble import Ensemble, Link
 from clefprove.model.types import FeatureType
-from clefprove.status import Verdict
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.ensemble import (
@@ -753,7 +752,7 @@ def check_ensemble_relational(
 ) -> Any:
     """The verdict on one relational invariant of an ensemble (an InvariantResult)."""
     from clefprove.verify.evidence import when_is_vacuous_on_domain
-    from clefprove.verify.verdicts import InvariantResult, RelationalCounterexample, settle
+    from clefprove.verify.verdicts import RelationalCounterexample, settled_result
 
     t0 = time.perf_counter()
     prep = prepare(model, inv, severity)
@@ -780,9 +779,8 @@ def check_ensemble_relational(
         "the other features' domain", warnings,
     )  # fmt: skip
     probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(True))
-    verdict, vacuous = settle(
-        f"{inv.file}:{inv.line}",
-        inv.name,
+    return settled_result(
+        inv,
         n_violating,
         n_unknown,
         lambda: when_is_vacuous_on_domain(
@@ -791,23 +789,9 @@ def check_ensemble_relational(
             settings,
         ),
         warnings,
-    )
-    return InvariantResult(
-        invariant=inv.name,
-        file=inv.file,
-        line=inv.line,
-        column=inv.column,
-        status=verdict,
-        vacuous=vacuous,
-        violating_paths=n_violating,
-        unknown_paths=n_unknown,
-        counterexamples=tuple(cexs),
-        seconds=time.perf_counter() - t0,
+        cexs,
+        time.perf_counter() - t0,
         paths_checked=res.regions,
-        description=inv.description,
-        warnings=tuple(warnings),
         relation=_relation(model, inv),
-        proved_share=(
-            1.0 if verdict == Verdict.HOLDS else share if verdict == Verdict.UNKNOWN else None
-        ),
+        share=share,
     )

@@ -49,7 +49,7 @@ from clefprove.verify.pairsweep import PairSweep, stable_ok
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
-    settle,
+    settled_result,
 )
 
 #: Most DNF conjunctions of ``when`` decided on boxes (their pairs: at most this squared).
@@ -674,30 +674,16 @@ def check_relational(
         if not confirmed_any:  # 'violated' must rest on a confirmed pair
             n_unknown += n_violating
             n_violating = 0
-    verdict, vacuous = settle(
-        f"{inv.file}:{inv.line}",
-        inv.name,
+    return settled_result(
+        inv,
         n_violating,
         n_unknown,
         lambda: _when_vacuous(model, inv, settings, pc.boxes),
         warnings,
-    )
-    return InvariantResult(
-        invariant=inv.name,
-        file=inv.file,
-        line=inv.line,
-        column=inv.column,
-        status=verdict,
-        vacuous=vacuous,
-        violating_paths=n_violating,
-        unknown_paths=n_unknown,
-        counterexamples=tuple(cexs),
-        seconds=time.perf_counter() - t0,
+        cexs,
+        time.perf_counter() - t0,
         paths_checked=pc.n_leaves,
-        paths_reused=0,
-        description=inv.description,
         solver_paths=len(undecided),
-        warnings=tuple(warnings),
         relation=describe(model, prep.relation),
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from clefprove.status import ExitCode, Verdict
 
@@ -36,6 +36,66 @@ def settle(
             "no input in the domain satisfies its 'when'"
         )
     return HOLDS, vacuous
+
+
+class Located(Protocol):
+    """Where an invariant was written and what it is called (a checked invariant)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+    @property
+    def description(self) -> str | None: ...
+
+
+def settled_result(
+    inv: Located,
+    n_violating: int,
+    n_unknown: int,
+    is_vacuous: Callable[[], bool],
+    warnings: list[str],
+    counterexamples: Sequence[Counterexample | RelationalCounterexample],
+    seconds: float,
+    *,
+    paths_checked: int,
+    paths_reused: int = 0,
+    solver_paths: int = 0,
+    relation: str | None = None,
+    share: float | None = None,
+) -> InvariantResult:
+    """The result of every check path: :func:`settle` on the counts, then the record.  *share*
+    (an ensemble search's proved share of the domain) is reported for an unknown verdict, as
+    1.0 for a holding one and not at all for a violated one."""
+    verdict, vacuous = settle(
+        f"{inv.file}:{inv.line}", inv.name, n_violating, n_unknown, is_vacuous, warnings
+    )
+    proved_share = None
+    if share is not None and verdict != VIOLATED:
+        proved_share = 1.0 if verdict == HOLDS else share
+    return InvariantResult(
+        invariant=inv.name,
+        file=inv.file,
+        line=inv.line,
+        column=inv.column,
+        status=verdict,
+        vacuous=vacuous,
+        violating_paths=n_violating,
+        unknown_paths=n_unknown,
+        counterexamples=tuple(counterexamples),
+        seconds=seconds,
+        paths_checked=paths_checked,
+        paths_reused=paths_reused,
+        description=inv.description,
+        solver_paths=solver_paths,
+        warnings=tuple(warnings),
+        relation=relation,
+        proved_share=proved_share,
+    )
 
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN = (
