@@ -51,6 +51,26 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
+def _meta_bytes(
+    name: str,
+    version: str,
+    features: tuple[Feature, ...],
+    actions: tuple[str, ...],
+    extra: dict[str, Any] | None,
+) -> bytes:
+    """The metadata block of either version: canonical JSON, keys sorted."""
+    from clefprove.model.features import feature_to_json
+
+    meta = {
+        "name": name,
+        "version": version,
+        "features": [feature_to_json(f) for f in features],
+        "actions": list(actions),
+        **(extra or {}),
+    }
+    return json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
 def encode_clef(
     name: str,
     version: str,
@@ -62,16 +82,7 @@ def encode_clef(
     extra: dict[str, Any] | None = None,
 ) -> bytes:
     """Serialise a validated model into `.clef` v1 bytes (deterministic)."""
-    from clefprove.model.features import feature_to_json
-
-    meta = {
-        "name": name,
-        "version": version,
-        "features": [feature_to_json(f) for f in features],
-        "actions": list(actions),
-        **(extra or {}),
-    }
-    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    meta_bytes = _meta_bytes(name, version, features, actions, extra)
     nodes_offset = _align8(HEADER_SIZE + len(meta_bytes))
     node_bytes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE).tobytes()
     membership_offset = nodes_offset + len(node_bytes)
@@ -116,17 +127,9 @@ def encode_ensemble(
     extra: dict[str, Any] | None = None,
 ) -> bytes:
     """Serialise an ensemble into `.clef` v2 bytes (deterministic; layout in docs/format.md)."""
-    from clefprove.model.features import feature_to_json
-
-    meta = {
-        "name": name,
-        "version": version,
-        "features": [feature_to_json(f) for f in features],
-        "actions": list(actions),
-        **(extra or {}),
-        "ensemble": combine.to_json(),
-    }
-    meta_bytes = json.dumps(meta, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    meta_bytes = _meta_bytes(
+        name, version, features, actions, {**(extra or {}), "ensemble": combine.to_json()}
+    )
     nodes_offset = _align8(HEADER_SIZE + len(meta_bytes))
     nodes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE)
     node_bytes = nodes.tobytes()
