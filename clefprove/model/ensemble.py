@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.memo import Derived
-from clefprove.model.types import Feature, Model, NodeKind
+from clefprove.model.types import Feature, Model, NodeKind, Vocabulary
 
 
 class Arithmetic(enum.StrEnum):
@@ -99,7 +99,7 @@ class Combine:
 
 
 @dataclass(frozen=True, eq=False)
-class Ensemble:
+class Ensemble(Vocabulary):
     """A loaded ensemble.  Immutable; the arrays are read-only."""
 
     name: str
@@ -128,25 +128,12 @@ class Ensemble:
         return int(self.roots.shape[0])
 
     @property
-    def n_nodes(self) -> int:
-        return int(self.nodes.shape[0])
-
-    @property
     def n_leaves(self) -> int:
         return int(self.values.shape[0])
 
     @property
     def max_depth(self) -> int:
         return int(self.depths.max())
-
-    def feature_index(self, name: str) -> int:
-        for i, f in enumerate(self.features):
-            if f.name == name:
-                return i
-        raise KeyError(name)
-
-    def action_index(self, name: str) -> int:
-        return self.actions.index(name)
 
     def tree(self, t: int) -> Model:
         """Tree *t* as a single-tree :class:`Model` view (no copy).  Its leaves' ``aux`` are

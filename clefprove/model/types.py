@@ -123,8 +123,31 @@ class Node:
         return self.kind is NodeKind.LEAF
 
 
+class Vocabulary:
+    """What a single tree and an ensemble both answer about their features, actions and node
+    records (a base of both dataclasses; it holds no fields of its own)."""
+
+    features: tuple[Feature, ...]
+    actions: tuple[str, ...]
+    nodes: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.nodes.shape[0])
+
+    def feature_index(self, name: str) -> int:
+        """Index of the feature called *name*; KeyError if there is none."""
+        for i, f in enumerate(self.features):
+            if f.name == name:
+                return i
+        raise KeyError(name)
+
+    def action_index(self, name: str) -> int:
+        return self.actions.index(name)
+
+
 @dataclass(frozen=True, eq=False)
-class Model:
+class Model(Vocabulary):
     """A loaded model.  Immutable; ``nodes`` and ``membership`` are read-only arrays."""
 
     name: str
@@ -146,22 +169,8 @@ class Model:
     )
 
     @property
-    def n_nodes(self) -> int:
-        return int(self.nodes.shape[0])
-
-    @property
     def n_leaves(self) -> int:
         return int(np.count_nonzero(self.nodes["kind"] == NodeKind.LEAF))
-
-    def feature_index(self, name: str) -> int:
-        """Index of the feature called *name*; KeyError if there is none."""
-        for i, f in enumerate(self.features):
-            if f.name == name:
-                return i
-        raise KeyError(name)
-
-    def action_index(self, name: str) -> int:
-        return self.actions.index(name)
 
     def node(self, index: int) -> Node:
         """The node at *index* as a :class:`Node`."""
