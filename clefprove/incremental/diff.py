@@ -34,6 +34,7 @@ from clefprove.geometry.boxes import empty_rows, leaf_boxes, step_down
 from clefprove.geometry.measure import box_shares
 from clefprove.incremental import graph as gr
 from clefprove.model.describe import format_number
+from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import normal as nm
 
@@ -258,7 +259,8 @@ def _intersections(
     )
 
 
-def _describe_model(model: Model, path: str) -> dict[str, Any]:
+def describe_model(model: Model | Ensemble, path: str) -> dict[str, Any]:
+    """The ``old``/``new`` header of a diff report."""
     return {
         "path": path,
         "name": model.name,
@@ -278,7 +280,7 @@ def diff(
     g = gr.subtree_graph({"old": old, "new": new})
     changes = tuple(gr.structural_changes(old, new, g))
     shared = gr.shared_stats(g, "old", "new")
-    head = (_describe_model(old, old_path), _describe_model(new, new_path))
+    head = (describe_model(old, old_path), describe_model(new, new_path))
     reason = incompatibility(old, new)
     if reason is not None:
         return DiffReport(*head, changes, shared, False, reason)

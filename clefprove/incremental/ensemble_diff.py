@@ -72,15 +72,7 @@ def diff_models(
 
 
 def _describe(model: Ensemble, path: str) -> dict[str, Any]:
-    return {
-        "path": path,
-        "name": model.name,
-        "version": model.version,
-        "sha256": model.sha256,
-        "nodes": model.n_nodes,
-        "leaves": model.n_leaves,
-        "trees": model.n_trees,
-    }
+    return {**df.describe_model(model, path), "trees": model.n_trees}
 
 
 def _tree_summary(model: Ensemble, t: int, h: str) -> str:
