@@ -121,10 +121,20 @@ _DELTA_HEAD = struct.Struct("<8sII4x")
 DELTA_SHARE = 1 / 16
 
 
-def _records(nodes: np.ndarray) -> np.ndarray:
-    """Each node record as one opaque value, so that records compare bit for bit."""
+def _words(nodes: np.ndarray) -> np.ndarray:
+    """(n, 3) uint64: each 24-byte node record as three words, so that records compare bit
+    for bit in three vectorised comparisons (numpy compares opaque records one by one)."""
     flat = np.ascontiguousarray(nodes)
-    return flat.view(np.dtype((np.void, NODE_DTYPE.itemsize)))
+    return flat.view(np.uint64).reshape(-1, NODE_DTYPE.itemsize // 8)
+
+
+def _differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n,) bool: node record i of *a* and of *b* differ in some bit (same node count)."""
+    wa, wb = _words(a), _words(b)
+    out: np.ndarray = wa[:, 0] != wb[:, 0]
+    for k in range(1, wa.shape[1]):
+        out |= wa[:, k] != wb[:, k]
+    return out
 
 
 def encode_tree_delta(base_key: bytes, base: TreeSnapshot, model: Model) -> bytes | None:
@@ -137,7 +147,7 @@ def encode_tree_delta(base_key: bytes, base: TreeSnapshot, model: Model) -> byte
         or not np.array_equal(base.membership, np.asarray(model.membership, dtype=np.uint8))
     ):
         return None
-    differ = np.flatnonzero(_records(base.nodes) != _records(model.nodes))
+    differ = np.flatnonzero(_differ(base.nodes, model.nodes))
     if differ.size > DELTA_SHARE * model.n_nodes:
         return None
     return b"".join(
@@ -185,6 +195,9 @@ class Alignment:
     clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
     clean_at: np.ndarray  # the rows of clean_new in leaves
+    #: When both trees have the same shape (a leaf's row is the same in both): which rows of
+    #: ``leaves`` are clean, as a mask (then clean_at is clean_old_rows).
+    clean_mask: np.ndarray | None = None
 
     @property
     def old_rows_sorted(self) -> bool:
@@ -206,6 +219,7 @@ class _Columns:
     """The node fields :func:`align` compares, as plain arrays (value as float64 bits)."""
 
     def __init__(self, nodes: np.ndarray, membership: np.ndarray) -> None:
+        self.nodes = nodes
         self.kind = nodes["kind"]
         self.feature = nodes["feature"]
         self.aux = nodes["aux"]
@@ -301,11 +315,18 @@ def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
 def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.ndarray) -> Alignment:
     """Both trees have the same shape (kinds and child links), so node i pairs with node i:
     one vectorised comparison of all records, then a walk below the differing ones only."""
-    every = np.arange(a.kind.size)
-    differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
+    # Records equal bit for bit are equal records (a categorical set compares by its offset
+    # only when both trees share one membership table); the others are compared field by field.
+    cand = _differ(a.nodes, b.nodes)
+    if a.membership is not b.membership:
+        cand |= a.kind == NodeKind.CATEGORICAL
+    cand_at = np.flatnonzero(cand)
+    differ = cand_at[~_equal_records(a, cand_at, b, cand_at, vocab)]
     if not differ.size:
         every_leaf = np.arange(leaves.size)
-        return Alignment(leaves, leaves, every_leaf, differ, every_leaf)
+        return Alignment(
+            leaves, leaves, every_leaf, differ, every_leaf, np.ones(leaves.size, dtype=bool)
+        )
     # Walk down from every differing node: the differing nodes met on the way have a
     # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
     below = np.zeros(a.kind.size, dtype=bool)
@@ -319,7 +340,7 @@ def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.nda
     below[roots] = True
     keep = ~below[leaves]
     rows = np.flatnonzero(keep)
-    return Alignment(leaves, leaves[keep], rows, roots, rows)
+    return Alignment(leaves, leaves[keep], rows, roots, rows, keep)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -520,18 +541,72 @@ def reuse(
     leaves = al.leaves
     n = leaves.size
     width = len(model.features)
+    w_rows: list[np.ndarray] = []
+    w_x: list[np.ndarray] = []
+    n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
+    if al.clean_mask is not None and old.status.size == n:
+        # Same shape: leaf row i is row i of the old outcomes.  A few passes over the int8 and
+        # int16 arrays, no gathers of all rows (see the general case below for the rules).
+        st, hw = old.status, old.how
+        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        ow = old.witnesses
+        if ow.rows.size:
+            if ow.x.shape[1] != width:
+                raise ValueError("stored witnesses of the wrong width")
+            ok[ow.rows] = True  # decode checked: each is a solver-violated row
+            kept = al.clean_mask[ow.rows]
+            w_rows.append(ow.rows[kept])
+            w_x.append(ow.x[kept])
+        ok &= al.clean_mask
+        todo = ~ok
+        status = np.where(ok, st, np.int8(eg.SAFE)).astype(np.int8, copy=False)
+        how = np.where(ok, hw, np.int16(eg.HOW_NONE)).astype(np.int16, copy=False)
+    else:
+        status, how, todo = _reuse_rows(al, old, n_conj, width, w_rows, w_x)
+    rows = np.flatnonzero(todo)
+    solver = 0
+    if rows.size:
+        sub = boxes_for(leaves[rows])
+        if not np.array_equal(sub.leaves, leaves[rows]):
+            raise ValueError("boxes for the wrong leaves")
+        pv = eg.decide(model, prep, sub, settings)
+        status[rows] = pv.status
+        how[rows] = pv.how
+        if pv.witnesses:
+            new = RowWitnesses.of(pv.witnesses, width)
+            w_rows.append(rows[new.rows])
+            w_x.append(new.x)
+        solver = pv.solver_paths
+    if w_rows and sum(r.size for r in w_rows):
+        wr = np.concatenate(w_rows)
+        order = np.argsort(wr, kind="stable")
+        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
+    else:
+        witnesses = _NO_WITNESSES
+    lazy = LazyLeafBoxes(model, leaves)
+    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+
+
+def _reuse_rows(
+    al: Alignment,
+    old: LeafOutcomes,
+    n_conj: int,
+    width: int,
+    w_rows: list[np.ndarray],
+    w_x: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`reuse` for any alignment: ``(status, how, todo)`` over the new leaves, the
+    reused witnesses appended to *w_rows* / *w_x*."""
+    n = al.leaves.size
     status = np.full(n, eg.SAFE, dtype=np.int8)
     how = np.full(n, eg.HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
-    w_rows: list[np.ndarray] = []
-    w_x: list[np.ndarray] = []
     if al.clean_new.size:
         at = al.clean_at
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
         # say otherwise; such a leaf is decided again); a solver's violation needs its witness.
-        n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
         ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
         ow = old.witnesses
         if ow.rows.size:
@@ -557,28 +632,7 @@ def reuse(
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False
-    rows = np.flatnonzero(todo)
-    solver = 0
-    if rows.size:
-        sub = boxes_for(leaves[rows])
-        if not np.array_equal(sub.leaves, leaves[rows]):
-            raise ValueError("boxes for the wrong leaves")
-        pv = eg.decide(model, prep, sub, settings)
-        status[rows] = pv.status
-        how[rows] = pv.how
-        if pv.witnesses:
-            new = RowWitnesses.of(pv.witnesses, width)
-            w_rows.append(rows[new.rows])
-            w_x.append(new.x)
-        solver = pv.solver_paths
-    if w_rows and sum(r.size for r in w_rows):
-        wr = np.concatenate(w_rows)
-        order = np.argsort(wr, kind="stable")
-        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
-    else:
-        witnesses = _NO_WITNESSES
-    lazy = LazyLeafBoxes(model, leaves)
-    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+    return status, how, todo
 
 
 #: A delta of outcomes: changed rows, new witnesses, width, flags (vacuity; "same as base").

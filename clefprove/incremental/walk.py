@@ -80,6 +80,12 @@ from clefprove.verify.verdicts import (
 #: re-decided in bulk faster than they are stored and looked up.
 MIN_PROOF_LEAVES = 8
 
+#: From this many leaves on, a run of invariants that the box and linear stages decide without
+#: a solver reads and writes snapshots too (per-leaf outcomes, re-checked against the last
+#: version); below it, deciding every leaf again with numpy costs less than the snapshot I/O
+#: (docs/performance.md, "Snapshots for every invariant").
+SNAPSHOT_MIN_LEAVES = 4096
+
 
 def _version() -> str:
     from clefprove.verify.engine import ENGINE_REVISION
@@ -143,7 +149,7 @@ class _Walk:
 
 
 class _SubtreeLookup(Protocol):
-    """What :func:`_walk` asks of a cache (:class:`CacheStore`, or :class:`_NoLookup`)."""
+    """What :func:`_walk` asks of a cache (:class:`CacheStore`)."""
 
     def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]: ...
 
@@ -455,13 +461,6 @@ def _vacuity(
     return vacuous
 
 
-class _NoLookup:
-    """A cache that knows nothing: makes :func:`_walk` visit (and key) every stored node."""
-
-    def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]:
-        return {}
-
-
 @dataclass(frozen=True)
 class _Run:
     """What one incremental check shares between its stages (against the last version, the
@@ -562,12 +561,15 @@ def _fresh(
     run: _Run,
     todo: list[int],
 ) -> None:
-    """Invariants that never needed Z3: the vectorised box stages decide every leaf faster
-    than subtree hashes and lookups could skip them, so they are decided as in a fresh run.
-    When one turns out to need Z3, its proofs are stored (and a hint, so that next time it
-    takes the subtree walk)."""
+    """Invariants that never needed Z3, or whose outcomes on an earlier version are not in
+    the cache: the vectorised box stages decide every leaf faster than subtree hashes and
+    lookups could skip them, so they are decided as in a fresh run.  When one turns out to
+    need Z3, a hint is stored, the run stores every invariant's outcomes (the next version is
+    re-checked against them) and the proofs of the leaves Z3 proved safe.  Proofs of whole
+    subtrees are not stored here (keying them walks the whole tree, as costly as the box
+    stages): the subtree walk stores them, in a later run whose outcomes are not in the
+    cache, the only one that can use them."""
     full = run.snap.full_boxes()
-    learn: list[tuple[int, eg.PathVerdicts]] = []
     for i in todo:
         t0 = time.perf_counter()
         prep = eg.prepare(run.model, run.invs[i], run.settings.dnf_cap)
@@ -577,15 +579,8 @@ def _fresh(
             run.out.whole.append((run.rkeys[i], _to_json(res)))
         if pv.solver_paths:
             run.snap.wanted = True
-            learn.append((i, pv))
             run.out.whole.append(
                 (run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths}, allow_nan=False))
-            )
-    if learn:
-        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])
-        for j, (i, pv) in enumerate(learn):
-            run.out.proofs.extend(
-                (k, run.scopes[i], c) for k, c in _safe_proofs(run.model, w, j, pv.boxes, pv.status)
             )
             solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
             if solved.size:
@@ -606,8 +601,9 @@ def _walked(
         prep = eg.prepare(run.model, inv, run.settings.dnf_cap)
         boxes = _boxes_for(run.model, walk, j)
         reused = int(walk.reused[j])
-        if boxes.size and walk.reused.any():
-            # Single leaves proved by Z3 earlier (only those are stored: see below).
+        if boxes.size:
+            # Single leaves proved by Z3 earlier (only those are stored: see below; a first
+            # run stores them without any subtree proof, see _fresh).
             keys = run.leaf_keys.get(run.model, boxes)
             found = run.cache.lookup_subtrees(keys)
             if found:
@@ -996,10 +992,14 @@ def _check_program(
         hints = cache.lookup_results(list(hkeys.values()))
         out = _Out()
         snap = _Snapshots(model, content)
-        # Snapshots pay off once some invariant needs Z3: then every invariant with outcomes
-        # on an earlier version is re-checked against it (the snapshot I/O is shared).  A run
-        # of box-decided invariants only decides every leaf, as a fresh run does.
-        snap.wanted = any(hkeys[i] in hints for i in todo)
+        # Snapshots pay off once some invariant needs Z3, or the tree is big enough that
+        # re-deciding every leaf with numpy costs more than the snapshot I/O: then every
+        # invariant with outcomes on an earlier version is re-checked against it (the I/O is
+        # shared).  A small tree's run of box-decided invariants decides every leaf, as a
+        # fresh run does.
+        snap.wanted = (
+            any(hkeys[i] in hints for i in todo) or int(snap.leaves.size) >= SNAPSHOT_MIN_LEAVES
+        )
         found: dict[int, bytes] = {}
         run = _Run(
             cache,
