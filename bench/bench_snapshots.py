@@ -203,7 +203,7 @@ def main() -> None:
         "| after % of cold | after checked / reused |"
     )
     print("|---|---|---|---:|---:|---:|---:|---:|")
-    for (model, nodes, s, scen), d in table.items():
+    for (_model, nodes, s, scen), d in table.items():
         b, a = d.get("before", {}), d.get("after", {})
 
         def cell(r: dict) -> str:

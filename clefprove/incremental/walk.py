@@ -647,7 +647,7 @@ def _walked(
 
 #: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
 #: written in another layout is never read (it is simply not found).
-_OUTCOMES_FORMAT = 3
+_OUTCOMES_FORMAT = 4
 
 
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
@@ -695,7 +695,7 @@ class _Snapshots:
                 self.stored = True
             try:
                 if kind == "tree":
-                    self.old[key] = delta.decode_tree(blob)
+                    self.old[key] = delta.decode_tree(blob, lazy=True)
                     self.full[key] = key
                 else:
                     delta.delta_base(blob)
@@ -733,7 +733,7 @@ class _Snapshots:
             if self.full.get(base) != base:
                 continue
             try:
-                self.old[key] = delta.decode_tree_delta(blob, self.old[base])
+                self.old[key] = delta.decode_tree_delta(blob, self.old[base], lazy=True)
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
             self.full[key] = base
@@ -757,7 +757,7 @@ class _Snapshots:
     @property
     def leaves(self) -> np.ndarray:
         if self._leaves is None:
-            self._leaves = np.flatnonzero(self.model.nodes["kind"] == NodeKind.LEAF)
+            self._leaves = delta.leaf_nodes(self.model)
         return self._leaves
 
     def full_boxes(self) -> LeafBoxes:
@@ -822,7 +822,10 @@ class _Snapshots:
             tree = None
             for full in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
                 if full != self.key:
-                    tree = delta.encode_tree_delta(full, self.old[full], self.model)
+                    # Aligned with that full snapshot itself: the differing records are known.
+                    al = self.aligned.get(full)
+                    differ = al[0].records_differ if al is not None else None
+                    tree = delta.encode_tree_delta(full, self.old[full], self.model, differ)
                 if tree is not None:
                     break
             if tree is not None:
