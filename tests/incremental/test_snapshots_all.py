@@ -167,3 +167,73 @@ def test_first_run_stores_solver_leaves_and_the_walk_the_subtrees(tmp_path) -> N
     assert got.results[0].paths_reused == solved
     assert got.results[0].solver_paths == fresh.results[0].solver_paths - solved
     assert max(_proof_rows(tmp_path)) == 64  # the root's subtree, stored by the walk
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 300),
+    st.lists(st.tuples(st.integers(0, 299), st.sampled_from([1, 2]), st.integers(-1, 3))),
+)
+def test_outcome_blocks_round_trip_dense_or_sparse(n, marks) -> None:
+    """Outcomes are stored sparse (only the rows not safe-and-undecided) or dense, whichever
+    is shorter; both decode to the same arrays, and a cut or padded blob is refused."""
+    import numpy as np
+
+    from clefprove.incremental import delta
+    from clefprove.verify import engine as eg
+
+    status = np.full(n, eg.SAFE, np.int8)
+    how = np.full(n, eg.HOW_NONE, np.int16)
+    for r, s, h in marks:
+        if r < n:
+            status[r], how[r] = s, h
+    out = delta.LeafOutcomes(status, how, delta.LeafOutcomes(status, how), True)
+    blob = out.encode()
+    back = delta.LeafOutcomes.decode(blob, n)
+    assert np.array_equal(back.status, status) and np.array_equal(back.how, how)
+    assert back.when is not None and np.array_equal(back.when.how, how) and back.vacuous
+    for bad in (blob[:-1], blob + b"\0"):
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(bad, n)
+
+
+def test_a_forged_tree_snapshot_of_another_shape_is_corruption(tmp_path) -> None:
+    """Tree snapshots are validated when they are read for a model of another shape (one of
+    the same shape is the model's own structure): a re-signed row with a child link pointing
+    backwards is corruption, the cache is rebuilt and the result is a fresh one."""
+    import numpy as np
+
+    from clefprove.incremental import delta
+    from clefprove.incremental.store import _snapshot_chk
+
+    src = _source(_full(5, 0.0, 10.0))
+    names = ["slow", "linear"]
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    with mock.patch.object(walk, "SNAPSHOT_MIN_LEAVES", 0):
+        with ProofCache(tmp_path) as cache:
+            check(model, prog, cache=cache)
+        conn = sqlite3.connect(tmp_path / DB_NAME)
+        ((key, value),) = conn.execute("SELECT key, value FROM snapshot WHERE kind = 'tree'")
+        snap = delta.decode_tree(bytes(value))
+        nodes = snap.nodes.copy()
+        split = int(np.flatnonzero(nodes["kind"] != 0)[1])
+        nodes["right"][split] = 0  # backwards: a cycle for the alignment's walk
+        forged = bytes(value)[: delta._HEAD.size] + nodes.tobytes() + snap.membership.tobytes()
+        with pytest.raises(ValueError):
+            delta.decode_tree(forged)
+        conn.execute(
+            "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
+            (forged, _snapshot_chk(bytes(key), "tree", forged), key),
+        )
+        conn.commit()
+        conn.close()
+        grown = copy.deepcopy(src)
+        leaf = M.at(grown["tree"], ("left",) * 5)
+        leaf.update(feature="n", threshold=3.0, left=dict(leaf), right=dict(leaf))
+        leaf.pop("action"), leaf.pop("confidence")
+        model2 = M.compile_(grown)
+        with ProofCache(tmp_path) as cache:
+            got = check(model2, prog, cache=cache)
+            assert any("corrupt proof cache" in w for w in cache.warnings)
+    assert M.comparable(got) == M.comparable(check(model2, prog))
