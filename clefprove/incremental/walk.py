@@ -5,10 +5,12 @@ For the invariants of one run (docs/incremental.md has the whole story):
 1. **Whole results.**  Each invariant's result on this exact model (content digest) is looked
    up first; a hit costs one indexed read.
 2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
-   run: the vectorised box stages decide a path faster than a subtree can be hashed and looked
-   up.  If Z3 turns out to be needed, its proofs are stored with a *hint*, and from then on:
-3. **Against the last version.**  When some invariant of the run is hinted, every invariant
-   whose per-leaf outcomes on an earlier version are stored is re-checked against it
+   run when the tree is small (fewer than :data:`SNAPSHOT_MIN_LEAVES` leaves): the vectorised
+   box stages decide a path faster than a subtree can be hashed and looked up.  If Z3 turns
+   out to be needed, a *hint* is stored, and from then on:
+3. **Against the last version.**  When some invariant of the run is hinted, or the tree is
+   big, every invariant whose per-leaf outcomes on an earlier version are stored (box-,
+   linear- or Z3-decided) is re-checked against it
    (:mod:`clefprove.incremental.delta`): the two trees are aligned record by record, and only
    the leaves whose path or record changed (and those whose old outcome is not a fact about
    the box) are decided again.  Otherwise:
@@ -26,10 +28,11 @@ For the invariants of one run (docs/incremental.md has the whole story):
    same as without the cache (printed witnesses found by Z3 come from a solver asked about
    that leaf alone; where vacuity depends on reused leaves, the invariant is decided afresh:
    see :func:`_needs_fresh`).
-6. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
-   proof, with every Z3-proved leaf; whole results are stored when no path is unknown; when
-   some invariant needs Z3, every invariant's outcomes and this version's tree are stored for
-   the next version.
+6. Every Z3-proved leaf is stored as a proof, and every subtree the walk visited whose leaves
+   were all found safe (a first run, which does not walk, stores no subtree proofs: the next
+   version is re-checked against its outcomes); whole results are stored when no path is
+   unknown; when some invariant needs Z3 or the tree is big, every invariant's outcomes and
+   this version's tree are stored for the next version.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
