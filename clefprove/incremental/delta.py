@@ -59,13 +59,31 @@ _MAGIC = b"CLFTREE3"
 _HEAD = struct.Struct("<8sII4x")
 
 
-@dataclass(frozen=True, eq=False)
 class TreeSnapshot:
-    """What the cache keeps of a model version: its node records and membership table."""
+    """What the cache keeps of a model version: its node records and membership table.
 
-    nodes: np.ndarray  # NODE_DTYPE
-    membership: np.ndarray  # uint8
-    leaves: np.ndarray  # its leaf nodes, in tree order (the rows of its outcomes)
+    Read from the cache, its structure is validated (:meth:`check`) before anything walks
+    it, unless :func:`align` finds it has exactly the shape of the (validated) new model."""
+
+    def __init__(self, nodes: np.ndarray, membership: np.ndarray, checked: bool = False) -> None:
+        self.nodes = nodes  # NODE_DTYPE
+        self.membership = membership  # uint8
+        self._checked = checked
+        self._leaves: np.ndarray | None = None
+
+    @property
+    def leaves(self) -> np.ndarray:
+        """Its leaf nodes, in tree order (the rows of its outcomes)."""
+        if self._leaves is None:
+            self._leaves = np.flatnonzero(self.nodes["kind"] == NodeKind.LEAF)
+        return self._leaves
+
+    def check(self) -> TreeSnapshot:
+        """Self, once its structure is validated; ValueError when it is not a tree."""
+        if not self._checked:
+            _check_structure(self.nodes, self.membership)
+            self._checked = True
+        return self
 
 
 def encode_tree(model: Model) -> bytes:
@@ -79,8 +97,9 @@ def encode_tree(model: Model) -> bytes:
     )
 
 
-def decode_tree(blob: bytes) -> TreeSnapshot:
-    """The snapshot in *blob*; ValueError when it is not one."""
+def decode_tree(blob: bytes, lazy: bool = False) -> TreeSnapshot:
+    """The snapshot in *blob*; ValueError when it is not one (with *lazy*, only its sizes are
+    checked here, its structure by :meth:`TreeSnapshot.check`)."""
     if len(blob) < _HEAD.size:
         raise ValueError("short tree snapshot")
     magic, n_nodes, n_member = _HEAD.unpack_from(blob)
@@ -92,25 +111,24 @@ def decode_tree(blob: bytes) -> TreeSnapshot:
     membership = np.frombuffer(
         blob, dtype=np.uint8, count=n_member, offset=_HEAD.size + NODE_DTYPE.itemsize * n_nodes
     )
-    return _checked(nodes, membership)
+    snap = TreeSnapshot(nodes, membership)
+    return snap if lazy else snap.check()
 
 
-def _checked(nodes: np.ndarray, membership: np.ndarray) -> TreeSnapshot:
+def _check_structure(nodes: np.ndarray, membership: np.ndarray) -> None:
     n_nodes, n_member = nodes.size, membership.size
     kind = nodes["kind"]
     split = kind != NodeKind.LEAF
-    idx = np.arange(n_nodes)
-    # Only what alignment relies on: children after their parent and in range.
-    if np.any(kind > NodeKind.CATEGORICAL) or np.any(
-        split & ((nodes["left"] <= idx) | (nodes["right"] <= idx) | (nodes["right"] >= n_nodes))
-    ):
-        raise ValueError("tree snapshot has a bad node")
-    if np.any(split & (nodes["left"] >= n_nodes)):
+    # Only what alignment relies on: children after their parent and in range (uint32
+    # comparisons: the fields' own type, no int64 copies).
+    idx = np.arange(n_nodes, dtype=np.uint32)
+    left, right = nodes["left"], nodes["right"]
+    bad = (left <= idx) | (right <= idx) | (left >= n_nodes) | (right >= n_nodes)
+    if np.any(kind > NodeKind.CATEGORICAL) or np.any(bad & split):
         raise ValueError("tree snapshot has a bad node")
     cat = np.flatnonzero(kind == NodeKind.CATEGORICAL)
     if cat.size and int(nodes["aux"][cat].max()) >= max(n_member, 1):
         raise ValueError("tree snapshot has a bad membership offset")
-    return TreeSnapshot(nodes, membership, np.flatnonzero(kind == NodeKind.LEAF))
 
 
 _DELTA_MAGIC = b"CLFTDLT1"
@@ -121,23 +139,36 @@ _DELTA_HEAD = struct.Struct("<8sII4x")
 DELTA_SHARE = 1 / 16
 
 
-def _records(nodes: np.ndarray) -> np.ndarray:
-    """Each node record as one opaque value, so that records compare bit for bit."""
+def _words(nodes: np.ndarray) -> np.ndarray:
+    """(n, 3) uint64: each 24-byte node record as three words, so that records compare bit
+    for bit in three vectorised comparisons (numpy compares opaque records one by one)."""
     flat = np.ascontiguousarray(nodes)
-    return flat.view(np.dtype((np.void, NODE_DTYPE.itemsize)))
+    return flat.view(np.uint64).reshape(-1, NODE_DTYPE.itemsize // 8)
 
 
-def encode_tree_delta(base_key: bytes, base: TreeSnapshot, model: Model) -> bytes | None:
+def _differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted indices of the node records of *a* and *b* that differ in some bit (same
+    node count): one comparison of the contiguous words."""
+    wa, wb = _words(a), _words(b)
+    words = np.flatnonzero(wa.reshape(-1) != wb.reshape(-1))
+    return np.unique(words // wa.shape[1])
+
+
+def encode_tree_delta(
+    base_key: bytes, base: TreeSnapshot, model: Model, differ: np.ndarray | None = None
+) -> bytes | None:
     """*model*'s snapshot as the records that differ from the full snapshot *base* (stored
     under *base_key*), or None when a delta does not serve (another node count or membership
-    table, or too many records changed)."""
+    table, or too many records changed).  *differ*, when known (the alignment with *base*
+    found it), is the sorted indices of the records that differ in some bit."""
     if (
         len(base_key) != 32
         or base.nodes.size != model.n_nodes
         or not np.array_equal(base.membership, np.asarray(model.membership, dtype=np.uint8))
     ):
         return None
-    differ = np.flatnonzero(_records(base.nodes) != _records(model.nodes))
+    if differ is None:
+        differ = _differ(base.nodes, model.nodes)
     if differ.size > DELTA_SHARE * model.n_nodes:
         return None
     return b"".join(
@@ -157,9 +188,9 @@ def delta_base(blob: bytes) -> bytes:
     return blob[:32]
 
 
-def decode_tree_delta(blob: bytes, base: TreeSnapshot) -> TreeSnapshot:
+def decode_tree_delta(blob: bytes, base: TreeSnapshot, lazy: bool = False) -> TreeSnapshot:
     """The snapshot a delta row describes, applied to its full *base*; ValueError when it is
-    not one (or does not fit the base)."""
+    not one (or does not fit the base); *lazy* as for :func:`decode_tree`."""
     delta_base(blob)
     magic, n_nodes, k = _DELTA_HEAD.unpack_from(blob, 32)
     if magic != _DELTA_MAGIC or n_nodes != base.nodes.size:
@@ -173,7 +204,8 @@ def decode_tree_delta(blob: bytes, base: TreeSnapshot) -> TreeSnapshot:
         raise ValueError("tree delta has bad node indices")
     nodes = base.nodes.copy()
     nodes[idx] = recs
-    return _checked(nodes, base.membership)
+    snap = TreeSnapshot(nodes, base.membership)
+    return snap if lazy else snap.check()
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,6 +217,11 @@ class Alignment:
     clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
     clean_at: np.ndarray  # the rows of clean_new in leaves
+    #: When both trees have the same shape (a leaf's row is the same in both): which rows of
+    #: ``leaves`` are clean, as a mask (then clean_at is clean_old_rows).
+    clean_mask: np.ndarray | None = None
+    #: The same case: the nodes whose records differ in some bit from the snapshot's.
+    records_differ: np.ndarray | None = None
 
     @property
     def old_rows_sorted(self) -> bool:
@@ -198,20 +235,18 @@ class Alignment:
         return self.changed_roots.size == 0
 
 
-def _bits(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype="<f8").view(np.int64)
-
-
 class _Columns:
-    """The node fields :func:`align` compares, as plain arrays (value as float64 bits)."""
+    """The node fields :func:`align` compares (value as float64 bits): views of the records,
+    not copies (a copy of a field of 947K nodes costs more than the comparisons)."""
 
     def __init__(self, nodes: np.ndarray, membership: np.ndarray) -> None:
+        self.nodes = nodes
         self.kind = nodes["kind"]
         self.feature = nodes["feature"]
         self.aux = nodes["aux"]
-        self.left = nodes["left"].astype(np.int64)
-        self.right = nodes["right"].astype(np.int64)
-        self.bits = _bits(nodes["value"])
+        self.left = nodes["left"]
+        self.right = nodes["right"]
+        self.bits = nodes["value"].view(np.int64)
         self.membership = membership
 
 
@@ -255,14 +290,20 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     if np.array_equal(a.membership, b.membership):
         b.membership = a.membership  # sets compare by offset (see _equal_records)
     vocab = [len(f.values) for f in model.features]
-    leaves = np.flatnonzero(a.kind == NodeKind.LEAF)
-    if (
-        a.kind.size == b.kind.size
-        and np.array_equal(a.kind, b.kind)
-        and np.array_equal(a.left, b.left)
-        and np.array_equal(a.right, b.right)
-    ):
-        return _align_same_shape(a, b, vocab, leaves)
+    leaves = leaf_nodes(model)
+    if a.kind.size == b.kind.size:
+        # Records equal bit for bit have equal kinds and children: the shape is the same when
+        # it is the same at the records that differ.  Then the snapshot has the structure of
+        # the (validated) model, and needs no validation of its own.
+        raw = _differ(a.nodes, b.nodes)
+        if (
+            np.array_equal(a.kind[raw], b.kind[raw])
+            and np.array_equal(a.left[raw], b.left[raw])
+            and np.array_equal(a.right[raw], b.right[raw])
+        ):
+            old._leaves = leaves
+            return _align_same_shape(a, b, vocab, leaves, raw)
+    old.check()
     pn = np.zeros(1, dtype=np.int64)
     po = np.zeros(1, dtype=np.int64)
     clean_new: list[np.ndarray] = []
@@ -279,14 +320,22 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
             clean_old.append(po[ok_leaf])
         split = same & ~leaf
         pn, po = pn[split], po[split]
-        pn = np.concatenate([a.left[pn], a.right[pn]])
-        po = np.concatenate([b.left[po], b.right[po]])
+        pn = np.concatenate([a.left[pn], a.right[pn]]).astype(np.int64)
+        po = np.concatenate([b.left[po], b.right[po]]).astype(np.int64)
     cn = np.concatenate(clean_new) if clean_new else np.empty(0, np.int64)
     co = np.concatenate(clean_old) if clean_old else np.empty(0, np.int64)
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
     cn = cn[order]
     return Alignment(leaves, cn, _rows_of(old, co[order]), roots, np.searchsorted(leaves, cn))
+
+
+def leaf_nodes(model: Model) -> np.ndarray:
+    """*model*'s leaf nodes in tree order (kept by the model)."""
+    return model.derived.get(
+        ("incremental.leaf_nodes",),
+        lambda: np.flatnonzero(model.nodes["kind"] == NodeKind.LEAF),
+    )
 
 
 def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
@@ -298,28 +347,37 @@ def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
     return rows
 
 
-def _align_same_shape(a: _Columns, b: _Columns, vocab: list[int], leaves: np.ndarray) -> Alignment:
+def _align_same_shape(
+    a: _Columns, b: _Columns, vocab: list[int], leaves: np.ndarray, raw: np.ndarray
+) -> Alignment:
     """Both trees have the same shape (kinds and child links), so node i pairs with node i:
-    one vectorised comparison of all records, then a walk below the differing ones only."""
-    every = np.arange(a.kind.size)
-    differ = np.flatnonzero(~_equal_records(a, every, b, every, vocab))
+    the records that differ in some bit (*raw*) are compared field by field, then a walk
+    below the differing ones finds the changed leaves."""
+    # Records equal bit for bit are equal records (a categorical set compares by its offset
+    # only when both trees share one membership table).
+    cand_at = raw
+    if a.membership is not b.membership:
+        cand_at = np.union1d(raw, np.flatnonzero(a.kind == NodeKind.CATEGORICAL))
+    differ = cand_at[~_equal_records(a, cand_at, b, cand_at, vocab)]
     if not differ.size:
         every_leaf = np.arange(leaves.size)
-        return Alignment(leaves, leaves, every_leaf, differ, every_leaf)
+        return Alignment(
+            leaves, leaves, every_leaf, differ, every_leaf, np.ones(leaves.size, dtype=bool), raw
+        )
     # Walk down from every differing node: the differing nodes met on the way have a
     # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
     below = np.zeros(a.kind.size, dtype=bool)
     fr = differ
     while fr.size:
         split = fr[a.kind[fr] != NodeKind.LEAF]
-        fr = np.concatenate([a.left[split], a.right[split]])
+        fr = np.concatenate([a.left[split], a.right[split]]).astype(np.int64)
         fr = fr[~below[fr]]  # each node once, however many differing ancestors it has
         below[fr] = True
     roots = differ[~below[differ]]
     below[roots] = True
     keep = ~below[leaves]
     rows = np.flatnonzero(keep)
-    return Alignment(leaves, leaves[keep], rows, roots, rows)
+    return Alignment(leaves, leaves[keep], rows, roots, rows, keep, raw)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -364,6 +422,10 @@ def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:
 _HAS_WHEN, _VACUITY_KNOWN, _VACUOUS = 1, 2, 4
 #: Head of the witness section of an encoded block: how many witnesses, values per witness.
 _WIT_HEAD = struct.Struct("<II")
+#: Head of an encoded block's status and how: every leaf (dense), or the listed rows only, the
+#: others safe and decided by nothing (sparse: rows, then their status and how).
+_BLOCK_HEAD = struct.Struct("<BI")
+_DENSE, _SPARSE = 0, 1
 
 
 class RowWitnesses(Mapping[int, np.ndarray]):
@@ -448,10 +510,24 @@ class LeafOutcomes:
     def _arrays_bytes(self) -> bytes:
         w = self.witnesses
         width = w.x.shape[1] if w.rows.size else 0
+        status = np.ascontiguousarray(self.status, dtype=np.int8)
+        how = np.ascontiguousarray(self.how, dtype="<i2")
+        # Most leaves of most invariants are safe and decided by the box stages (how NONE):
+        # list only the others (7 bytes each) when that is shorter than every leaf (3 bytes).
+        listed = np.flatnonzero((status != eg.SAFE) | (how != eg.HOW_NONE))
+        rows: tuple[bytes, ...]
+        if 7 * listed.size < 3 * status.size:
+            rows = (
+                _BLOCK_HEAD.pack(_SPARSE, listed.size),
+                np.ascontiguousarray(listed, dtype="<i4").tobytes(),
+                status[listed].tobytes(),
+                how[listed].tobytes(),
+            )
+        else:
+            rows = (_BLOCK_HEAD.pack(_DENSE, 0), status.tobytes(), how.tobytes())
         return b"".join(
             (
-                np.ascontiguousarray(self.status, dtype=np.int8).tobytes(),
-                np.ascontiguousarray(self.how, dtype="<i2").tobytes(),
+                *rows,
                 _WIT_HEAD.pack(w.rows.size, width),
                 np.ascontiguousarray(w.rows, dtype="<i4").tobytes(),
                 np.ascontiguousarray(w.x, dtype="<f8").tobytes() if w.rows.size else b"",
@@ -478,14 +554,36 @@ class LeafOutcomes:
 
     @staticmethod
     def _arrays(blob: bytes, offset: int, leaves: int) -> tuple[LeafOutcomes, int]:
-        end = offset + 3 * leaves + _WIT_HEAD.size
-        if len(blob) < end:
+        if len(blob) < offset + _BLOCK_HEAD.size:
             raise ValueError("leaf outcomes do not match the tree snapshot")
-        status = np.frombuffer(blob, dtype=np.int8, count=leaves, offset=offset)
-        how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=offset + leaves)
+        mode, listed = _BLOCK_HEAD.unpack_from(blob, offset)
+        offset += _BLOCK_HEAD.size
+        status: np.ndarray
+        how: np.ndarray
+        if mode == _DENSE and not listed:
+            wit_at = offset + 3 * leaves
+            if len(blob) < wit_at + _WIT_HEAD.size:
+                raise ValueError("leaf outcomes do not match the tree snapshot")
+            status = np.frombuffer(blob, dtype=np.int8, count=leaves, offset=offset)
+            how = np.frombuffer(blob, dtype="<i2", count=leaves, offset=offset + leaves)
+        elif mode == _SPARSE and listed <= leaves:
+            wit_at = offset + 7 * listed
+            if len(blob) < wit_at + _WIT_HEAD.size:
+                raise ValueError("leaf outcomes do not match the tree snapshot")
+            idx = np.frombuffer(blob, dtype="<i4", count=listed, offset=offset).astype(np.int64)
+            if listed and (idx[0] < 0 or idx[-1] >= leaves or np.any(idx[1:] <= idx[:-1])):
+                raise ValueError("bad leaf rows in the cache")
+            status = np.full(leaves, eg.SAFE, dtype=np.int8)
+            how = np.full(leaves, eg.HOW_NONE, dtype=np.int16)
+            at = offset + 4 * listed
+            status[idx] = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
+            how[idx] = np.frombuffer(blob, dtype="<i2", count=listed, offset=at + listed)
+        else:
+            raise ValueError("bad leaf outcomes block")
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
             raise ValueError("bad leaf status in the cache")
-        k, width = _WIT_HEAD.unpack_from(blob, offset + 3 * leaves)
+        end = wit_at + _WIT_HEAD.size
+        k, width = _WIT_HEAD.unpack_from(blob, wit_at)
         if len(blob) < end + 4 * k + 8 * k * width or (k and not width):
             raise ValueError("leaf outcomes do not match the tree snapshot")
         rows = np.frombuffer(blob, dtype="<i4", count=k, offset=end).astype(np.int64)
@@ -520,18 +618,72 @@ def reuse(
     leaves = al.leaves
     n = leaves.size
     width = len(model.features)
+    w_rows: list[np.ndarray] = []
+    w_x: list[np.ndarray] = []
+    n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
+    if al.clean_mask is not None and old.status.size == n:
+        # Same shape: leaf row i is row i of the old outcomes.  A few passes over the int8 and
+        # int16 arrays, no gathers of all rows (see the general case below for the rules).
+        st, hw = old.status, old.how
+        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        ow = old.witnesses
+        if ow.rows.size:
+            if ow.x.shape[1] != width:
+                raise ValueError("stored witnesses of the wrong width")
+            ok[ow.rows] = True  # decode checked: each is a solver-violated row
+            kept = al.clean_mask[ow.rows]
+            w_rows.append(ow.rows[kept])
+            w_x.append(ow.x[kept])
+        ok &= al.clean_mask
+        todo = ~ok
+        status = np.where(ok, st, np.int8(eg.SAFE)).astype(np.int8, copy=False)
+        how = np.where(ok, hw, np.int16(eg.HOW_NONE)).astype(np.int16, copy=False)
+    else:
+        status, how, todo = _reuse_rows(al, old, n_conj, width, w_rows, w_x)
+    rows = np.flatnonzero(todo)
+    solver = 0
+    if rows.size:
+        sub = boxes_for(leaves[rows])
+        if not np.array_equal(sub.leaves, leaves[rows]):
+            raise ValueError("boxes for the wrong leaves")
+        pv = eg.decide(model, prep, sub, settings)
+        status[rows] = pv.status
+        how[rows] = pv.how
+        if pv.witnesses:
+            new = RowWitnesses.of(pv.witnesses, width)
+            w_rows.append(rows[new.rows])
+            w_x.append(new.x)
+        solver = pv.solver_paths
+    if w_rows and sum(r.size for r in w_rows):
+        wr = np.concatenate(w_rows)
+        order = np.argsort(wr, kind="stable")
+        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
+    else:
+        witnesses = _NO_WITNESSES
+    lazy = LazyLeafBoxes(model, leaves)
+    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+
+
+def _reuse_rows(
+    al: Alignment,
+    old: LeafOutcomes,
+    n_conj: int,
+    width: int,
+    w_rows: list[np.ndarray],
+    w_x: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`reuse` for any alignment: ``(status, how, todo)`` over the new leaves, the
+    reused witnesses appended to *w_rows* / *w_x*."""
+    n = al.leaves.size
     status = np.full(n, eg.SAFE, dtype=np.int8)
     how = np.full(n, eg.HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
-    w_rows: list[np.ndarray] = []
-    w_x: list[np.ndarray] = []
     if al.clean_new.size:
         at = al.clean_at
         st = old.status[al.clean_old_rows]
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
         # say otherwise; such a leaf is decided again); a solver's violation needs its witness.
-        n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
         ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
         ow = old.witnesses
         if ow.rows.size:
@@ -557,28 +709,7 @@ def reuse(
         status[at[ok]] = st[ok]
         how[at[ok]] = hw[ok]
         todo[at[ok]] = False
-    rows = np.flatnonzero(todo)
-    solver = 0
-    if rows.size:
-        sub = boxes_for(leaves[rows])
-        if not np.array_equal(sub.leaves, leaves[rows]):
-            raise ValueError("boxes for the wrong leaves")
-        pv = eg.decide(model, prep, sub, settings)
-        status[rows] = pv.status
-        how[rows] = pv.how
-        if pv.witnesses:
-            new = RowWitnesses.of(pv.witnesses, width)
-            w_rows.append(rows[new.rows])
-            w_x.append(new.x)
-        solver = pv.solver_paths
-    if w_rows and sum(r.size for r in w_rows):
-        wr = np.concatenate(w_rows)
-        order = np.argsort(wr, kind="stable")
-        witnesses = RowWitnesses(wr[order], np.concatenate(w_x)[order])
-    else:
-        witnesses = _NO_WITNESSES
-    lazy = LazyLeafBoxes(model, leaves)
-    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+    return status, how, todo
 
 
 #: A delta of outcomes: changed rows, new witnesses, width, flags (vacuity; "same as base").

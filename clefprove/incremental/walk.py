@@ -5,10 +5,12 @@ For the invariants of one run (docs/incremental.md has the whole story):
 1. **Whole results.**  Each invariant's result on this exact model (content digest) is looked
    up first; a hit costs one indexed read.
 2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
-   run: the vectorised box stages decide a path faster than a subtree can be hashed and looked
-   up.  If Z3 turns out to be needed, its proofs are stored with a *hint*, and from then on:
-3. **Against the last version.**  When some invariant of the run is hinted, every invariant
-   whose per-leaf outcomes on an earlier version are stored is re-checked against it
+   run when the tree is small (fewer than :data:`SNAPSHOT_MIN_LEAVES` leaves): the vectorised
+   box stages decide a path faster than a subtree can be hashed and looked up.  If Z3 turns
+   out to be needed, a *hint* is stored, and from then on:
+3. **Against the last version.**  When some invariant of the run is hinted, or the tree is
+   big, every invariant whose per-leaf outcomes on an earlier version are stored (box-,
+   linear- or Z3-decided) is re-checked against it
    (:mod:`clefprove.incremental.delta`): the two trees are aligned record by record, and only
    the leaves whose path or record changed (and those whose old outcome is not a fact about
    the box) are decided again.  Otherwise:
@@ -26,10 +28,11 @@ For the invariants of one run (docs/incremental.md has the whole story):
    same as without the cache (printed witnesses found by Z3 come from a solver asked about
    that leaf alone; where vacuity depends on reused leaves, the invariant is decided afresh:
    see :func:`_needs_fresh`).
-6. Every visited subtree of a hinted invariant whose leaves were all found safe is stored as a
-   proof, with every Z3-proved leaf; whole results are stored when no path is unknown; when
-   some invariant needs Z3, every invariant's outcomes and this version's tree are stored for
-   the next version.
+6. Every Z3-proved leaf is stored as a proof, and every subtree the walk visited whose leaves
+   were all found safe (a first run, which does not walk, stores no subtree proofs: the next
+   version is re-checked against its outcomes); whole results are stored when no path is
+   unknown; when some invariant needs Z3 or the tree is big, every invariant's outcomes and
+   this version's tree are stored for the next version.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
@@ -79,6 +82,12 @@ from clefprove.verify.verdicts import (
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
 MIN_PROOF_LEAVES = 8
+
+#: From this many leaves on, a run of invariants that the box and linear stages decide without
+#: a solver reads and writes snapshots too (per-leaf outcomes, re-checked against the last
+#: version); below it, deciding every leaf again with numpy costs less than the snapshot I/O
+#: (docs/performance.md, "Snapshots for every invariant").
+SNAPSHOT_MIN_LEAVES = 4096
 
 
 def _version() -> str:
@@ -143,7 +152,7 @@ class _Walk:
 
 
 class _SubtreeLookup(Protocol):
-    """What :func:`_walk` asks of a cache (:class:`CacheStore`, or :class:`_NoLookup`)."""
+    """What :func:`_walk` asks of a cache (:class:`CacheStore`)."""
 
     def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]: ...
 
@@ -455,13 +464,6 @@ def _vacuity(
     return vacuous
 
 
-class _NoLookup:
-    """A cache that knows nothing: makes :func:`_walk` visit (and key) every stored node."""
-
-    def lookup_subtrees(self, nodes: list[bytes]) -> dict[tuple[bytes, bytes], int]:
-        return {}
-
-
 @dataclass(frozen=True)
 class _Run:
     """What one incremental check shares between its stages (against the last version, the
@@ -562,12 +564,15 @@ def _fresh(
     run: _Run,
     todo: list[int],
 ) -> None:
-    """Invariants that never needed Z3: the vectorised box stages decide every leaf faster
-    than subtree hashes and lookups could skip them, so they are decided as in a fresh run.
-    When one turns out to need Z3, its proofs are stored (and a hint, so that next time it
-    takes the subtree walk)."""
+    """Invariants that never needed Z3, or whose outcomes on an earlier version are not in
+    the cache: the vectorised box stages decide every leaf faster than subtree hashes and
+    lookups could skip them, so they are decided as in a fresh run.  When one turns out to
+    need Z3, a hint is stored, the run stores every invariant's outcomes (the next version is
+    re-checked against them) and the proofs of the leaves Z3 proved safe.  Proofs of whole
+    subtrees are not stored here (keying them walks the whole tree, as costly as the box
+    stages): the subtree walk stores them, in a later run whose outcomes are not in the
+    cache, the only one that can use them."""
     full = run.snap.full_boxes()
-    learn: list[tuple[int, eg.PathVerdicts]] = []
     for i in todo:
         t0 = time.perf_counter()
         prep = eg.prepare(run.model, run.invs[i], run.settings.dnf_cap)
@@ -577,15 +582,8 @@ def _fresh(
             run.out.whole.append((run.rkeys[i], _to_json(res)))
         if pv.solver_paths:
             run.snap.wanted = True
-            learn.append((i, pv))
             run.out.whole.append(
                 (run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths}, allow_nan=False))
-            )
-    if learn:
-        w = _walk(_NoLookup(), run.model, [run.scopes[i] for i, _ in learn])
-        for j, (i, pv) in enumerate(learn):
-            run.out.proofs.extend(
-                (k, run.scopes[i], c) for k, c in _safe_proofs(run.model, w, j, pv.boxes, pv.status)
             )
             solved = np.flatnonzero((pv.how == eg.HOW_SOLVER) & (pv.status == eg.SAFE))
             if solved.size:
@@ -606,8 +604,9 @@ def _walked(
         prep = eg.prepare(run.model, inv, run.settings.dnf_cap)
         boxes = _boxes_for(run.model, walk, j)
         reused = int(walk.reused[j])
-        if boxes.size and walk.reused.any():
-            # Single leaves proved by Z3 earlier (only those are stored: see below).
+        if boxes.size:
+            # Single leaves proved by Z3 earlier (only those are stored: see below; a first
+            # run stores them without any subtree proof, see _fresh).
             keys = run.leaf_keys.get(run.model, boxes)
             found = run.cache.lookup_subtrees(keys)
             if found:
@@ -651,7 +650,7 @@ def _walked(
 
 #: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
 #: written in another layout is never read (it is simply not found).
-_OUTCOMES_FORMAT = 3
+_OUTCOMES_FORMAT = 4
 
 
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
@@ -699,7 +698,7 @@ class _Snapshots:
                 self.stored = True
             try:
                 if kind == "tree":
-                    self.old[key] = delta.decode_tree(blob)
+                    self.old[key] = delta.decode_tree(blob, lazy=True)
                     self.full[key] = key
                 else:
                     delta.delta_base(blob)
@@ -737,7 +736,7 @@ class _Snapshots:
             if self.full.get(base) != base:
                 continue
             try:
-                self.old[key] = delta.decode_tree_delta(blob, self.old[base])
+                self.old[key] = delta.decode_tree_delta(blob, self.old[base], lazy=True)
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
             self.full[key] = base
@@ -761,7 +760,7 @@ class _Snapshots:
     @property
     def leaves(self) -> np.ndarray:
         if self._leaves is None:
-            self._leaves = np.flatnonzero(self.model.nodes["kind"] == NodeKind.LEAF)
+            self._leaves = delta.leaf_nodes(self.model)
         return self._leaves
 
     def full_boxes(self) -> LeafBoxes:
@@ -826,7 +825,10 @@ class _Snapshots:
             tree = None
             for full in dict.fromkeys(self.full[k] for k in (*self.aligned, *self.old)):
                 if full != self.key:
-                    tree = delta.encode_tree_delta(full, self.old[full], self.model)
+                    # Aligned with that full snapshot itself: the differing records are known.
+                    al = self.aligned.get(full)
+                    differ = al[0].records_differ if al is not None else None
+                    tree = delta.encode_tree_delta(full, self.old[full], self.model, differ)
                 if tree is not None:
                     break
             if tree is not None:
@@ -996,10 +998,14 @@ def _check_program(
         hints = cache.lookup_results(list(hkeys.values()))
         out = _Out()
         snap = _Snapshots(model, content)
-        # Snapshots pay off once some invariant needs Z3: then every invariant with outcomes
-        # on an earlier version is re-checked against it (the snapshot I/O is shared).  A run
-        # of box-decided invariants only decides every leaf, as a fresh run does.
-        snap.wanted = any(hkeys[i] in hints for i in todo)
+        # Snapshots pay off once some invariant needs Z3, or the tree is big enough that
+        # re-deciding every leaf with numpy costs more than the snapshot I/O: then every
+        # invariant with outcomes on an earlier version is re-checked against it (the I/O is
+        # shared).  A small tree's run of box-decided invariants decides every leaf, as a
+        # fresh run does.
+        snap.wanted = (
+            any(hkeys[i] in hints for i in todo) or int(snap.leaves.size) >= SNAPSHOT_MIN_LEAVES
+        )
         found: dict[int, bytes] = {}
         run = _Run(
             cache,
