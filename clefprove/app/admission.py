@@ -201,6 +201,91 @@ def admit_file(
         store.discard(Path(staged))  # still there unless admitted
 
 
+@dataclass(frozen=True)
+class Shipped:
+    """An :class:`Admission` as the gate worker sends it to the serving process (the pickled
+    part of the frame: small): the verdict, the answer's body, when it was admitted, and for
+    an admitted model which evaluator its tables (the frame's raw parts after the encoded
+    answer) belong to, with their scalars and each table's name, dtype and shape."""
+
+    verdict: Verdict
+    body: dict[str, Any]
+    when: str = ""
+    evaluator: str = ""  # "tree", "ensemble", or "" (nothing to serve)
+    scalars: dict[str, Any] = field(default_factory=dict)
+    tables: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+
+
+def ship_admission(
+    settings: GateSettings, store_dir: str, origin: str, label: str, data: memoryview
+) -> tuple[Shipped, list[Any]]:
+    """In the gate worker: stage *data* (the bytes the serving process was handed, the raw
+    part of its request), admit it (:func:`admit_file`) and answer as a frame's metadata
+    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model."""
+    import numpy as np
+
+    from clefprove.app.store import ModelStore
+    from clefprove.eval.ensemble import EnsembleEvaluator
+
+    try:
+        staged = ModelStore(store_dir, sweep=False).stage(data)
+    except OSError as exc:
+        error = {"error": f"cannot stage the model: {exc}"}
+        return Shipped(Verdict(4, error=error["error"]), error), [encode_json(error)]
+    adm = admit_file(str(staged), settings, store_dir, origin, label)
+    parts: list[Any] = [adm.response]
+    if adm.evaluator is None:
+        return Shipped(adm.verdict, adm.body, adm.when), parts
+    scalars, arrays = adm.evaluator.tables()
+    spec = []
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        spec.append((name, a.dtype.str, tuple(a.shape)))
+        parts.append(a.reshape(-1).view(np.uint8))
+    kind = "ensemble" if isinstance(adm.evaluator, EnsembleEvaluator) else "tree"
+    return Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec)), parts
+
+
+def received_admission(
+    shipped: Shipped, parts: list[memoryview], data: bytes, digest: str, label: str
+) -> Admission:
+    """In the serving process: the :class:`Admission` of a frame from
+    :func:`ship_admission`, for the bytes *data* this process holds (their sha256, computed
+    here, is *digest*).  An admitted model is built from *data* itself (:func:`load_admitted`:
+    ``frombuffer`` views, no validation again: the worker validated these bytes, their digest
+    says so), its evaluator from the tables as they came (read-only views of the frame)."""
+    import numpy as np
+
+    from clefprove.eval.ensemble import EnsembleEvaluator
+    from clefprove.eval.evaluator import Evaluator
+    from clefprove.model.clef import load_admitted
+    from clefprove.model.ensemble import Ensemble
+
+    response = bytes(parts[0])
+    v = shipped.verdict
+    if not shipped.evaluator or not v.admitted or v.sha256 != digest:
+        return Admission(v, shipped.body, response, shipped.when)
+    model = load_admitted(data, digest, label)
+    arrays = {}
+    for (name, dtype, shape), part in zip(shipped.tables, parts[1:], strict=True):
+        a = np.frombuffer(part, dtype=np.dtype(dtype)).reshape(shape)
+        a.flags.writeable = False
+        arrays[name] = a
+    evaluator: Any
+    if shipped.evaluator == "ensemble" and isinstance(model, Ensemble):
+        evaluator = EnsembleEvaluator.from_tables(model, shipped.scalars, arrays)
+    elif shipped.evaluator == "tree" and not isinstance(model, Ensemble):
+        evaluator = Evaluator.from_tables(model, shipped.scalars, arrays)
+    else:  # pragma: no cover - a bug: the tables of another kind of model
+        raise ClefproveError("internal error: the gate worker sent another model's tables")
+    return Admission(v, shipped.body, response, shipped.when, model, evaluator)
+
+
+def ship_diff(old: str, new: str, store_dir: str) -> tuple[dict[str, Any], list[Any]]:
+    """In the diff worker: :func:`diff_and_record`, as a frame's metadata."""
+    return diff_and_record(old, new, store_dir), []
+
+
 def _program(invariants: tuple[str, ...], model: Any) -> Any:
     """The invariants checked against *model*'s features and actions, parsed again only when
     an .inv file's content or the model's interface changes (versions of one model share it).
