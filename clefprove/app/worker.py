@@ -30,8 +30,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 HEADER = struct.Struct("<QI")
-#: Bytes read per ``recv_into`` at most (the socket's buffer holds about that much).
+#: Bytes read per ``recv_into`` at most.
 CHUNK = 1 << 20
+#: The pipe's socket buffers (bytes; the kernel caps them at ``net.core.wmem_max``): the
+#: worker's answer for the depth-12 example (about 290 KB) fits, so the loop reads it at once.
+SOCKET_BUFFER = 4 << 20
 
 Buffer = bytes | bytearray | memoryview
 
@@ -186,6 +189,10 @@ class Worker:
 
     def _start(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        for end in (mine, theirs):  # an answer in one write, read in one wake-up of the loop
+            for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+                with contextlib.suppress(OSError):  # capped at net.core.wmem_max silently
+                    end.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
         ctx = multiprocessing.get_context("spawn")  # no fork of a process running a loop
         process = ctx.Process(
             target=worker_main, args=(theirs, self._init, self._initargs), name=self.name
