@@ -76,7 +76,7 @@ class Metrics:
         )
         self.loop_lag = Histogram(
             "clefprove_event_loop_lag_seconds",
-            "How late a timer asked for every 10 ms ran on the event loop (a stall: the loop "
+            "How late a timer asked for every 20 ms ran on the event loop (a stall: the loop "
             "was busy or waited for the CPU).",
             buckets=LAG_BUCKETS,
             registry=r,

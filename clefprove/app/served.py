@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.app.admission import Verdict
-from clefprove.app.prepared import prepare
+from clefprove.app.prepared import WARM_NODES, prepare
 from clefprove.errors import InputError
 from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator
@@ -243,6 +243,8 @@ def serve_model(
             identity,
             model.nodes["aux"].astype(np.intp).tolist(),
         )
+    if isinstance(evaluator, Evaluator) and model.n_nodes > WARM_NODES:
+        evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
     # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
     # first request after a swap.
     served.decide([encoder.values({})])

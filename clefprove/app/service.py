@@ -62,7 +62,7 @@ SWITCH_INTERVAL = 0.0002
 #: 30 KB); above, in a thread (:mod:`hashlib` releases the interpreter lock).
 HASH_INLINE = 1 << 20
 #: How often the event-loop lag probe asks to run (seconds): how late it runs is the lag.
-LAG_INTERVAL = 0.01
+LAG_INTERVAL = 0.02
 
 
 class ReloadResult(enum.Enum):

@@ -200,7 +200,7 @@ class Evaluator:
         )
         self._general_nodes = np.flatnonzero(general)
         self._cat_sets: dict[int, frozenset[int]] = {}
-        self._py: tuple[list[Any], ...] | None = None
+        self._py: tuple[Sequence[Any], ...] | None = None
 
     # ------------------------------------------------------------------ tables elsewhere
     #: The derived arrays, by attribute name (:meth:`tables`, :meth:`from_tables`).
@@ -252,7 +252,7 @@ class Evaluator:
         self._py = None
         return self
 
-    def _lists(self) -> tuple[list[Any], ...]:
+    def _lists(self) -> tuple[Sequence[Any], ...]:
         """Node tables as Python lists (fast scalar indexing), built once on first use."""
         if self._py is None:
             kind, feat, thr, first, second = self._walk_arrays
@@ -272,6 +272,27 @@ class Evaluator:
                 catmax,
             )
         return self._py
+
+    def use_views(self) -> None:
+        """Make the single-input walk read the derived arrays through memoryviews instead of
+        Python lists: nothing is built (a 131,071-node model's lists take 50-70 ms), each
+        step indexes a little slower.  Same decisions (tested against the lists)."""
+        kind, feat, thr, first, second = self._walk_arrays
+        for i in self._general_nodes.tolist():
+            self._cat_sets[i] = self.model.node(i).categories
+
+        def ints(a: np.ndarray) -> memoryview[int]:
+            raw = memoryview(np.ascontiguousarray(a, dtype=np.int64).data).cast("B")
+            return raw.cast("q")
+
+        def floats(a: np.ndarray) -> memoryview[float]:
+            raw = memoryview(np.ascontiguousarray(a, dtype=np.float64).data).cast("B")
+            return raw.cast("d")
+
+        self._py = (
+            ints(kind), ints(feat), floats(thr), ints(first), ints(second), ints(self._aux),
+            floats(self._conf), floats(self._catmax),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ batch
     def evaluate(self, X: np.ndarray) -> BatchResult:

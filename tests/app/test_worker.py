@@ -161,6 +161,9 @@ def test_an_evaluator_from_tables_decides_like_the_walker(seed: int, heap_levels
     assert res.actions.tolist() == [d.action for d in want]
     assert res.confidences.tolist() == [d.confidence for d in want]
     assert [ev.evaluate_one(x) for x in X[:300]] == want[:300]
+    ev.use_views()  # the walk of a large served model: memoryviews, no lists
+    assert [ev.evaluate_one(x) for x in X[:300]] == want[:300]
+    assert [ev.path(x)[-1] for x in X[:50]] == [d.leaf for d in want[:50]]
 
 
 def test_load_admitted_is_the_validated_model_without_the_validation() -> None:
