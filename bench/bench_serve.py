@@ -611,11 +611,13 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
 def swap_section(work: Path, repeat: int = 200) -> None:
     """The event loop's share of one admitted reload, in process (no server, no load): what
     the serving process runs on its loop once the gate worker has answered.  This tree:
-    hash its own bytes, decode the worker's frame, build the model from those bytes
-    (``load_admitted``: views) and the evaluator from the frame's raw tables, then the served
-    model (metric children, the walk's lists); before (ef8581b's path): unpickle the worker's
-    answer (the model and its evaluator, pickled) and the same served model; and, for scale,
-    everything on the loop (validate, derive, serve)."""
+    copy the worker's frame into a fresh buffer (as ``recv_into`` does), hash its own bytes,
+    decode the frame, build the model from those bytes (``load_admitted``: views) and the
+    evaluator from the frame's raw tables, then the served model (metric children, the walk's
+    lists, or memoryviews above 32,768 nodes); before (ef8581b's path, emulated with this
+    tree's objects): the worker's pickle copied into a fresh buffer, unpickled (the model and
+    its evaluator, with the walk's lists of a small model), a large model's lists built, and
+    the served model; and, for scale, everything on the loop (validate, derive, serve)."""
     import hashlib
     import pickle
 
@@ -644,8 +646,11 @@ def swap_section(work: Path, repeat: int = 200) -> None:
                                         memoryview(data))  # fmt: skip
         frame = b"".join(bytes(p) for p in encode(shipped, parts))
         staged = store.stage(data)
-        pickled = pickle.dumps(admit_file(str(staged), settings, str(store.directory),
-                                          "bench", "upload"))  # fmt: skip
+        before = admit_file(str(staged), settings, str(store.directory), "bench", "upload")
+        small = before.model.n_nodes <= 32768
+        if small:  # ef8581b's worker built the walk's lists of a small model, pickled them
+            before.evaluator._lists()
+        pickled = pickle.dumps(before)
         n = repeat if len(data) < 1 << 20 else max(repeat // 20, 5)
 
         def new_path(data: bytes = data, frame: bytes = frame) -> None:
@@ -656,8 +661,12 @@ def swap_section(work: Path, repeat: int = 200) -> None:
             adm = received_admission(meta, raw, data, digest, "upload")
             serve_model(adm.model, adm.verdict, "upload", adm.when, metrics, adm.evaluator)
 
-        def old_path(pickled: bytes = pickled) -> None:
-            adm = pickle.loads(pickled)
+        def old_path(pickled: bytes = pickled, small: bool = small) -> None:
+            received = bytearray(len(pickled))  # as its helper thread received it
+            received[:] = pickled
+            adm = pickle.loads(received)
+            if not small:  # ef8581b built a large model's lists on the loop
+                adm.evaluator._lists()
             serve_model(adm.model, adm.verdict, "upload", adm.when, metrics, adm.evaluator)
 
         def all_on_loop(data: bytes = data, shipped: Any = shipped) -> None:

@@ -105,6 +105,7 @@ def test_blocking_and_loop_calls_answer_and_survive_errors(worker: Worker) -> No
     assert worker.call(echo, ("again",))[0][0] == "again"
 
 
+@pytest.mark.slow  # three worker processes started (test_serve kills a real server's too)
 def test_a_worker_dying_mid_call_is_reported_then_restarted(worker: Worker) -> None:
     async def main() -> None:
         with pytest.raises(WorkerDied):
@@ -279,3 +280,44 @@ def _sample(text: str, name: str) -> str:
         if line.startswith(name + " "):
             return line.split()[-1]
     raise AssertionError(f"{name} not in the exposition")
+
+
+def _bisection(depth: int) -> dict[str, Any]:
+    """A complete tree of *depth* over one float feature: 2**(depth+1) - 1 nodes."""
+
+    def node(d: int, lo: float, hi: float, k: int) -> dict[str, Any]:
+        if d == depth:
+            return {"action": ("allow", "block")[k % 2], "confidence": round(lo, 6)}
+        mid = (lo + hi) / 2
+        return {"feature": "x", "threshold": mid, "left": node(d + 1, lo, mid, 2 * k),
+                "right": node(d + 1, mid, hi, 2 * k + 1)}  # fmt: skip
+
+    return {
+        "name": "big", "version": "1",
+        "features": [{"name": "x", "type": "float", "min": 0, "max": 1, "default": 0.5}],
+        "actions": ["allow", "block"], "tree": node(0, 0.0, 1.0, 0),
+    }  # fmt: skip
+
+
+def test_a_large_served_model_walks_views_of_the_received_tables() -> None:
+    from clefprove.app.admission import Verdict
+    from clefprove.app.prepared import WARM_NODES
+
+    data = write_clef(compile_source(_bisection(15)))
+    model = load_bytes(data)
+    assert model.n_nodes > WARM_NODES
+    ev = Evaluator.from_tables(load_admitted(data, model.sha256), *_over_the_pipe(Evaluator(model)))
+    metrics = Metrics()
+    served = serve_model(ev.model, Verdict(0, model.sha256), "upload", "", metrics, ev)
+    assert isinstance(served.leaf_actions, memoryview) and ev._py is not None
+    assert all(isinstance(t, memoryview) for t in ev._py)  # no list of every node built
+    walker = NodeWalker(model)
+    rng = np.random.default_rng(2)
+    xs = [[float(v)] for v in rng.uniform(-0.5, 1.5, 400)]
+    want = [walker.evaluate_one(x).leaf for x in xs]
+    assert [served.decide([x])[0] for x in xs] == want  # one at a time: the views
+    assert served.decide(xs) == want  # a batch: the numpy tables
+    served.count_decisions(want)
+    blocks = sum(int(model.nodes["aux"][leaf]) for leaf in want)
+    text = metrics.exposition().decode()
+    assert float(_sample(text, 'clefprove_decisions_total{action="block"}')) == blocks
