@@ -59,8 +59,9 @@ DIFF_NICENESS = 19
 #: The interpreter's thread switch interval while serving (seconds; Python's default: 5 ms).
 SWITCH_INTERVAL = 0.0002
 #: Up to this many bytes, the event loop hashes an uploaded model itself (about 20 µs for
-#: 30 KB); above, in a thread (:mod:`hashlib` releases the interpreter lock).
-HASH_INLINE = 1 << 20
+#: 30 KB, 0.2 ms at the limit); above, in a thread (:mod:`hashlib` releases the interpreter
+#: lock).
+HASH_INLINE = 256 << 10
 #: How often the event-loop lag probe asks to run (seconds): how late it runs is the lag.
 LAG_INTERVAL = 0.02
 

@@ -185,6 +185,7 @@ class Worker:
         self._initargs = initargs
         self.process: Any = None
         self.sock: socket.socket | None = None
+        self._closed = False
         self._start()
 
     def _start(self) -> None:
@@ -208,7 +209,11 @@ class Worker:
         return self.process.pid if self.process is not None else None
 
     def close(self) -> None:
-        """Stop the worker now (a call still running is of no use to anyone)."""
+        """Stop the worker now (a call still running is of no use to anyone), for good."""
+        self._closed = True
+        self._stop()
+
+    def _stop(self) -> None:
         process, sock = self.process, self.sock
         self.process = self.sock = None
         if sock is not None:
@@ -224,7 +229,7 @@ class Worker:
                 process.close()
 
     def restart(self) -> None:
-        self.close()
+        self._stop()
         self._start()
 
     def call(self, function: Callable[..., Answer], args: tuple[Any, ...],
@@ -245,7 +250,7 @@ class Worker:
         """The same from the event loop, which reads the pipe itself (``add_reader``).
 
         Cancelled midway, the worker's answer would arrive during the next call: the worker
-        is then started anew."""
+        is stopped, and the next call starts a new one."""
         sock = self._socket()
         sock.setblocking(False)
         loop = asyncio.get_running_loop()
@@ -260,7 +265,7 @@ class Worker:
             finally:
                 loop.remove_reader(fd)  # before any close: the number may be reused
         except asyncio.CancelledError:
-            self.restart()
+            self._stop()  # its answer would come during the next call: the next starts anew
             raise
         except OSError as exc:
             raise WorkerDied(repr(exc)) from None
@@ -268,7 +273,10 @@ class Worker:
 
     def _socket(self) -> socket.socket:
         if self.sock is None:
-            raise WorkerDied("the worker is stopped")
+            if self._closed:
+                raise WorkerDied("the worker is stopped")
+            self._start()
+        assert self.sock is not None
         return self.sock
 
 

@@ -126,6 +126,26 @@ def test_a_worker_dying_mid_call_is_reported_then_restarted(worker: Worker) -> N
     assert worker.call(echo, (1,))[0][0] == 1
 
 
+def sleepy(seconds: float) -> tuple[Any, list[bytes]]:
+    time.sleep(seconds)
+    return os.getpid(), []
+
+
+def test_a_call_cancelled_midway_never_answers_the_next(worker: Worker) -> None:
+    async def main() -> None:
+        first = worker.pid
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.acall(sleepy, (30.0,)), 0.5)
+        # the late answer of the cancelled call must not be taken for this one's
+        pid, _ = await asyncio.wait_for(worker.acall(sleepy, (0.0,)), 120)
+        assert pid == worker.pid != first
+
+    asyncio.run(main())
+    worker.close()
+    with pytest.raises(WorkerDied):
+        worker.call(echo, ("closed",))
+
+
 # ---------------------------------------------------------------- the served model, rebuilt
 def _over_the_pipe(ev: Evaluator | EnsembleEvaluator) -> tuple[dict[str, Any], dict[str, Any]]:
     """The evaluator's tables through a frame, as the serving process receives them."""
