@@ -5,15 +5,15 @@ that solver work never holds the serving process's interpreter lock (decisions k
 latency during a reload) and a crash in the solver cannot take the service down.  The worker
 keeps one proof cache open for its lifetime.
 
-:func:`admit_file` is what the service runs there for every admission: everything that costs
-CPU or waits for the disk happens in the worker, so the serving process's event loop only
-hashes its own bytes (in a thread: :mod:`hashlib` releases the interpreter lock), compares
-that digest with the one the worker checked and swaps one reference.  The worker validates the
-bytes, gates them, and for an admitted model builds the served model's evaluator, encodes the
-answer, writes the store record and renames the file into the store.  What comes back is a
-picklable :class:`Admission` (the validated model and its evaluator are copied over the pipe,
-a fraction of a millisecond for the depth-12 example); the serving process builds only
-the evaluator's scalar tables (``tolist()``, about 0.1 ms for it).
+:func:`ship_admission` is what the service runs there for every admission (over the pipe
+of :mod:`clefprove.app.worker`): everything that costs CPU or waits for the disk happens in
+the worker, so the serving process's event loop only hashes its own bytes, sends them and
+reads the answer.  The worker stages the bytes, validates and gates them (:func:`admit_file`),
+and for an admitted model builds the served model's evaluator, encodes the answer, writes the
+store record and renames the file into the store.  What comes back is a small pickled
+:class:`Shipped` (verdict, body) and raw parts: the encoded answer and the evaluator's tables.
+The serving process builds the model from its own bytes (``load_admitted``: views, no second
+validation) and the evaluator from those tables (:func:`received_admission`).
 """
 
 from __future__ import annotations

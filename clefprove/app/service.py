@@ -43,7 +43,7 @@ from clefprove.app.admission import (
 from clefprove.app.metrics import CONTENT_TYPE, Metrics
 from clefprove.app.served import Served, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
-from clefprove.app.worker import Worker, WorkerDied, WorkerError
+from clefprove.app.worker import Worker, WorkerDied
 from clefprove.errors import ClefproveError, InputError
 
 JSON = "application/json"
@@ -275,7 +275,7 @@ class Service:
                 return Outcome(
                     ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
                 )
-            except (WorkerError, ClefproveError) as exc:  # a bug in the gate: never a verdict
+            except Exception as exc:  # a bug in the gate (WorkerError): never a verdict
                 return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
