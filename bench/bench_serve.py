@@ -611,10 +611,11 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
 def swap_section(work: Path, repeat: int = 200) -> None:
     """The event loop's share of one admitted reload, in process (no server, no load): what
     the serving process runs on its loop once the gate worker has answered.  This tree:
-    copy the worker's frame into a fresh buffer (as ``recv_into`` does), hash its own bytes,
-    decode the frame, build the model from those bytes (``load_admitted``: views) and the
-    evaluator from the frame's raw tables, then the served model (metric children, the walk's
-    lists, or memoryviews above 32,768 nodes); before (ef8581b's path, emulated with this
+    copy the worker's frame into a fresh buffer (as ``recv_into`` does), hash its own bytes
+    (up to 256 KiB: above, a thread does), decode the frame, build the model from those bytes
+    (``load_admitted``: views) and the evaluator from the frame's raw tables (or, from 4 MiB
+    of tables, from the file the worker wrote them to, mapped), then the served model (metric
+    children, the walk's lists, or memoryviews above 32,768 nodes); before (ef8581b's path, emulated with this
     tree's objects): the worker's pickle copied into a fresh buffer, unpickled (the model and
     its evaluator, with the walk's lists of a small model), a large model's lists built, and
     the served model; and, for scale, everything on the loop (validate, derive, serve)."""
@@ -630,6 +631,7 @@ def swap_section(work: Path, repeat: int = 200) -> None:
     from clefprove.app.metrics import Metrics
     from clefprove.app.prepared import prepare
     from clefprove.app.served import serve_model
+    from clefprove.app.service import HASH_INLINE
     from clefprove.app.store import ModelStore
     from clefprove.app.worker import decode, encode
     from clefprove.model.clef import load_bytes
@@ -653,8 +655,12 @@ def swap_section(work: Path, repeat: int = 200) -> None:
         pickled = pickle.dumps(before)
         n = repeat if len(data) < 1 << 20 else max(repeat // 20, 5)
 
-        def new_path(data: bytes = data, frame: bytes = frame) -> None:
-            digest = hashlib.sha256(data).hexdigest()
+        inline = len(data) <= HASH_INLINE  # above, the service hashes in a thread
+        digest0 = hashlib.sha256(data).hexdigest()
+
+        def new_path(data: bytes = data, frame: bytes = frame, inline: bool = inline,
+                     digest0: str = digest0) -> None:  # fmt: skip
+            digest = hashlib.sha256(data).hexdigest() if inline else digest0
             payload = bytearray(len(frame) - 12)  # as the loop receives it (recv_into)
             payload[:] = memoryview(frame)[12:]
             meta, raw = decode(payload, int.from_bytes(frame[8:12], "little"))

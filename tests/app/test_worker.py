@@ -244,6 +244,38 @@ def test_a_shipped_admission_serves_the_model_it_checked(tmp_path: Path) -> None
     assert adm.model is None and not list(store.incoming.iterdir())
 
 
+def test_large_tables_come_through_a_mapped_file(tmp_path: Path, monkeypatch) -> None:
+    import clefprove.app.admission as admission
+
+    monkeypatch.setattr(admission, "MAP_TABLES", 0)  # every model's tables through a file
+    store = ModelStore(tmp_path / "store")
+    data = SAFE.read_bytes()
+    shipped, parts = ship_admission(SETTINGS, str(store.directory), "upload", "upload",
+                                    memoryview(data))  # fmt: skip
+    assert shipped.tables_file and len(parts) == 1  # only the encoded answer in the frame
+    assert Path(shipped.tables_file).parent == store.incoming
+    digest = shipped.verdict.sha256
+    adm = received_admission(shipped, parts, data, digest, "upload")
+    served = serve_model(adm.model, adm.verdict, "upload", adm.when, Metrics(), adm.evaluator)
+    fresh = load_bytes(data)
+    walker = NodeWalker(fresh)
+    rng = np.random.default_rng(9)
+    cols = [
+        rng.integers(0, len(f.values), 500).astype(np.float64)
+        if f.values
+        else rng.uniform(f.min - 10, f.max + 10, 500)
+        for f in fresh.features
+    ]
+    x = np.stack(cols, axis=1)
+    want = [walker.evaluate_one(r).leaf for r in x]
+    assert served.evaluator.evaluate(x).leaves.tolist() == want
+    assert [served.decide([list(r)])[0] for r in x[:200]] == want[:200]
+    # the next admission removes the file (the served model keeps its mapping)
+    adm2, _ = _received(store, UNSAFE.read_bytes())
+    assert adm2.verdict.exit_code == 1 and not Path(shipped.tables_file).exists()
+    assert served.evaluator.evaluate(x).leaves.tolist() == want
+
+
 def test_a_shipped_ensemble_decides_like_one_built_afresh(tmp_path: Path) -> None:
     src = json.loads((ROOT / "tests" / "fixtures" / "ensemble_toy.json").read_text())
     data = write_clef(compile_source(src))
