@@ -615,9 +615,10 @@ def swap_section(work: Path, repeat: int = 200) -> None:
     (up to 256 KiB: above, a thread does), decode the frame, build the model from those bytes
     (``load_admitted``: views) and the evaluator from the frame's raw tables (or, from 4 MiB
     of tables, from the file the worker wrote them to, mapped), then the served model (metric
-    children, the walk's lists, or memoryviews above 32,768 nodes); before (ef8581b's path, emulated with this
-    tree's objects): the worker's pickle copied into a fresh buffer, unpickled (the model and
-    its evaluator, with the walk's lists of a small model), a large model's lists built, and
+    children, the walk's lists, or memoryviews above 32,768 nodes); before (ef8581b's path,
+    emulated with this tree's objects): the worker's pickle copied into a fresh buffer,
+    unpickled (the model and its evaluator, with the walk's lists of a small model), a large
+    model's lists built, and
     the served model; and, for scale, everything on the loop (validate, derive, serve)."""
     import hashlib
     import pickle
