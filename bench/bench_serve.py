@@ -691,7 +691,7 @@ def swap_section(work: Path, repeat: int = 200) -> None:
             times[label] = statistics.median(runs)
         rows.append([name, f"{len(frame):,} bytes", f"{times['new'] * 1e6:,.0f} µs",
                      f"{len(pickled):,} bytes", f"{times['old'] * 1e6:,.0f} µs",
-                     f"{times['new'] / times['old']:.2f}",
+                     f"{times['new'] / times['old']:.3g}",
                      f"{times['all'] * 1e6:,.0f} µs"])  # fmt: skip
     print("\n## The event loop's share of one admitted reload, in process (medians)\n")
     print(table(["model", "frame", "this tree: frame to served", "pickle",
