@@ -5,15 +5,15 @@ that solver work never holds the serving process's interpreter lock (decisions k
 latency during a reload) and a crash in the solver cannot take the service down.  The worker
 keeps one proof cache open for its lifetime.
 
-:func:`admit_file` is what the service runs there for every admission: everything that costs
-CPU or waits for the disk happens in the worker, so the serving process's event loop only
-hashes its own bytes (in a thread: :mod:`hashlib` releases the interpreter lock), compares
-that digest with the one the worker checked and swaps one reference.  The worker validates the
-bytes, gates them, and for an admitted model builds the served model's evaluator, encodes the
-answer, writes the store record and renames the file into the store.  What comes back is a
-picklable :class:`Admission` (the validated model and its evaluator are copied over the pipe,
-a fraction of a millisecond for the depth-12 example); the serving process builds only
-the evaluator's scalar tables (``tolist()``, about 0.1 ms for it).
+:func:`ship_admission` is what the service runs there for every admission (over the pipe
+of :mod:`clefprove.app.worker`): everything that costs CPU or waits for the disk happens in
+the worker, so the serving process's event loop only hashes its own bytes, sends them and
+reads the answer.  The worker stages the bytes, validates and gates them (:func:`admit_file`),
+and for an admitted model builds the served model's evaluator, encodes the answer, writes the
+store record and renames the file into the store.  What comes back is a small pickled
+:class:`Shipped` (verdict, body) and raw parts: the encoded answer and the evaluator's tables.
+The serving process builds the model from its own bytes (``load_admitted``: views, no second
+validation) and the evaluator from those tables (:func:`received_admission`).
 """
 
 from __future__ import annotations
@@ -199,6 +199,136 @@ def admit_file(
         return Admission(Verdict(2, error=exc.one_line()), body, encode_json(body))
     finally:
         store.discard(Path(staged))  # still there unless admitted
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """An :class:`Admission` as the gate worker sends it to the serving process (the pickled
+    part of the frame: small): the verdict, the answer's body, when it was admitted, and for
+    an admitted model which evaluator its tables (the frame's raw parts after the encoded
+    answer) belong to, with their scalars and each table's name, dtype and shape."""
+
+    verdict: Verdict
+    body: dict[str, Any]
+    when: str = ""
+    evaluator: str = ""  # "tree", "ensemble", or "" (nothing to serve)
+    scalars: dict[str, Any] = field(default_factory=dict)
+    tables: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+    #: large tables: the file the worker wrote them to (the serving process maps it), and
+    #: each table's offset there; else they are the frame's parts
+    tables_file: str = ""
+    offsets: tuple[int, ...] = ()
+
+
+#: From this many bytes of tables on, the worker writes them to a file that the serving
+#: process maps (pages fault in as decisions touch them) instead of sending them in the
+#: frame (copying 16 MB into fresh memory took 70-110 ms on the loop under load).
+MAP_TABLES = 4 << 20
+#: The name of such a file, in the store's ``incoming/``.
+TABLES_GLOB = "tables-*.bin"
+
+
+def ship_admission(
+    settings: GateSettings, store_dir: str, origin: str, label: str, data: memoryview
+) -> tuple[Shipped, list[Any]]:
+    """In the gate worker: stage *data* (the bytes the serving process was handed, the raw
+    part of its request), admit it (:func:`admit_file`) and answer as a frame's metadata
+    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model."""
+    import numpy as np
+
+    from clefprove.app.store import ModelStore
+    from clefprove.eval.ensemble import EnsembleEvaluator
+
+    store = ModelStore(store_dir, sweep=False)
+    for stale in store.incoming.glob(TABLES_GLOB):  # mapped already, or never to be
+        store.discard(stale)
+    try:
+        staged = store.stage(data)
+    except OSError as exc:
+        error = {"error": f"cannot stage the model: {exc}"}
+        return Shipped(Verdict(4, error=error["error"]), error), [encode_json(error)]
+    adm = admit_file(str(staged), settings, store_dir, origin, label)
+    parts: list[Any] = [adm.response]
+    if adm.evaluator is None:
+        return Shipped(adm.verdict, adm.body, adm.when), parts
+    scalars, arrays = adm.evaluator.tables()
+    spec = []
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        spec.append((name, a.dtype.str, tuple(a.shape)))
+        parts.append(a.reshape(-1).view(np.uint8))
+    kind = "ensemble" if isinstance(adm.evaluator, EnsembleEvaluator) else "tree"
+    shipped = Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec))
+    if sum(p.nbytes for p in parts[1:]) < MAP_TABLES:
+        return shipped, parts
+    import dataclasses
+    import tempfile
+
+    offsets, at = [], 0
+    fd, name = tempfile.mkstemp(dir=store.incoming, prefix="tables-", suffix=".bin")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for p in parts[1:]:
+                offsets.append(at)
+                fh.write(p)
+                pad = -p.nbytes % 64
+                fh.write(bytes(pad))
+                at += p.nbytes + pad
+    except OSError as exc:
+        store.discard(Path(name))
+        error = {"error": f"internal error: cannot write the evaluator's tables: {exc}"}
+        return Shipped(Verdict(4, error=error["error"]), error), [encode_json(error)]
+    return dataclasses.replace(shipped, tables_file=name, offsets=tuple(offsets)), parts[:1]
+
+
+def received_admission(
+    shipped: Shipped, parts: list[memoryview], data: bytes, digest: str, label: str
+) -> Admission:
+    """In the serving process: the :class:`Admission` of a frame from
+    :func:`ship_admission`, for the bytes *data* this process holds (their sha256, computed
+    here, is *digest*).  An admitted model is built from *data* itself (:func:`load_admitted`:
+    ``frombuffer`` views, no validation again: the worker validated these bytes, their digest
+    says so), its evaluator from the tables as they came (read-only views of the frame)."""
+    import numpy as np
+
+    from clefprove.eval.ensemble import EnsembleEvaluator
+    from clefprove.eval.evaluator import Evaluator
+    from clefprove.model.clef import load_admitted
+    from clefprove.model.ensemble import Ensemble
+
+    response = bytes(parts[0])
+    v = shipped.verdict
+    if not shipped.evaluator or not v.admitted or v.sha256 != digest:
+        return Admission(v, shipped.body, response, shipped.when)
+    model = load_admitted(data, digest, label)
+    tables: list[memoryview] = parts[1:]
+    if shipped.tables_file:  # mapped: nothing copied, pages fault in as they are used
+        import mmap
+
+        with open(shipped.tables_file, "rb") as fh:
+            view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+        tables = []
+        for (_, dtype, shape), at in zip(shipped.tables, shipped.offsets, strict=True):
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            tables.append(view[at : at + n])
+    arrays = {}
+    for (name, dtype, shape), part in zip(shipped.tables, tables, strict=True):
+        a = np.frombuffer(part, dtype=np.dtype(dtype)).reshape(shape)
+        a.flags.writeable = False
+        arrays[name] = a
+    evaluator: Any
+    if shipped.evaluator == "ensemble" and isinstance(model, Ensemble):
+        evaluator = EnsembleEvaluator.from_tables(model, shipped.scalars, arrays)
+    elif shipped.evaluator == "tree" and not isinstance(model, Ensemble):
+        evaluator = Evaluator.from_tables(model, shipped.scalars, arrays)
+    else:  # pragma: no cover - a bug: the tables of another kind of model
+        raise ClefproveError("internal error: the gate worker sent another model's tables")
+    return Admission(v, shipped.body, response, shipped.when, model, evaluator)
+
+
+def ship_diff(old: str, new: str, store_dir: str) -> tuple[dict[str, Any], list[Any]]:
+    """In the diff worker: :func:`diff_and_record`, as a frame's metadata."""
+    return diff_and_record(old, new, store_dir), []
 
 
 def _program(invariants: tuple[str, ...], model: Any) -> Any:

@@ -27,6 +27,12 @@ DECISION_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 )  # fmt: skip
 
+#: Event-loop lag buckets (seconds): how late the probe's timer ran (uvloop's timers have a
+#: 1 ms resolution, so lags below it are the timer's rounding, not a stall).
+LAG_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+)  # fmt: skip
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -66,6 +72,13 @@ class Metrics:
             "clefprove_model_info",
             "The served model (value 1).",
             ["name", "version", "sha256"],
+            registry=r,
+        )
+        self.loop_lag = Histogram(
+            "clefprove_event_loop_lag_seconds",
+            "How late a timer asked for every 20 ms ran on the event loop (a stall: the loop "
+            "was busy or waited for the CPU).",
+            buckets=LAG_BUCKETS,
             registry=r,
         )
         for result in RELOAD_RESULTS:

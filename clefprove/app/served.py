@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.app.admission import Verdict
-from clefprove.app.prepared import prepare
+from clefprove.app.prepared import WARM_NODES, prepare
 from clefprove.errors import InputError
 from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator
@@ -62,7 +62,7 @@ class ServedModel(_Inputs):
     action_counters: Sequence[Any]  # prometheus Counter children, by action index
     bounds: dict[str, tuple[float, float, Any]]  # numeric feature -> (min, max, counter)
     identity: str  # the answer's "model" object, as JSON text
-    leaf_actions: list[int]  # action index by node index (meaningful at leaves)
+    leaf_actions: Sequence[int]  # action index by node index (meaningful at leaves)
     _answers: dict[int, bytes] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -241,12 +241,24 @@ def serve_model(
             counters,
             bounds,
             identity,
-            model.nodes["aux"].astype(np.intp).tolist(),
+            _leaf_actions(model),
         )
+    if isinstance(evaluator, Evaluator) and model.n_nodes > WARM_NODES:
+        evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
     # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
     # first request after a swap.
     served.decide([encoder.values({})])
     return served
+
+
+def _leaf_actions(model: Model) -> Sequence[int]:
+    """Each node's action index: a list, or above :data:`WARM_NODES` nodes a memoryview of
+    an int64 array (no ``tolist()`` of every node on the event loop)."""
+    aux = model.nodes["aux"].astype(np.int64)
+    if model.n_nodes <= WARM_NODES:
+        leaves: list[int] = aux.tolist()
+        return leaves
+    return memoryview(aux.data).cast("B").cast("q")
 
 
 def one_line_input_error(exc: InputError, index: int | None) -> str:

@@ -9,19 +9,17 @@ a second reload waits for the first.  Every refusal leaves the served model unto
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures as cf
 import contextlib
 import enum
 import gc
+import hashlib
 import hmac
 import json
-import multiprocessing
 import signal
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -35,15 +33,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clefprove.app.admission import (
     Admission,
     GateSettings,
-    admit_file,
-    diff_and_record,
     encode_json,
     now,
+    received_admission,
+    ship_admission,
+    ship_diff,
     worker_init,
 )
 from clefprove.app.metrics import CONTENT_TYPE, Metrics
 from clefprove.app.served import Served, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
+from clefprove.app.worker import Worker, WorkerDied
 from clefprove.errors import ClefproveError, InputError
 
 JSON = "application/json"
@@ -58,6 +58,12 @@ GATE_NICENESS = 19
 DIFF_NICENESS = 19
 #: The interpreter's thread switch interval while serving (seconds; Python's default: 5 ms).
 SWITCH_INTERVAL = 0.0002
+#: Up to this many bytes, the event loop hashes an uploaded model itself (about 20 µs for
+#: 30 KB, 0.2 ms at the limit); above, in a thread (:mod:`hashlib` releases the interpreter
+#: lock).
+HASH_INLINE = 256 << 10
+#: How often the event-loop lag probe asks to run (seconds): how late it runs is the lag.
+LAG_INTERVAL = 0.02
 
 
 class ReloadResult(enum.Enum):
@@ -140,63 +146,59 @@ class Service:
         self.diffs: dict[str, dict[str, Any]] = {}  # sha256 -> diff from the model it replaced
         self._tasks: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
-        self._pool = self._new_pool(settings.cache_dir, niceness)  # the gate
+        # the gate: its own process at the lowest CPU priority, its pipe read by the loop
+        self._gate = Worker("clefprove-gate", worker_init, (settings.cache_dir, niceness))
         # behaviour diffs: information only, so at the lowest CPU priority, never in the way of
-        # decisions or of an admission
-        self._diff_pool = self._new_pool(None, max(niceness, DIFF_NICENESS))
-        self._pending_diff: cf.Future[dict[str, Any]] | None = None
+        # decisions or of an admission; started with the first diff
+        self._diff: Worker | None = None
+        self._diff_lock = asyncio.Lock()
+        self._diff_wanted: tuple[str, str] | None = None
 
-    # ------------------------------------------------------------------ the gate worker
-    @staticmethod
-    def _new_pool(cache_dir: str | None, niceness: int = 0) -> cf.ProcessPoolExecutor:
-        # spawn: a fork of a process running an event loop and threads is not safe
-        return cf.ProcessPoolExecutor(
-            1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=worker_init,
-            initargs=(cache_dir, niceness),
-        )
-
+    # ------------------------------------------------------------------ the workers
     def close(self) -> None:
         """Stop the workers now: a check or a diff still running is of no use to anyone, and
         the interpreter would otherwise wait for it at exit."""
-        for pool in (self._pool, self._diff_pool):
-            # ProcessPoolExecutor has no public way to stop a running task before Python 3.14
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
+        for worker in (self._gate, self._diff):
+            if worker is not None:
+                worker.close()
 
-    def _submit(self, staged: Path, origin: str, label: str) -> cf.Future[Admission]:
-        return self._pool.submit(
-            admit_file, str(staged), self.settings, str(self.store.directory), origin, label
-        )
+    def _diff_worker(self) -> Worker:
+        if self._diff is None:
+            self._diff = Worker(
+                "clefprove-diff", worker_init, (None, max(self.niceness, DIFF_NICENESS))
+            )
+        return self._diff
 
     async def _record_diff(self, old: str, new: str) -> None:
         """After a swap: the behaviour diff from the model replaced to the new one, kept for
-        ``GET /model`` and in the store record (computed in a worker process of its own)."""
-        if self._pending_diff is not None:
-            self._pending_diff.cancel()  # superseded, if it has not started yet
-        try:
-            # the diff and the write of the store record, both in the worker
-            future = self._pending_diff = self._diff_pool.submit(
-                diff_and_record, old, new, str(self.store.directory)
-            )
-            entry = await asyncio.wrap_future(future)
-            self.diffs[new] = entry
-            while len(self.diffs) > HISTORY:
-                del self.diffs[next(iter(self.diffs))]
-        except asyncio.CancelledError:
-            return
-        except cf.BrokenExecutor:
-            self._diff_pool = self._new_pool(None, max(self.niceness, DIFF_NICENESS))
-        except Exception as exc:  # never fatal: the diff is information, not a verdict
-            _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
+        ``GET /model`` and in the store record (computed in a worker process of its own).
+        A diff still waiting for the worker when a newer one is asked for is dropped."""
+        self._diff_wanted = (old, new)
+        async with self._diff_lock:
+            if self._diff_wanted != (old, new):
+                return  # superseded before it started
+            worker = self._diff_worker()
+            try:
+                # the diff and the write of the store record, both in the worker
+                entry, _ = await worker.acall(ship_diff, (old, new, str(self.store.directory)))
+                self.diffs[new] = entry
+                while len(self.diffs) > HISTORY:
+                    del self.diffs[next(iter(self.diffs))]
+            except asyncio.CancelledError:
+                return
+            except WorkerDied:
+                worker.restart()
+                _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: the worker died")
+            except Exception as exc:  # never fatal: the diff is information, not a verdict
+                _log(f"behaviour diff {old[:12]} -> {new[:12]} not computed: {exc!r}")
 
     # ------------------------------------------------------------------ admission
     # The event loop's share of an admission is kept to what cannot move (docs/serve.md):
-    # the staging write and the digest of the bytes run in a thread (both release the
-    # interpreter lock), everything else in the gate worker (admit_file), and what remains
-    # here is comparing two digests, binding the metric children and swapping one reference.
+    # the digest of the bytes, the hand-off to the gate worker over its pipe (read by the loop
+    # itself: no helper thread), building the served model from the bytes it holds and the
+    # worker's tables (views, nothing validated or derived again), binding the metric children
+    # and swapping one reference.  The worker stages, validates, gates, derives the tables,
+    # encodes the answer and writes the store.
     def _conclude(self, digest: str, adm: Admission, origin: str) -> Outcome:
         """Serve the model of *adm* if its verdict admits it and it holds exactly the bytes
         this process was handed (their sha256 is *digest*)."""
@@ -226,18 +228,19 @@ class Service:
             del self.history[:-HISTORY]
         return Outcome(ReloadResult.ACCEPTED, adm.body, 0, adm.response)
 
+    def _request(self, origin: str, label: str) -> tuple[Any, ...]:
+        return (self.settings, str(self.store.directory), origin, label)
+
     def admit_now(self, data: bytes, path: str) -> Outcome:
         """Blocking admission of the file *path* (start-up, before the event loop runs)."""
+        digest = hashlib.sha256(data).hexdigest()
+        origin = f"startup {path}"
         try:
-            staged, digest = self.store.stage_and_hash(data)
-        except OSError as exc:
-            return Outcome(ReloadResult.ERROR, {"error": f"cannot stage the model: {exc}"}, 4)
-        try:
-            adm = self._submit(staged, f"startup {path}", path).result()
+            shipped, parts = self._gate.call(ship_admission, self._request(origin, path), [data])
+            adm = received_admission(shipped, parts, data, digest, path)
         except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
-            self.store.discard(staged)
             return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
-        return self._conclude(digest, adm, f"startup {path}")
+        return self._conclude(digest, adm, origin)
 
     async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
         """Gate *data* and serve it if every invariant holds (serialised with every other).
@@ -256,19 +259,23 @@ class Service:
                     )
                 except ClefproveError as exc:
                     return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
+            if len(data) <= HASH_INLINE:
+                digest = hashlib.sha256(data).hexdigest()
+            else:
+                digest = await asyncio.to_thread(lambda: hashlib.sha256(data).hexdigest())
             try:
-                # in a thread, whatever the size: creating a file can wait for the
-                # filesystem's journal while the gate worker fsyncs a record
-                staged, digest = await asyncio.to_thread(self.store.stage_and_hash, data)
-            except OSError as exc:
-                return Outcome(ReloadResult.ERROR, {"error": f"cannot stage the model: {exc}"}, 4)
-            try:
-                adm = await asyncio.wrap_future(self._submit(staged, origin, label))
-            except Exception as exc:  # the worker died, or a bug in the gate: never a verdict
-                self.store.discard(staged)
-                if isinstance(exc, cf.BrokenExecutor):  # killed, out of memory: start anew
-                    self._pool = self._new_pool(self.settings.cache_dir, self.niceness)
-                    exc = RuntimeError("the gate worker died")
+                # the worker stages the bytes itself (creating a file can wait for the
+                # filesystem's journal while a record is fsynced), then gates them
+                shipped, parts = await self._gate.acall(
+                    ship_admission, self._request(origin, label), [data]
+                )
+                adm = received_admission(shipped, parts, data, digest, label)
+            except WorkerDied:  # killed, out of memory: start anew
+                self._gate.restart()
+                return Outcome(
+                    ReloadResult.ERROR, {"error": "internal error: the gate worker died"}, 4
+                )
+            except Exception as exc:  # a bug in the gate (WorkerError): never a verdict
                 return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
@@ -321,6 +328,37 @@ class Service:
             {"error": "missing or wrong reload token"},
             {"WWW-Authenticate": 'Bearer realm="clefprove"'},
         )
+
+
+class LagProbe:
+    """A timer asked for every *interval* seconds on the event loop; how late it runs
+    (``perf_counter``, not the loop's millisecond clock) goes into *histogram*: a stall of
+    the loop, whatever its cause, shows there."""
+
+    def __init__(self, histogram: Any, interval: float = LAG_INTERVAL) -> None:
+        self.histogram = histogram
+        self.interval = interval
+        self._due = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._next()
+
+    def _next(self) -> None:
+        assert self._loop is not None
+        self._due = time.perf_counter() + self.interval
+        self._handle = self._loop.call_later(self.interval, self._fire)
+
+    def _fire(self) -> None:
+        self.histogram.observe(max(time.perf_counter() - self._due, 0.0))
+        self._next()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 def _counted(result: ReloadResult) -> str:
@@ -477,14 +515,17 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
         # after every swap would keep any garbage cycle alive then for good.
         gc.collect()
         gc.freeze()
-        # The executors' helper threads (pipes to the workers, staging writes) take the
-        # interpreter lock in turns with the event loop; the loop waits for it at most this
-        # long instead of the default 5 ms.
+        # A thread that takes the interpreter lock in turns with the event loop (a rollback's
+        # or a SIGHUP's read of the file, the hash of a model above HASH_INLINE bytes): the
+        # loop waits for it at most this long instead of the default 5 ms.
         switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
+        probe = LagProbe(metrics.loop_lag)
+        probe.start(loop)
         try:
             yield
         finally:
+            probe.stop()
             sys.setswitchinterval(switch)
             loop.remove_signal_handler(signal.SIGHUP)
 

@@ -52,7 +52,7 @@ class ModelStore:
     def report_path(self, sha256: str) -> Path:
         return self.directory / f"{sha256}.json"
 
-    def stage(self, data: bytes) -> Path:
+    def stage(self, data: bytes | memoryview) -> Path:
         """Write *data* to a new file in ``incoming/`` (to be gated) and return its path."""
         fd, name = tempfile.mkstemp(dir=self.incoming, suffix=".clef")
         try:

@@ -228,6 +228,31 @@ class EnsembleEvaluator:
         self._membership = np.asarray(m.membership, dtype=np.uint8)
         self._values = np.asarray(m.values, dtype=np.float64)
 
+    #: The derived arrays, by attribute name (:meth:`tables`, :meth:`from_tables`).
+    _TABLES = (
+        "_left", "_right", "_cat", "_catmax", "_catoff", "_feat", "_thr", "_row", "_offset",
+    )  # fmt: skip
+
+    def tables(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Scalars and derived arrays from which :meth:`from_tables` rebuilds this evaluator
+        (elsewhere, for the same model) without deriving anything."""
+        return {"any_cat": self._any_cat}, {n: getattr(self, n) for n in self._TABLES}
+
+    @classmethod
+    def from_tables(
+        cls, model: Ensemble, scalars: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> EnsembleEvaluator:
+        """The evaluator of *model* from :meth:`tables` of one built for the same model."""
+        self = cls.__new__(cls)
+        self.model = model
+        self.n_features = len(model.features)
+        self._any_cat = bool(scalars["any_cat"])
+        for name in cls._TABLES:
+            setattr(self, name, arrays[name])
+        self._membership = np.asarray(model.membership, dtype=np.uint8)  # views: no copy
+        self._values = np.asarray(model.values, dtype=np.float64)
+        return self
+
     def evaluate(self, X: np.ndarray) -> EnsembleBatch:
         """Evaluate an encoded float64 matrix of shape (n, n_features)."""
         X = np.ascontiguousarray(X, dtype=np.float64)

@@ -246,6 +246,21 @@ def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") ->
         raise ClefFormatError(f"{origin}: {exc}") from None
 
 
+def load_admitted(
+    data: bytes | bytearray | memoryview, sha256: str, origin: str = "<bytes>"
+) -> Model | Ensemble:
+    """The model of `.clef` bytes that :func:`load_bytes` accepted already (in another
+    process: the service's gate worker), identified by *sha256*, the digest of these very
+    bytes that the caller computed itself: the header and the metadata are read, the arrays
+    are views of *data*, and the validation of the nodes and the digest is not run again."""
+    if len(data) < HEADER_SIZE + DIGEST_SIZE:
+        raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
+    try:
+        return _parse(data, origin, sha256)
+    except ClefFormatError as exc:
+        raise ClefFormatError(f"{origin}: {exc}") from None
+
+
 #: The commands that take tree ensembles (named in the refusal of the others).
 ENSEMBLE_COMMANDS = "compile, import, info, eval, check, gate (without --previous)"
 
@@ -269,7 +284,9 @@ def short_reason(head: bytes, size: int) -> str:
     return f"truncated: {size} bytes, a .clef file has at least {HEADER_SIZE + DIGEST_SIZE}"
 
 
-def _parse(buf: Any, origin: str) -> Model | Ensemble:
+def _parse(buf: Any, origin: str, admitted: str | None = None) -> Model | Ensemble:
+    """*admitted*: the sha256 of bytes validated before (:func:`load_admitted`): the digest
+    and the node validation are skipped."""
     size = len(buf)
     fields = HEADER.unpack_from(buf, 0)
     (
@@ -297,16 +314,20 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
         raise ClefFormatError(f"unsupported format version {version}")
     if header_size != HEADER_SIZE or flags != 0:
         raise ClefFormatError("corrupted header (bad header size or flags)")
-    # The digest is checked first: after it, any defect is a crafted file, not corruption.
-    body = memoryview(buf)[: size - DIGEST_SIZE]
-    hasher = hashlib.sha256(body)
-    body.release()
-    digest = hasher.digest()
-    if digest != bytes(buf[size - DIGEST_SIZE :]):
-        raise ClefFormatError("SHA-256 digest mismatch: the file is truncated or corrupted")
-    hasher.update(digest)  # the model's identity is the digest of the whole file (sha256sum's)
+    if admitted is not None:
+        sha256 = admitted
+    else:
+        # The digest is checked first: after it, any defect is a crafted file, not corruption.
+        body = memoryview(buf)[: size - DIGEST_SIZE]
+        hasher = hashlib.sha256(body)
+        body.release()
+        digest = hasher.digest()
+        if digest != bytes(buf[size - DIGEST_SIZE :]):
+            raise ClefFormatError("SHA-256 digest mismatch: the file is truncated or corrupted")
+        hasher.update(digest)  # the model's identity: the digest of the whole file (sha256sum's)
+        sha256 = hasher.hexdigest()
     if version == ENSEMBLE_VERSION:
-        return _parse_ensemble(buf, fields, hasher.hexdigest(), origin)
+        return _parse_ensemble(buf, fields, sha256, origin, admitted is None)
     if n_trees != 1:
         raise ClefFormatError(
             f"the file holds {n_trees} trees under format version 1, which holds one tree"
@@ -333,7 +354,8 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
         nodes.flags.writeable = False
         membership = membership.view()
         membership.flags.writeable = False
-    _validate_nodes(nodes, membership, features, len(actions), max_depth)
+    if admitted is None:
+        _validate_nodes(nodes, membership, features, len(actions), max_depth)
     return Model(
         name=meta["name"],
         version=meta["version"],
@@ -342,7 +364,7 @@ def _parse(buf: Any, origin: str) -> Model | Ensemble:
         nodes=nodes,
         membership=membership,
         max_depth=int(max_depth),
-        sha256=hasher.hexdigest(),
+        sha256=sha256,
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )
@@ -374,8 +396,11 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     return meta
 
 
-def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str) -> Ensemble:
-    """The rest of a v2 (ensemble) file, after magic, version, flags and digest."""
+def _parse_ensemble(
+    buf: Any, fields: tuple[Any, ...], sha256: str, origin: str, validate: bool = True
+) -> Ensemble:
+    """The rest of a v2 (ensemble) file, after magic, version, flags and digest (*validate*
+    False: bytes validated before, :func:`load_admitted`)."""
     size = len(buf)
     (_, _, _, _, n_trees, n_nodes, max_depth, member_size, meta_offset, meta_size) = fields[:10]
     nodes_offset, member_offset = fields[10], fields[11]
@@ -425,19 +450,9 @@ def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str)
         nodes, values, membership = nodes.view(), values.view(), membership.view()
         for a in (nodes, values, membership):
             a.flags.writeable = False
-    first_leaf = np.concatenate(([0], np.cumsum(leaves)[:-1]))
-    _validate_trees(nodes, membership, features, starts, sizes, depths)
-    leaf_counts = np.add.reduceat((nodes["kind"] == NodeKind.LEAF).astype(np.int64), starts)
-    if np.any(leaf_counts != leaves):
-        t = int(np.flatnonzero(leaf_counts != leaves)[0])
-        raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
-    _validate_values(values, combine, n_trees, leaves)
-    # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
-    # the verifier's rounding bounds assume).
-    if values.size:
-        top = np.maximum.reduceat(np.abs(values).max(axis=1), first_leaf)
-        if float(top.sum()) + max(abs(b) for b in combine.base) > 2.0**100:
-            raise ClefFormatError("leaf values are too large: their sum could overflow")
+    if validate:
+        _validate_ensemble(nodes, membership, values, features, combine, starts, sizes, depths,
+                           leaves)  # fmt: skip
     return Ensemble(
         name=meta["name"],
         version=meta["version"],
@@ -454,6 +469,33 @@ def _parse_ensemble(buf: Any, fields: tuple[Any, ...], sha256: str, origin: str)
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )
+
+
+def _validate_ensemble(
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    values: np.ndarray,
+    features: tuple[Feature, ...],
+    combine: Combine,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+    leaves: np.ndarray,
+) -> None:
+    n_trees = len(starts)
+    first_leaf = np.concatenate(([0], np.cumsum(leaves)[:-1]))
+    _validate_trees(nodes, membership, features, starts, sizes, depths)
+    leaf_counts = np.add.reduceat((nodes["kind"] == NodeKind.LEAF).astype(np.int64), starts)
+    if np.any(leaf_counts != leaves):
+        t = int(np.flatnonzero(leaf_counts != leaves)[0])
+        raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
+    _validate_values(values, combine, n_trees, leaves)
+    # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
+    # the verifier's rounding bounds assume).
+    if values.size:
+        top = np.maximum.reduceat(np.abs(values).max(axis=1), first_leaf)
+        if float(top.sum()) + max(abs(b) for b in combine.base) > 2.0**100:
+            raise ClefFormatError("leaf values are too large: their sum could overflow")
 
 
 _COMBINE_KEYS = {"outputs", "base", "arithmetic", "link", "rule", "divisor", "scale"}
