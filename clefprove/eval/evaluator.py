@@ -176,19 +176,29 @@ class Evaluator:
         self._h_node = slot_node
         self._h_feat, self._h_thr = feat[slot_node], thr[slot_node]
         self._h_general = general[slot_node]
+        # Deeper levels in child-table layout, the split feature packed into the state:
+        # state = (2 * node) << fbits | feature(node), so the feature is a bit mask of the
+        # state (no gather); k = state >> fbits indexes the threshold table, and the next
+        # state is child2[k + went_right] (already packed).
+        self._root_ft = (int(feat[0]), float(thr[0]))
+        self._root_packed = (0, 0)
+        self._fbits = fbits = max(1, (self.n_features - 1).bit_length())
+        self._fmask = (1 << fbits) - 1
         if self.depth > h:
-            # Deeper levels in child-table layout: state = 2 * node, next state =
-            # child2[state + went_right].  Entering it from the heap: state = 2 * node(slot).
+            if (2 * n) << fbits > np.iinfo(np.intp).max:  # pragma: no cover (64-bit: never)
+                raise ValueError("model too large for the batch evaluator on this platform")
+            packed = ((2 * np.arange(n, dtype=np.intp)) << fbits) | feat
             child2 = np.empty(2 * n, dtype=np.intp)
-            child2[0::2] = 2 * first
-            child2[1::2] = 2 * second
+            child2[0::2] = packed[first]
+            child2[1::2] = packed[second]
             self._child2 = child2
-            self._t_feat, self._t_thr = np.repeat(feat, 2), np.repeat(thr, 2)
+            self._t_thr = np.repeat(thr, 2)
             self._t_general = np.repeat(general, 2)
             self._t_leaf = np.repeat(leaf, 2)
-            self._h_to_t = 2 * slot_node
+            self._h_to_t = packed[slot_node]
+            self._root_packed = (int(packed[first[0]]), int(packed[second[0]]))
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
-        self._root_children = (2, 3) if h else (int(2 * first[0]), int(2 * second[0]))
+        self._root_children = (2, 3) if h else self._root_packed
 
         # For the single-input walk (turned into Python lists on first use).
         self._walk_arrays = (
@@ -247,9 +257,9 @@ class Evaluator:
         general_at = self._general_at_depth
         first_step = 1 if self._root_simple and depth > 0 else 0
         if first_step:
-            root_f = int(self._h_feat[1] if h else self._t_feat[0])
-            root_t = float(self._h_thr[1] if h else self._t_thr[0])
+            root_f, root_t = self._root_ft
             root_l, root_r = self._root_children
+        fbits, fmask = self._fbits, self._fmask
 
         for start in range(0, n, C):
             m = min(C, n - start)
@@ -266,7 +276,7 @@ class Evaluator:
                 np.multiply(go, root_r - root_l, out=s)
                 np.add(s, root_l, out=s)
             else:
-                s.fill(1 if h else 0)
+                s.fill(1 if h else self._root_ft[0])  # heap slot 1, or the packed root
             out_leaves = leaves[start : start + m]
             live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
             idx = None
@@ -278,7 +288,9 @@ class Evaluator:
                 if not heap and (d - h) % COMPACT_EVERY == 0 and d > h:
                     # Rows standing on a leaf are done: write them out and walk on with the
                     # others only (deep unbalanced trees end most rows far above max_depth).
-                    done = self._t_leaf.take(s[:live], mode="clip")
+                    kv = s_next[:live]
+                    np.right_shift(s[:live], fbits, out=kv)
+                    done = self._t_leaf.take(kv, mode="clip")
                     n_done = int(np.count_nonzero(done))
                     if n_done * COMPACT_FRACTION >= live:
                         if idx is None:
@@ -286,7 +298,7 @@ class Evaluator:
                         at_leaf = np.flatnonzero(done)
                         walking = np.flatnonzero(~done)
                         sl, il = s[:live], idx[:live]
-                        out_leaves[il.take(at_leaf)] = sl.take(at_leaf) >> 1
+                        out_leaves[il.take(at_leaf)] = kv.take(at_leaf) >> 1
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
@@ -296,29 +308,36 @@ class Evaluator:
                         if live == 0:
                             break
                 sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
-                feat_s, thr_s = (self._h_feat, self._h_thr) if heap else (self._t_feat, self._t_thr)
-                feat_s.take(sv, out=fv, mode="clip")
-                np.add(fv, rowoff[:live], out=fv)
-                flat.take(fv, out=xvv, mode="clip")
-                thr_s.take(sv, out=tvv, mode="clip")
-                np.greater(xvv, tvv, out=gv)
-                if general_at[d]:
-                    self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
                 if heap:
+                    self._h_feat.take(sv, out=fv, mode="clip")
+                    np.add(fv, rowoff[:live], out=fv)
+                    flat.take(fv, out=xvv, mode="clip")
+                    self._h_thr.take(sv, out=tvv, mode="clip")
+                    np.greater(xvv, tvv, out=gv)
+                    if general_at[d]:
+                        self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
                     np.left_shift(sv, 1, out=sv)
                     np.add(sv, gv, out=sv)
                 else:
-                    np.add(sv, gv, out=sv)
-                    self._child2.take(sv, out=s_next[:live], mode="clip")
-                    s, s_next = s_next, s
+                    kv = s_next[:live]
+                    np.bitwise_and(sv, fmask, out=fv)
+                    np.add(fv, rowoff[:live], out=fv)
+                    flat.take(fv, out=xvv, mode="clip")
+                    np.right_shift(sv, fbits, out=kv)
+                    self._t_thr.take(kv, out=tvv, mode="clip")
+                    np.greater(xvv, tvv, out=gv)
+                    if general_at[d]:
+                        self._categorical_lookup(kv, xvv, gv, b.flag[:live], heap)
+                    np.add(kv, gv, out=kv)
+                    self._child2.take(kv, out=sv, mode="clip")
 
             if idx is not None:
-                out_leaves[idx[:live]] = s[:live] >> 1
+                out_leaves[idx[:live]] = s[:live] >> (fbits + 1)
                 np.multiply(np.arange(m, dtype=np.intp), F, out=rowoff)  # reused by the next chunk
             elif depth <= h:
                 self._h_node.take(s, out=out_leaves, mode="clip")
             else:
-                np.right_shift(s, 1, out=out_leaves)
+                np.right_shift(s, fbits + 1, out=out_leaves)
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
