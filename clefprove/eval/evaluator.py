@@ -59,6 +59,10 @@ HEAP_LEVELS = 12
 COMPACT_EVERY = 4
 COMPACT_FRACTION = 4
 
+#: A chunk whose walking rows fall to 1/TAIL_FRACTION of the chunk parks them in a pool that
+#: is walked once it holds a chunk's worth (thin tails of deep trees share the call overhead).
+TAIL_FRACTION = 8
+
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
 
@@ -261,6 +265,12 @@ class Evaluator:
             root_l, root_r = self._root_children
         fbits, fmask = self._fbits, self._fmask
 
+        # Thin tails of deep chunks, walked together (see _walk_pool).
+        pool_rows: list[np.ndarray] = []
+        pool_states: list[np.ndarray] = []
+        pool_n, pool_from = 0, depth
+        X_flat = X.reshape(-1)
+
         for start in range(0, n, C):
             m = min(C, n - start)
             b = bufs if m == C else _Buffers(m, F)
@@ -307,6 +317,17 @@ class Evaluator:
                         np.multiply(idx[:live], F, out=rowoff[:live])
                         if live == 0:
                             break
+                    if live * TAIL_FRACTION <= C and d + COMPACT_EVERY < depth:
+                        # A thin tail: park its rows in the pool (walked with other chunks'
+                        # tails, so the per-call overhead is paid once for all of them).
+                        if idx is None:
+                            idx = np.arange(m, dtype=np.intp)
+                        pool_rows.append(idx[:live] + start)
+                        pool_states.append(s[:live].copy())
+                        pool_n += live
+                        pool_from = min(pool_from, d)
+                        live = 0
+                        break
                 sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
                 if heap:
                     self._h_feat.take(sv, out=fv, mode="clip")
@@ -338,9 +359,68 @@ class Evaluator:
                 self._h_node.take(s, out=out_leaves, mode="clip")
             else:
                 np.right_shift(s, fbits + 1, out=out_leaves)
+            if pool_n >= C or (pool_n and start + m == n):
+                pooled = np.concatenate(pool_rows)
+                self._walk_pool(X_flat, pooled, pool_states, depth - pool_from, leaves)
+                pooled_leaves = leaves.take(pooled)
+                actions[pooled] = self._aux.take(pooled_leaves)
+                confidences[pooled] = self._conf.take(pooled_leaves)
+                pool_rows, pool_states, pool_n, pool_from = [], [], 0, depth
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
+
+    def _walk_pool(
+        self,
+        X_flat: np.ndarray,
+        rows: np.ndarray,
+        pool_states: list[np.ndarray],
+        steps: int,
+        leaves: np.ndarray,
+    ) -> None:
+        """Walk the parked rows (global row indices, packed child-table states) to their
+        leaves and write ``leaves[rows]``.  The rows come from different chunks and may stand
+        at different depths: a leaf points to itself, so walking a row past its leaf changes
+        nothing, and *steps* (max_depth minus the shallowest parking depth) reaches every leaf.
+        """
+        s = np.concatenate(pool_states)
+        live = int(s.shape[0])
+        F, fbits, fmask = self.n_features, self._fbits, self._fmask
+        general = bool(self._general_at_depth[self.heap_levels :].any())
+        rowoff = rows * F
+        kv, fi = np.empty_like(s), np.empty_like(s)
+        xv, tv = np.empty(live), np.empty(live)
+        go, flag = np.empty(live, dtype=np.bool_), np.empty(live, dtype=np.bool_)
+        for step in range(steps + 1):
+            if step % COMPACT_EVERY == 0 or step == steps:
+                k = kv[:live]
+                np.right_shift(s, fbits, out=k)
+                done = self._t_leaf.take(k, mode="clip")
+                n_done = int(np.count_nonzero(done))
+                if n_done == live:
+                    leaves[rows] = k >> 1
+                    return
+                if step == steps:  # pragma: no cover (a leaf within max_depth, always)
+                    raise AssertionError("pool walk did not reach a leaf within max_depth")
+                if n_done * COMPACT_FRACTION >= live:
+                    at_leaf = np.flatnonzero(done)
+                    walking = np.flatnonzero(~done)
+                    leaves[rows.take(at_leaf)] = k.take(at_leaf) >> 1
+                    live -= n_done
+                    rows = rows.take(walking)
+                    s = s.take(walking)
+                    rowoff = rowoff.take(walking)
+            sv, fv, kl, xvv, tvv, gv = s, fi[:live], kv[:live], xv[:live], tv[:live], go[:live]
+            np.bitwise_and(sv, fmask, out=fv)
+            np.add(fv, rowoff, out=fv)
+            X_flat.take(fv, out=xvv, mode="clip")
+            np.right_shift(sv, fbits, out=kl)
+            self._t_thr.take(kl, out=tvv, mode="clip")
+            np.greater(xvv, tvv, out=gv)
+            if general:
+                self._categorical_lookup(kl, xvv, gv, flag[:live], False)
+            np.add(kl, gv, out=kl)
+            self._child2.take(kl, out=sv, mode="clip")
 
     def _categorical_lookup(
         self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, flag: np.ndarray, heap: bool
