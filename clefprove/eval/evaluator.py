@@ -186,21 +186,29 @@ class Evaluator:
         # state is child2[k + went_right] (already packed).
         self._root_ft = (int(feat[0]), float(thr[0]))
         self._root_packed = (0, 0)
+        self._root_state = 0
         self._fbits = fbits = max(1, (self.n_features - 1).bit_length())
         self._fmask = (1 << fbits) - 1
         if self.depth > h:
             if (2 * n) << fbits > np.iinfo(np.intp).max:  # pragma: no cover (64-bit: never)
                 raise ValueError("model too large for the batch evaluator on this platform")
-            packed = ((2 * np.arange(n, dtype=np.intp)) << fbits) | feat
+            # Table positions in breadth-first order (by depth, then node index): the rows of
+            # a chunk stand at one depth, so each step's gathers touch one contiguous band.
+            order = np.argsort(nodes["depth"], kind="stable").astype(np.intp)  # position -> node
+            position = np.empty(n, dtype=np.intp)
+            position[order] = np.arange(n, dtype=np.intp)
+            packed = ((2 * position) << fbits) | feat  # by node index
             child2 = np.empty(2 * n, dtype=np.intp)
-            child2[0::2] = packed[first]
-            child2[1::2] = packed[second]
+            child2[0::2] = packed[first[order]]
+            child2[1::2] = packed[second[order]]
             self._child2 = child2
-            self._t_thr = np.repeat(thr, 2)
-            self._t_general = np.repeat(general, 2)
-            self._t_leaf = np.repeat(leaf, 2)
+            self._t_node = order
+            self._t_thr = np.repeat(thr[order], 2)
+            self._t_general = np.repeat(general[order], 2)
+            self._t_leaf = np.repeat(leaf[order], 2)
             self._h_to_t = packed[slot_node]
             self._root_packed = (int(packed[first[0]]), int(packed[second[0]]))
+            self._root_state = int(packed[0])
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
         self._root_children = (2, 3) if h else self._root_packed
 
@@ -286,7 +294,7 @@ class Evaluator:
                 np.multiply(go, root_r - root_l, out=s)
                 np.add(s, root_l, out=s)
             else:
-                s.fill(1 if h else self._root_ft[0])  # heap slot 1, or the packed root
+                s.fill(1 if h else self._root_state)  # heap slot 1, or the packed root
             out_leaves = leaves[start : start + m]
             live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
             idx = None
@@ -308,7 +316,7 @@ class Evaluator:
                         at_leaf = np.flatnonzero(done)
                         walking = np.flatnonzero(~done)
                         sl, il = s[:live], idx[:live]
-                        out_leaves[il.take(at_leaf)] = kv.take(at_leaf) >> 1
+                        out_leaves[il.take(at_leaf)] = self._t_node.take(kv.take(at_leaf) >> 1)
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
@@ -353,12 +361,13 @@ class Evaluator:
                     self._child2.take(kv, out=sv, mode="clip")
 
             if idx is not None:
-                out_leaves[idx[:live]] = s[:live] >> (fbits + 1)
+                out_leaves[idx[:live]] = self._t_node.take(s[:live] >> (fbits + 1))
                 np.multiply(np.arange(m, dtype=np.intp), F, out=rowoff)  # reused by the next chunk
             elif depth <= h:
                 self._h_node.take(s, out=out_leaves, mode="clip")
             else:
-                np.right_shift(s, fbits + 1, out=out_leaves)
+                np.right_shift(s, fbits + 1, out=s_next)
+                self._t_node.take(s_next, out=out_leaves, mode="clip")
             if pool_n >= C or (pool_n and start + m == n):
                 pooled = np.concatenate(pool_rows)
                 self._walk_pool(X_flat, pooled, pool_states, depth - pool_from, leaves)
@@ -398,14 +407,14 @@ class Evaluator:
                 done = self._t_leaf.take(k, mode="clip")
                 n_done = int(np.count_nonzero(done))
                 if n_done == live:
-                    leaves[rows] = k >> 1
+                    leaves[rows] = self._t_node.take(k >> 1)
                     return
                 if step == steps:  # pragma: no cover (a leaf within max_depth, always)
                     raise AssertionError("pool walk did not reach a leaf within max_depth")
                 if n_done * COMPACT_FRACTION >= live:
                     at_leaf = np.flatnonzero(done)
                     walking = np.flatnonzero(~done)
-                    leaves[rows.take(at_leaf)] = k.take(at_leaf) >> 1
+                    leaves[rows.take(at_leaf)] = self._t_node.take(k.take(at_leaf) >> 1)
                     live -= n_done
                     rows = rows.take(walking)
                     s = s.take(walking)
@@ -430,7 +439,7 @@ class Evaluator:
         rows = np.flatnonzero(flag)
         if rows.size == 0:
             return
-        at = self._h_node[s[rows]] if heap else s[rows] >> 1
+        at = self._h_node[s[rows]] if heap else self._t_node[s[rows] >> 1]
         codes = np.clip(xv[rows], 0.0, self._catmax[at])
         index = self._catoff[at] + codes.astype(np.intp)
         go[rows] = self._membership[index] == 0
