@@ -187,7 +187,9 @@ class Evaluator:
         self._root_ft = (int(feat[0]), float(thr[0]))
         self._root_packed = (0, 0)
         self._root_state = 0
-        self._fbits = fbits = max(1, (self.n_features - 1).bit_length())
+        # A leaf's state carries the feature code n_features (no feature: its threshold is
+        # +inf, whatever x is read), so "done" is a mask and a comparison of the state.
+        self._fbits = fbits = max(1, self.n_features.bit_length())
         self._fmask = (1 << fbits) - 1
         if self.depth > h:
             if (2 * n) << fbits > np.iinfo(np.intp).max:  # pragma: no cover (64-bit: never)
@@ -197,7 +199,7 @@ class Evaluator:
             order = np.argsort(nodes["depth"], kind="stable").astype(np.intp)  # position -> node
             position = np.empty(n, dtype=np.intp)
             position[order] = np.arange(n, dtype=np.intp)
-            packed = ((2 * position) << fbits) | feat  # by node index
+            packed = ((2 * position) << fbits) | np.where(leaf, self.n_features, feat)
             child2 = np.empty(2 * n, dtype=np.intp)
             child2[0::2] = packed[first[order]]
             child2[1::2] = packed[second[order]]
@@ -205,7 +207,6 @@ class Evaluator:
             self._t_node = order
             self._t_thr = np.repeat(thr[order], 2)
             self._t_general = np.repeat(general[order], 2)
-            self._t_leaf = np.repeat(leaf[order], 2)
             self._h_to_t = packed[slot_node]
             self._root_packed = (int(packed[first[0]]), int(packed[second[0]]))
             self._root_state = int(packed[0])
@@ -307,8 +308,8 @@ class Evaluator:
                     # Rows standing on a leaf are done: write them out and walk on with the
                     # others only (deep unbalanced trees end most rows far above max_depth).
                     kv = s_next[:live]
-                    np.right_shift(s[:live], fbits, out=kv)
-                    done = self._t_leaf.take(kv, mode="clip")
+                    np.bitwise_and(s[:live], fmask, out=kv)
+                    done = np.equal(kv, F, out=b.flag[:live])
                     n_done = int(np.count_nonzero(done))
                     if n_done * COMPACT_FRACTION >= live:
                         if idx is None:
@@ -316,7 +317,8 @@ class Evaluator:
                         at_leaf = np.flatnonzero(done)
                         walking = np.flatnonzero(~done)
                         sl, il = s[:live], idx[:live]
-                        out_leaves[il.take(at_leaf)] = self._t_node.take(kv.take(at_leaf) >> 1)
+                        at = sl.take(at_leaf) >> (fbits + 1)
+                        out_leaves[il.take(at_leaf)] = self._t_node.take(at, mode="clip")
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
@@ -403,18 +405,19 @@ class Evaluator:
         for step in range(steps + 1):
             if step % COMPACT_EVERY == 0 or step == steps:
                 k = kv[:live]
-                np.right_shift(s, fbits, out=k)
-                done = self._t_leaf.take(k, mode="clip")
+                np.bitwise_and(s, fmask, out=k)
+                done = np.equal(k, F, out=flag[:live])
                 n_done = int(np.count_nonzero(done))
                 if n_done == live:
-                    leaves[rows] = self._t_node.take(k >> 1)
+                    leaves[rows] = self._t_node.take(s >> (fbits + 1))
                     return
                 if step == steps:  # pragma: no cover (a leaf within max_depth, always)
                     raise AssertionError("pool walk did not reach a leaf within max_depth")
                 if n_done * COMPACT_FRACTION >= live:
                     at_leaf = np.flatnonzero(done)
                     walking = np.flatnonzero(~done)
-                    leaves[rows.take(at_leaf)] = self._t_node.take(k.take(at_leaf) >> 1)
+                    at = s.take(at_leaf) >> (fbits + 1)
+                    leaves[rows.take(at_leaf)] = self._t_node.take(at)
                     live -= n_done
                     rows = rows.take(walking)
                     s = s.take(walking)
