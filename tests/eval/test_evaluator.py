@@ -399,9 +399,7 @@ def _deep_source(depth: int, n_floats: int, seed: int) -> dict[str, Any]:
             "right": side if long_left else deep,
         }
 
-    features = [
-        {"name": n, "type": "float", "min": -6, "max": 6, "default": 0} for n in names
-    ] + [
+    features = [{"name": n, "type": "float", "min": -6, "max": 6, "default": 0} for n in names] + [
         {"name": "i", "type": "int", "min": 0, "max": 10, "default": 0},
         {"name": "c", "type": "categorical", "values": VOCAB, "default": "a"},
     ]
@@ -413,7 +411,7 @@ def _boundary_records(source: dict[str, Any], n: int, seed: int) -> list[dict[st
     rng = np.random.default_rng(seed)
     floats = [f["name"] for f in source["features"] if f["type"] == "float"]
     thresholds = sorted({t for name in floats for t in _thresholds(source["tree"], name)})
-    pool = np.array(thresholds + [-6.0, 6.0, -7.0, 7.0])
+    pool = np.array([*thresholds, -6.0, 6.0, -7.0, 7.0])
     out = []
     for _ in range(n):
         rec: dict[str, Any] = {}
