@@ -6,8 +6,8 @@ a categorical split goes left when the code is in the split's set.
 
 Batch evaluation walks all rows down the tree together, at most ``model.max_depth``
 vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there; below
-the heap levels, every :data:`COMPACT_EVERY` levels the rows standing on a leaf are written out
-and the others walk on alone, so a deep unbalanced tree costs about its mean row depth).  Rows
+the heap levels the rows standing on a leaf are written out and the others walk on alone, so a
+deep unbalanced tree costs about its mean row depth).  Rows
 are processed in cache-sized chunks, and every step is a handful of ``np.take`` gathers into
 preallocated buffers.  Per-model lookup arrays are derived once from the node records:
 
@@ -21,12 +21,22 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   (depths) where such a node exists and only for the rows standing on one;
 * the top :data:`HEAP_LEVELS` levels are laid out as an implicit heap (root = slot 1, slot
   ``k``'s children ``2k`` and ``2k + 1``, a shallow leaf copied into the slots below it), so a
-  step there is ``state = 2 * state + went_right`` with no child gather; deeper levels use child
-  tables, state ``2 * node`` and next state ``child2[state + went_right]``.
+  step there is ``state = 2 * state + went_right`` with no child gather: gather the split
+  feature, add the row offsets, gather ``x``, gather the threshold, compare, advance;
+* deeper levels use child tables with the split feature packed into the state:
+  ``state = (2 * position) << fbits | feature`` (a leaf carries the spare feature code
+  ``n_features``), so ``x``'s index is ``row offset + (state & mask)`` with no feature gather,
+  ``k = state >> fbits`` indexes the threshold table and the next state is
+  ``child2[k + went_right]``, already packed: 3 gathers per level, like the heap.  Positions
+  are breadth-first (by depth, then node index), so the rows of a chunk, which all stand at
+  one depth, gather from one contiguous band of the tables;
+* below the heap, every :data:`COMPACT_EVERY` levels the finished rows (feature code
+  ``n_features``) are written out; a chunk whose walking rows fall to 1/:data:`TAIL_FRACTION`
+  parks them in a pool, walked once it holds a chunk's worth of rows from several chunks, so
+  the per-call overhead of the thin last levels of a deep tree is paid once for all of them.
 
-Each step is then: gather the split feature, add the row offsets, gather ``x``, gather the
-threshold, compare, advance the state (4 gathers, or 3 in the heap levels).  The node records
-themselves are never copied: the derived arrays above are computed once per model.
+The node records themselves are never copied: the derived arrays above are computed once per
+model.
 
 :class:`NodeWalker` evaluates one input straight on the node records (nothing derived), for
 callers that evaluate a few inputs of a large model (counterexample confirmation).
