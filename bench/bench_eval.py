@@ -282,9 +282,18 @@ def _load_evaluator(path: str):
     return module.Evaluator
 
 
-def bench_compare(rows: int, repeat: int, baseline: str) -> list[list[str]]:
+def _cpu_call(fn) -> list[float]:
+    """CPU seconds of this process for one call of *fn* (less sensitive than wall time to
+    other jobs on a loaded machine)."""
+    t0 = time.process_time()
+    fn()
+    return [time.process_time() - t0]
+
+
+def bench_compare(rows: int, repeat: int, baseline: str, cpu: bool = False) -> list[list[str]]:
     """Every tree shape: scikit-learn's predict, the baseline evaluator and this one,
-    interleaved in one run (1,000,000 rows; medians and best runs)."""
+    interleaved in one run (1,000,000 rows; medians and best runs; with *cpu*, process CPU
+    time instead of wall time)."""
     from sklearn.tree import DecisionTreeClassifier
 
     from clefprove.model.sklearn import from_sklearn
@@ -311,10 +320,11 @@ def bench_compare(rows: int, repeat: int, baseline: str) -> list[list[str]]:
         agree &= bool((before.evaluate(X).leaves == res.leaves).all())
         mean_depth = float(model.nodes["depth"][res.leaves].mean())
         t_sk, t_b, t_a = [], [], []
+        timer = _cpu_call if cpu else (lambda fn: time_call(fn, repeat=1))
         for _ in range(repeat):  # interleaved, so all three see the same machine load
-            t_sk += time_call(lambda c=clf: c.predict(X), repeat=1)
-            t_b += time_call(lambda e=before: e.evaluate(X), repeat=1)
-            t_a += time_call(lambda e=after: e.evaluate(X), repeat=1)
+            t_sk += timer(lambda c=clf: c.predict(X))
+            t_b += timer(lambda e=before: e.evaluate(X))
+            t_a += timer(lambda e=after: e.evaluate(X))
         sk, b, a = median(t_sk), median(t_b), median(t_a)
         out.append(
             [
@@ -416,6 +426,7 @@ def main() -> None:
         "this file (another version's clefprove/eval/evaluator.py), interleaved",
     )
     ap.add_argument("--repeat", type=int, default=5, help="runs per timing (default 5)")
+    ap.add_argument("--cpu", action="store_true", help="with --baseline: CPU time, not wall")
     args = ap.parse_args()
     quick = args.quick
     print(f"## bench_eval ({machine()})\n")
@@ -424,7 +435,8 @@ def main() -> None:
         header = ["max depth", "nodes", "sklearn predict", "before", "after"]
         header += ["before: ratio (medians / best)", "after: ratio (medians / best)"]
         header += ["after vs before (medians)", "agree"]
-        rows = bench_compare(1_000_000, args.repeat, args.baseline)
+        rows = bench_compare(1_000_000, args.repeat, args.baseline, args.cpu)
+        print(f"({'process CPU' if args.cpu else 'wall-clock'} time)\n")
         print(table(header, rows))
         print(f"\nload average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
         return
