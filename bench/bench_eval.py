@@ -4,6 +4,8 @@ Prints Markdown tables (copied into docs/performance.md).  Run from the reposito
 
     python bench/bench_eval.py            # full run (a couple of minutes)
     python bench/bench_eval.py --quick    # fewer repetitions and depths
+    git show ef8581b:clefprove/eval/evaluator.py > /tmp/before.py
+    python bench/bench_eval.py --batch-only --baseline /tmp/before.py   # before/after, all shapes
 
 Targets (issue 2): batch >= 1.0x scikit-learn's ``predict`` on 1,000,000 rows of the same tree
 in the same run; loading the depth-12 example < 5 ms; one input < 20 µs in-process.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -266,6 +269,79 @@ def bench_deep(rows: int, repeat: int) -> list[list[str]]:
     return out
 
 
+def _load_evaluator(path: str):
+    """The ``Evaluator`` class of another version's ``clefprove/eval/evaluator.py`` (e.g. from
+    ``git archive``), loaded next to this one for a same-run before/after comparison."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_evaluator", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_evaluator"] = module  # dataclasses look the module up
+    spec.loader.exec_module(module)
+    return module.Evaluator
+
+
+def _cpu_call(fn) -> list[float]:
+    """CPU seconds of this process for one call of *fn* (less sensitive than wall time to
+    other jobs on a loaded machine)."""
+    t0 = time.process_time()
+    fn()
+    return [time.process_time() - t0]
+
+
+def bench_compare(rows: int, repeat: int, baseline: str, cpu: bool = False) -> list[list[str]]:
+    """Every tree shape: scikit-learn's predict, the baseline evaluator and this one,
+    interleaved in one run (1,000,000 rows; medians and best runs; with *cpu*, process CPU
+    time instead of wall time)."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from clefprove.model.sklearn import from_sklearn
+
+    Before = _load_evaluator(baseline)
+    X, _ = EX.generate(rows, seed=99)
+    trees = []
+    for depth in (8, 12, 16, 20):
+        progress(f"training depth {depth} ...")
+        clf, model = EX.build(depth)
+        trees.append((f"{depth}", clf, model))
+    for n_train in (125_000, 1_000_000):
+        progress(f"training an unlimited-depth tree on {n_train:,} rows ...")
+        Xt, yt = EX.generate(n_train)
+        clf = DecisionTreeClassifier(random_state=20261129).fit(Xt, yt)
+        model = from_sklearn(clf, features=EX.FEATURES, actions=EX.ACTIONS, name="d", version="1")
+        trees.append((f"{model.max_depth}", clf, model))
+    out = []
+    for label, clf, model in trees:
+        before, after = Before(model), Evaluator(model)
+        res = after.evaluate(X)
+        expected = np.array(EX.ACTIONS)[clf.predict(X)]
+        agree = bool((np.array(model.actions)[res.actions] == expected).all())
+        agree &= bool((before.evaluate(X).leaves == res.leaves).all())
+        mean_depth = float(model.nodes["depth"][res.leaves].mean())
+        t_sk, t_b, t_a = [], [], []
+        timer = _cpu_call if cpu else (lambda fn: time_call(fn, repeat=1))
+        for _ in range(repeat):  # interleaved, so all three see the same machine load
+            t_sk += timer(lambda c=clf: c.predict(X))
+            t_b += timer(lambda e=before: e.evaluate(X))
+            t_a += timer(lambda e=after: e.evaluate(X))
+        sk, b, a = median(t_sk), median(t_b), median(t_a)
+        out.append(
+            [
+                f"{label} (mean row depth {mean_depth:.0f})",
+                f"{model.n_nodes:,}",
+                f"{sk * 1e3:.0f} ms",
+                f"{b * 1e3:.0f} ms",
+                f"{a * 1e3:.0f} ms",
+                f"{sk / b:.2f}x / {min(t_sk) / min(t_b):.2f}x",
+                f"**{sk / a:.2f}x** / {min(t_sk) / min(t_a):.2f}x",
+                f"{b / a:.2f}x",
+                "yes" if agree else "NO",
+            ]
+        )
+    return out
+
+
 def bench_ablation(rows: int, repeat: int) -> list[list[str]]:
     """The depth-12 example under variations of the evaluator's knobs (same run)."""
     X, _ = EX.generate(rows, seed=99)
@@ -343,9 +419,27 @@ def main() -> None:
     ap.add_argument(
         "--batch-only", action="store_true", help="only the batch tables (depth 12 and deep trees)"
     )
+    ap.add_argument(
+        "--baseline",
+        metavar="EVALUATOR_PY",
+        help="with --batch-only: every tree shape, sklearn vs this evaluator vs the one in "
+        "this file (another version's clefprove/eval/evaluator.py), interleaved",
+    )
+    ap.add_argument("--repeat", type=int, default=5, help="runs per timing (default 5)")
+    ap.add_argument("--cpu", action="store_true", help="with --baseline: CPU time, not wall")
     args = ap.parse_args()
     quick = args.quick
     print(f"## bench_eval ({machine()})\n")
+    if args.batch_only and args.baseline:
+        load_before = os.getloadavg()
+        header = ["max depth", "nodes", "sklearn predict", "before", "after"]
+        header += ["before: ratio (medians / best)", "after: ratio (medians / best)"]
+        header += ["after vs before (medians)", "agree"]
+        rows = bench_compare(1_000_000, args.repeat, args.baseline, args.cpu)
+        print(f"({'process CPU' if args.cpu else 'wall-clock'} time)\n")
+        print(table(header, rows))
+        print(f"\nload average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
+        return
     if args.batch_only:
         header = ["max depth", "nodes", "sklearn predict", "clefprove", "ratio (medians)"]
         header += ["ratio (best runs)", "agree"]

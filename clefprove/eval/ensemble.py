@@ -24,11 +24,17 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import InputError
+from clefprove.eval.evaluator import HEAP_LEVELS, Evaluator
 from clefprove.model.ensemble import Combine, Ensemble, Link, Rule
 from clefprove.model.types import NodeKind
 
 #: (row, tree) pairs walked per chunk.
 CHUNK_PAIRS = 1 << 16
+
+#: From this many rows on, each tree is walked by the single-tree batch evaluator (heap and
+#: packed child tables, a chunk of rows per tree); below it, the per-call overhead of one
+#: walk per tree outweighs that, and all (row, tree) pairs walk together.
+PER_TREE_ROWS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +203,7 @@ class EnsembleEvaluator:
     def __init__(self, model: Ensemble) -> None:
         self.model = model
         self.n_features = len(model.features)
+        self._tree_evaluators: tuple[Evaluator, ...] | None = None
         self._derive()
 
     def _derive(self) -> None:
@@ -265,6 +272,35 @@ class EnsembleEvaluator:
             name = self.model.features[col].name
             raise InputError(f"row {row}: {name}: value {X[row, col]} is not finite")
         m = self.model
+        big = X.shape[0] >= PER_TREE_ROWS
+        leaves = self._leaves_per_tree(X) if big else self._leaves_pairs(X)
+        global_leaves = leaves + m.roots.astype(np.intp)[None, :]
+        vals = self._values[self._row[global_leaves]]  # (n, T, outputs)
+        scores = accumulate(m.combine, vals)
+        actions, conf = decide(m.combine, scores)
+        return EnsembleBatch(actions, conf, leaves, scores)
+
+    def _leaves_per_tree(self, X: np.ndarray) -> np.ndarray:
+        """(n, T) tree-local leaf of every row in every tree, one batch walk per tree: the
+        same leaves as :meth:`_leaves_pairs` (same folded thresholds, same membership test)."""
+        if self._tree_evaluators is None:
+            m = self.model
+            # the heap of each tree's top levels at most about four slots per node
+            trees = [m.tree(t) for t in range(m.n_trees)]
+            self._tree_evaluators = tuple(
+                Evaluator(
+                    tree, heap_levels=min(HEAP_LEVELS, max(0, (4 * tree.n_nodes).bit_length() - 2))
+                )
+                for tree in trees
+            )
+        leaves = np.empty((X.shape[0], len(self._tree_evaluators)), dtype=np.intp)
+        for t, ev in enumerate(self._tree_evaluators):
+            leaves[:, t] = ev.evaluate(X).leaves
+        return leaves
+
+    def _leaves_pairs(self, X: np.ndarray) -> np.ndarray:
+        """(n, T) tree-local leaf of every row in every tree, all (row, tree) pairs at once."""
+        m = self.model
         n, T, F = X.shape[0], m.n_trees, self.n_features
         leaves = np.empty((n, T), dtype=np.intp)
         step = max(1, CHUNK_PAIRS // T)
@@ -287,11 +323,7 @@ class EnsembleEvaluator:
                         go[at] = self._membership[self._catoff[node] + code] == 0
                 s = np.where(go, self._right.take(s), self._left.take(s))
             leaves[start : start + rows] = (s - self._offset.take(s)).reshape(rows, T)
-        global_leaves = leaves + roots[None, :]
-        vals = self._values[self._row[global_leaves]]  # (n, T, outputs)
-        scores = accumulate(m.combine, vals)
-        actions, conf = decide(m.combine, scores)
-        return EnsembleBatch(actions, conf, leaves, scores)
+        return leaves
 
     def evaluate_one(self, x: Sequence[float] | np.ndarray) -> EnsembleDecision:
         xs = np.asarray(list(x) if not isinstance(x, np.ndarray) else x, dtype=np.float64)

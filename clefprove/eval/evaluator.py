@@ -6,8 +6,8 @@ a categorical split goes left when the code is in the split's set.
 
 Batch evaluation walks all rows down the tree together, at most ``model.max_depth``
 vectorised steps (leaves point to themselves, so rows that reach a leaf early stay there; below
-the heap levels, every :data:`COMPACT_EVERY` levels the rows standing on a leaf are written out
-and the others walk on alone, so a deep unbalanced tree costs about its mean row depth).  Rows
+the heap levels the rows standing on a leaf are written out and the others walk on alone, so a
+deep unbalanced tree costs about its mean row depth).  Rows
 are processed in cache-sized chunks, and every step is a handful of ``np.take`` gathers into
 preallocated buffers.  Per-model lookup arrays are derived once from the node records:
 
@@ -21,12 +21,22 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   (depths) where such a node exists and only for the rows standing on one;
 * the top :data:`HEAP_LEVELS` levels are laid out as an implicit heap (root = slot 1, slot
   ``k``'s children ``2k`` and ``2k + 1``, a shallow leaf copied into the slots below it), so a
-  step there is ``state = 2 * state + went_right`` with no child gather; deeper levels use child
-  tables, state ``2 * node`` and next state ``child2[state + went_right]``.
+  step there is ``state = 2 * state + went_right`` with no child gather: gather the split
+  feature, add the row offsets, gather ``x``, gather the threshold, compare, advance;
+* deeper levels use child tables with the split feature packed into the state:
+  ``state = (2 * position) << fbits | feature`` (a leaf carries the spare feature code
+  ``n_features``), so ``x``'s index is ``row offset + (state & mask)`` with no feature gather,
+  ``k = state >> fbits`` indexes the threshold table and the next state is
+  ``child2[k + went_right]``, already packed: 3 gathers per level, like the heap.  Positions
+  are breadth-first (by depth, then node index), so the rows of a chunk, which all stand at
+  one depth, gather from one contiguous band of the tables;
+* below the heap, every :data:`COMPACT_EVERY` levels the finished rows (feature code
+  ``n_features``) are written out; a chunk whose walking rows fall to 1/:data:`TAIL_FRACTION`
+  parks them in a pool, walked once it holds a chunk's worth of rows from several chunks, so
+  the per-call overhead of the thin last levels of a deep tree is paid once for all of them.
 
-Each step is then: gather the split feature, add the row offsets, gather ``x``, gather the
-threshold, compare, advance the state (4 gathers, or 3 in the heap levels).  The node records
-themselves are never copied: the derived arrays above are computed once per model.
+The node records themselves are never copied: the derived arrays above are computed once per
+model.
 
 :class:`NodeWalker` evaluates one input straight on the node records (nothing derived), for
 callers that evaluate a few inputs of a large model (counterexample confirmation).
@@ -58,6 +68,10 @@ HEAP_LEVELS = 12
 #: and dropped, when at least 1/COMPACT_FRACTION of the walking rows are done.
 COMPACT_EVERY = 4
 COMPACT_FRACTION = 4
+
+#: A chunk whose walking rows fall to 1/TAIL_FRACTION of the chunk parks them in a pool that
+#: is walked once it holds a chunk's worth (thin tails of deep trees share the call overhead).
+TAIL_FRACTION = 8
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
@@ -176,19 +190,38 @@ class Evaluator:
         self._h_node = slot_node
         self._h_feat, self._h_thr = feat[slot_node], thr[slot_node]
         self._h_general = general[slot_node]
+        # Deeper levels in child-table layout, the split feature packed into the state:
+        # state = (2 * node) << fbits | feature(node), so the feature is a bit mask of the
+        # state (no gather); k = state >> fbits indexes the threshold table, and the next
+        # state is child2[k + went_right] (already packed).
+        self._root_ft = (int(feat[0]), float(thr[0]))
+        self._root_packed = (0, 0)
+        self._root_state = 0
+        # A leaf's state carries the feature code n_features (no feature: its threshold is
+        # +inf, whatever x is read), so "done" is a mask and a comparison of the state.
+        self._fbits = fbits = max(1, self.n_features.bit_length())
+        self._fmask = (1 << fbits) - 1
         if self.depth > h:
-            # Deeper levels in child-table layout: state = 2 * node, next state =
-            # child2[state + went_right].  Entering it from the heap: state = 2 * node(slot).
+            if (2 * n) << fbits > np.iinfo(np.intp).max:  # pragma: no cover (64-bit: never)
+                raise ValueError("model too large for the batch evaluator on this platform")
+            # Table positions in breadth-first order (by depth, then node index): the rows of
+            # a chunk stand at one depth, so each step's gathers touch one contiguous band.
+            order = np.argsort(nodes["depth"], kind="stable").astype(np.intp)  # position -> node
+            position = np.empty(n, dtype=np.intp)
+            position[order] = np.arange(n, dtype=np.intp)
+            packed = ((2 * position) << fbits) | np.where(leaf, self.n_features, feat)
             child2 = np.empty(2 * n, dtype=np.intp)
-            child2[0::2] = 2 * first
-            child2[1::2] = 2 * second
+            child2[0::2] = packed[first[order]]
+            child2[1::2] = packed[second[order]]
             self._child2 = child2
-            self._t_feat, self._t_thr = np.repeat(feat, 2), np.repeat(thr, 2)
-            self._t_general = np.repeat(general, 2)
-            self._t_leaf = np.repeat(leaf, 2)
-            self._h_to_t = 2 * slot_node
+            self._t_node = order
+            self._t_thr = np.repeat(thr[order], 2)
+            self._t_general = np.repeat(general[order], 2)
+            self._h_to_t = packed[slot_node]
+            self._root_packed = (int(packed[first[0]]), int(packed[second[0]]))
+            self._root_state = int(packed[0])
         self._root_simple = bool(n > 1 and not general[0] and not leaf[0])
-        self._root_children = (2, 3) if h else (int(2 * first[0]), int(2 * second[0]))
+        self._root_children = (2, 3) if h else self._root_packed
 
         # For the single-input walk (turned into Python lists on first use).
         self._walk_arrays = (
@@ -318,9 +351,15 @@ class Evaluator:
         general_at = self._general_at_depth
         first_step = 1 if self._root_simple and depth > 0 else 0
         if first_step:
-            root_f = int(self._h_feat[1] if h else self._t_feat[0])
-            root_t = float(self._h_thr[1] if h else self._t_thr[0])
+            root_f, root_t = self._root_ft
             root_l, root_r = self._root_children
+        fbits, fmask = self._fbits, self._fmask
+
+        # Thin tails of deep chunks, walked together (see _walk_pool).
+        pool_rows: list[np.ndarray] = []
+        pool_states: list[np.ndarray] = []
+        pool_n, pool_from = 0, depth
+        X_flat = X.reshape(-1)
 
         for start in range(0, n, C):
             m = min(C, n - start)
@@ -337,7 +376,7 @@ class Evaluator:
                 np.multiply(go, root_r - root_l, out=s)
                 np.add(s, root_l, out=s)
             else:
-                s.fill(1 if h else 0)
+                s.fill(1 if h else self._root_state)  # heap slot 1, or the packed root
             out_leaves = leaves[start : start + m]
             live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
             idx = None
@@ -349,7 +388,9 @@ class Evaluator:
                 if not heap and (d - h) % COMPACT_EVERY == 0 and d > h:
                     # Rows standing on a leaf are done: write them out and walk on with the
                     # others only (deep unbalanced trees end most rows far above max_depth).
-                    done = self._t_leaf.take(s[:live], mode="clip")
+                    kv = s_next[:live]
+                    np.bitwise_and(s[:live], fmask, out=kv)
+                    done = np.equal(kv, F, out=b.flag[:live])
                     n_done = int(np.count_nonzero(done))
                     if n_done * COMPACT_FRACTION >= live:
                         if idx is None:
@@ -357,7 +398,8 @@ class Evaluator:
                         at_leaf = np.flatnonzero(done)
                         walking = np.flatnonzero(~done)
                         sl, il = s[:live], idx[:live]
-                        out_leaves[il.take(at_leaf)] = sl.take(at_leaf) >> 1
+                        at = sl.take(at_leaf) >> (fbits + 1)
+                        out_leaves[il.take(at_leaf)] = self._t_node.take(at, mode="clip")
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
@@ -366,33 +408,112 @@ class Evaluator:
                         np.multiply(idx[:live], F, out=rowoff[:live])
                         if live == 0:
                             break
+                    if live * TAIL_FRACTION <= C and d + COMPACT_EVERY < depth:
+                        # A thin tail: park its rows in the pool (walked with other chunks'
+                        # tails, so the per-call overhead is paid once for all of them).
+                        if idx is None:
+                            idx = np.arange(m, dtype=np.intp)
+                        pool_rows.append(idx[:live] + start)
+                        pool_states.append(s[:live].copy())
+                        pool_n += live
+                        pool_from = min(pool_from, d)
+                        live = 0
+                        break
                 sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
-                feat_s, thr_s = (self._h_feat, self._h_thr) if heap else (self._t_feat, self._t_thr)
-                feat_s.take(sv, out=fv, mode="clip")
-                np.add(fv, rowoff[:live], out=fv)
-                flat.take(fv, out=xvv, mode="clip")
-                thr_s.take(sv, out=tvv, mode="clip")
-                np.greater(xvv, tvv, out=gv)
-                if general_at[d]:
-                    self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
                 if heap:
+                    self._h_feat.take(sv, out=fv, mode="clip")
+                    np.add(fv, rowoff[:live], out=fv)
+                    flat.take(fv, out=xvv, mode="clip")
+                    self._h_thr.take(sv, out=tvv, mode="clip")
+                    np.greater(xvv, tvv, out=gv)
+                    if general_at[d]:
+                        self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
                     np.left_shift(sv, 1, out=sv)
                     np.add(sv, gv, out=sv)
                 else:
-                    np.add(sv, gv, out=sv)
-                    self._child2.take(sv, out=s_next[:live], mode="clip")
-                    s, s_next = s_next, s
+                    kv = s_next[:live]
+                    np.bitwise_and(sv, fmask, out=fv)
+                    np.add(fv, rowoff[:live], out=fv)
+                    flat.take(fv, out=xvv, mode="clip")
+                    np.right_shift(sv, fbits, out=kv)
+                    self._t_thr.take(kv, out=tvv, mode="clip")
+                    np.greater(xvv, tvv, out=gv)
+                    if general_at[d]:
+                        self._categorical_lookup(kv, xvv, gv, b.flag[:live], heap)
+                    np.add(kv, gv, out=kv)
+                    self._child2.take(kv, out=sv, mode="clip")
 
             if idx is not None:
-                out_leaves[idx[:live]] = s[:live] >> 1
+                out_leaves[idx[:live]] = self._t_node.take(s[:live] >> (fbits + 1))
                 np.multiply(np.arange(m, dtype=np.intp), F, out=rowoff)  # reused by the next chunk
             elif depth <= h:
                 self._h_node.take(s, out=out_leaves, mode="clip")
             else:
-                np.right_shift(s, 1, out=out_leaves)
+                np.right_shift(s, fbits + 1, out=s_next)
+                self._t_node.take(s_next, out=out_leaves, mode="clip")
+            if pool_n >= C or (pool_n and start + m == n):
+                pooled = np.concatenate(pool_rows)
+                self._walk_pool(X_flat, pooled, pool_states, depth - pool_from, leaves)
+                pooled_leaves = leaves.take(pooled)
+                actions[pooled] = self._aux.take(pooled_leaves)
+                confidences[pooled] = self._conf.take(pooled_leaves)
+                pool_rows, pool_states, pool_n, pool_from = [], [], 0, depth
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
+
+    def _walk_pool(
+        self,
+        X_flat: np.ndarray,
+        rows: np.ndarray,
+        pool_states: list[np.ndarray],
+        steps: int,
+        leaves: np.ndarray,
+    ) -> None:
+        """Walk the parked rows (global row indices, packed child-table states) to their
+        leaves and write ``leaves[rows]``.  The rows come from different chunks and may stand
+        at different depths: a leaf points to itself, so walking a row past its leaf changes
+        nothing, and *steps* (max_depth minus the shallowest parking depth) reaches every leaf.
+        """
+        s = np.concatenate(pool_states)
+        live = int(s.shape[0])
+        F, fbits, fmask = self.n_features, self._fbits, self._fmask
+        general = bool(self._general_at_depth[self.heap_levels :].any())
+        rowoff = rows * F
+        kv, fi = np.empty_like(s), np.empty_like(s)
+        xv, tv = np.empty(live), np.empty(live)
+        go, flag = np.empty(live, dtype=np.bool_), np.empty(live, dtype=np.bool_)
+        for step in range(steps + 1):
+            if step % COMPACT_EVERY == 0 or step == steps:
+                k = kv[:live]
+                np.bitwise_and(s, fmask, out=k)
+                done = np.equal(k, F, out=flag[:live])
+                n_done = int(np.count_nonzero(done))
+                if n_done == live:
+                    leaves[rows] = self._t_node.take(s >> (fbits + 1))
+                    return
+                if step == steps:  # pragma: no cover (a leaf within max_depth, always)
+                    raise AssertionError("pool walk did not reach a leaf within max_depth")
+                if n_done * COMPACT_FRACTION >= live:
+                    at_leaf = np.flatnonzero(done)
+                    walking = np.flatnonzero(~done)
+                    at = s.take(at_leaf) >> (fbits + 1)
+                    leaves[rows.take(at_leaf)] = self._t_node.take(at)
+                    live -= n_done
+                    rows = rows.take(walking)
+                    s = s.take(walking)
+                    rowoff = rowoff.take(walking)
+            sv, fv, kl, xvv, tvv, gv = s, fi[:live], kv[:live], xv[:live], tv[:live], go[:live]
+            np.bitwise_and(sv, fmask, out=fv)
+            np.add(fv, rowoff, out=fv)
+            X_flat.take(fv, out=xvv, mode="clip")
+            np.right_shift(sv, fbits, out=kl)
+            self._t_thr.take(kl, out=tvv, mode="clip")
+            np.greater(xvv, tvv, out=gv)
+            if general:
+                self._categorical_lookup(kl, xvv, gv, flag[:live], False)
+            np.add(kl, gv, out=kl)
+            self._child2.take(kl, out=sv, mode="clip")
 
     def _categorical_lookup(
         self, s: np.ndarray, xv: np.ndarray, go: np.ndarray, flag: np.ndarray, heap: bool
@@ -402,7 +523,7 @@ class Evaluator:
         rows = np.flatnonzero(flag)
         if rows.size == 0:
             return
-        at = self._h_node[s[rows]] if heap else s[rows] >> 1
+        at = self._h_node[s[rows]] if heap else self._t_node[s[rows] >> 1]
         codes = np.clip(xv[rows], 0.0, self._catmax[at])
         index = self._catoff[at] + codes.astype(np.intp)
         go[rows] = self._membership[index] == 0

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.errors import InputError
+from clefprove.eval import evaluator as evaluator_module
 from clefprove.eval.evaluator import Evaluator, NodeWalker
 from clefprove.eval.inputs import encode_records
 from clefprove.model.clef import load, write_clef
@@ -350,3 +351,128 @@ def test_deep_unbalanced_trees_drop_finished_rows_bit_exactly(seed) -> None:
         assert res.leaves.tolist() == want
         assert res.actions.tolist() == ref.actions.tolist()
         assert res.confidences.tolist() == ref.confidences.tolist()
+
+
+def _deep_source(depth: int, n_floats: int, seed: int) -> dict[str, Any]:
+    """A random deep, unbalanced tree over *n_floats* float features, an int and a categorical
+    (general sets, prefixes and suffixes), long chains on both sides so that rows finish at
+    every depth, with thresholds also outside the domains (clipping folded in)."""
+    rng = np.random.default_rng(seed)
+    names = [f"x{j}" for j in range(n_floats)]
+
+    def node(d: int, spine: bool = True, stop: int = depth) -> dict[str, Any]:
+        if d >= stop or (not spine and rng.random() < 0.3):
+            return {"action": ACTIONS[int(rng.integers(4))], "confidence": float(rng.random())}
+        # the spine goes on (sometimes forking into two spines), a side branch ends within
+        # a few levels: rows finish at every depth; most rows stay on the spine
+        long_left = rng.random() < 0.5
+        k = int(rng.integers(n_floats + 2))
+        if k < n_floats:
+            t = float(rng.uniform(-8, 8))
+            if spine:
+                t = float(rng.uniform(3, 8)) if long_left else float(rng.uniform(-8, -3))
+            split: dict[str, Any] = {"feature": names[k], "threshold": t}
+        elif k == n_floats:
+            t = float(rng.integers(-2, 12)) + 0.5
+            if spine:
+                t = float(rng.integers(8, 12) if long_left else rng.integers(-2, 2)) + 0.5
+            split = {"feature": "i", "threshold": t}
+        else:
+            size = int(rng.integers(1, len(VOCAB)))
+            if spine:
+                size = 4 if long_left else 1
+            kind = int(rng.integers(3))
+            if kind == 0:
+                cats = sorted(rng.choice(VOCAB, size, replace=False).tolist())  # mostly general
+            else:
+                cats = VOCAB[:size] if kind == 1 else VOCAB[len(VOCAB) - size :]  # prefix/suffix
+            split = {"feature": "c", "in": cats}
+        if spine:
+            fork = rng.random() < 0.06
+            side = node(d + 1, fork, stop if fork else d + 1 + int(rng.integers(1, 5)))
+            deep = node(d + 1, True, stop)
+        else:
+            side, deep = node(d + 1, False, stop), node(d + 1, False, stop)
+        return {
+            **split,
+            "left": deep if long_left else side,
+            "right": side if long_left else deep,
+        }
+
+    features = [{"name": n, "type": "float", "min": -6, "max": 6, "default": 0} for n in names] + [
+        {"name": "i", "type": "int", "min": 0, "max": 10, "default": 0},
+        {"name": "c", "type": "categorical", "values": VOCAB, "default": "a"},
+    ]
+    return {"name": "t", "version": "1", "features": features, "actions": ACTIONS, "tree": node(0)}
+
+
+def _boundary_records(source: dict[str, Any], n: int, seed: int) -> list[dict[str, Any]]:
+    """Records whose floats sit on a threshold of the tree or one ulp either side of it."""
+    rng = np.random.default_rng(seed)
+    floats = [f["name"] for f in source["features"] if f["type"] == "float"]
+    thresholds = sorted({t for name in floats for t in _thresholds(source["tree"], name)})
+    pool = np.array([*thresholds, -6.0, 6.0, -7.0, 7.0])
+    out = []
+    for _ in range(n):
+        rec: dict[str, Any] = {}
+        for name in floats:
+            t = float(pool[rng.integers(pool.size)])
+            rec[name] = [np.nextafter(t, -np.inf), t, np.nextafter(t, np.inf)][rng.integers(3)]
+        rec["i"] = int(rng.integers(-2, 13))
+        rec["c"] = VOCAB[int(rng.integers(len(VOCAB)))]
+        out.append(rec)
+    return out
+
+
+@pytest.mark.parametrize(("n_floats", "seed"), [(1, 0), (2, 1), (5, 2), (6, 3), (14, 4)])
+def test_packed_tables_breadth_first_positions_and_tail_pool_are_exact(
+    n_floats, seed, monkeypatch
+) -> None:
+    """Every layout path of the batch walk on deep unbalanced trees: heap levels, child tables
+    with the feature packed into the state (1 to 16 features: the leaf code needs one more
+    bit at a power of two), breadth-first table positions, finished rows written out, and thin
+    tails parked in the pool and walked with other chunks' tails (the pool is checked to run).
+    Against the recursive reference on the JSON source and the node walker, on rows on and
+    one ulp beside every threshold."""
+    source = _deep_source(48, n_floats, seed)
+    model = compile_source(source)
+    assert model.max_depth >= 40
+    records = _boundary_records(source, 1500, seed)
+    X = encode_records(model, records)
+    expected = [reference(source, r) for r in records]
+    walker = NodeWalker(model)
+    want = [walker.evaluate_one(x).leaf for x in X]
+    assert [(model.actions[d.action], d.confidence) for d in map(walker.evaluate_one, X)] == (
+        expected
+    )
+
+    pools: list[tuple[int, int]] = []  # (first row, last row) of each pool walk
+    walk_pool = Evaluator._walk_pool
+
+    def counting(self, X_flat, rows, states, steps, leaves):  # type: ignore[no-untyped-def]
+        pools.append((int(rows.min()), int(rows.max())))
+        return walk_pool(self, X_flat, rows, states, steps, leaves)
+
+    monkeypatch.setattr(Evaluator, "_walk_pool", counting)
+    monkeypatch.setattr(evaluator_module, "TAIL_FRACTION", 2)  # park tails of half a chunk
+    for ev in (
+        Evaluator(model),
+        Evaluator(model, heap_levels=0),  # child tables from the root
+        Evaluator(model, heap_levels=4, chunk_rows=256),  # a pool of several chunks' tails
+        Evaluator(model, heap_levels=2, chunk_rows=32),  # several pools
+        Evaluator(model, heap_levels=12, chunk_rows=999),
+    ):
+        pools.clear()
+        res = ev.evaluate(X)
+        assert res.leaves.tolist() == want
+        got = [(model.actions[a], c) for a, c in zip(res.actions, res.confidences, strict=True)]
+        assert got == expected
+        if ev.chunk_rows == 256:  # tails of different chunks parked and walked together
+            assert any(last - first >= 256 for first, last in pools)
+        if ev.chunk_rows == 32:
+            assert len(pools) >= 2
+    # the non-finite refusal is unchanged: one readable error naming the cell
+    bad = X.copy()
+    bad[1234, n_floats] = np.nan
+    with pytest.raises(InputError, match=r"row 1234: i: value nan is not finite"):
+        Evaluator(model, chunk_rows=256).evaluate(bad)
