@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,3 +119,97 @@ def test_descent_without_pre_order_nodes(data):
     model = _breadth_first(data.draw(pair_models(all_int=False)))
     inv, severity = data.draw(relational_invariants(model))
     _same_as_matrix(model, inv, severity)
+
+
+def _same_as_matrix_every_mode(model, inv, severity) -> None:
+    """The descent with the cell blocks off / everywhere and the two-column count on (for
+    blocks of every size), against the matrix."""
+    saved = (pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS)
+    try:
+        for cells, low, low_rows in ((0, 1, 0), (1 << 40, 1, 0), (0, 2, 1 << 40), (4, 2, 16)):
+            pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS = cells, low, low_rows
+            _same_as_matrix(model, inv, severity)
+    finally:
+        pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS = saved
+
+
+@FAST
+@given(st.data())
+def test_descent_modes_equal_matrix(data):
+    model = data.draw(
+        st.one_of(models(all_int=False), pair_models(all_int=False), pair_models(all_int=True))
+    )
+    inv, severity = data.draw(relational_invariants(model))
+    _same_as_matrix_every_mode(model, inv, severity)
+
+
+_ENDS = st.sampled_from([-np.inf, -2.5, -1.0, 0.0, 0.5, 1.0, 1.0000000000000002, 3.0, np.inf])
+
+
+@st.composite
+def _box_sets(draw, k: int):
+    """(block, lo, hi) of random closed boxes in k columns, ends drawn from a few values (ties,
+    touching ends, infinities; an open end is the next float, as the leaf boxes store it)."""
+    n = draw(st.integers(0, 30))
+    blocks = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.int64)
+    lo = np.empty((n, k))
+    hi = np.empty((n, k))
+    for i in range(n):
+        for d in range(k):
+            a, b = sorted((draw(_ENDS), draw(_ENDS)))
+            if draw(st.booleans()) and np.isfinite(a):  # open lower end (a, b]
+                a = float(np.nextafter(a, np.inf))
+                b = max(a, b)
+            lo[i, d], hi[i, d] = a, b
+    return blocks, lo, hi
+
+
+@FAST
+@given(st.data())
+def test_meet_counts_equal_brute_force(data):
+    """The one- and two-column interval-meeting count against all pairs."""
+    k = data.draw(st.sampled_from([1, 2]))
+    xb, xlo, xhi = data.draw(_box_sets(k))
+    yb, ylo, yhi = data.draw(_box_sets(k))
+    if data.draw(st.booleans()):  # integer columns: whole values
+        xlo, xhi, ylo, yhi = (np.floor(np.clip(a, -9, 9)) for a in (xlo, xhi, ylo, yhi))
+        xhi, yhi = np.maximum(xhi, xlo), np.maximum(yhi, ylo)
+    coded = [np.empty(a.shape, dtype=np.int64) for a in (xlo, xhi, ylo, yhi)]
+    for d in range(k):  # rank coding per column, as PairSweep._count_low does
+        vals = np.concatenate([xlo[:, d], xhi[:, d], ylo[:, d], yhi[:, d]])
+        _, inv = np.unique(vals, return_inverse=True)
+        parts = np.split(inv.ravel(), np.cumsum([xlo.shape[0]] * 2 + [ylo.shape[0]])[:3])
+        for c, part in zip(coded, parts, strict=True):
+            c[:, d] = part
+    got = pairsweep.meet_counts(xb, coded[0], coded[1], yb, coded[2], coded[3])
+    want = np.array(
+        [
+            sum(
+                xb[i] == yb[j]
+                and all(ylo[j, d] <= xhi[i, d] and yhi[j, d] >= xlo[i, d] for d in range(k))
+                for j in range(yb.size)
+            )
+            for i in range(xb.size)
+        ],
+        dtype=np.int64,
+    )
+    assert np.array_equal(got, want)
+
+
+@FAST
+@given(st.data())
+def test_dominated_equals_brute_force(data):
+    n = data.draw(st.integers(0, 40))
+    m = data.draw(st.integers(0, 40))
+    ints = st.integers(-4, 4)
+    qb, qx, qy = (
+        np.array(data.draw(st.lists(g, min_size=n, max_size=n)), dtype=np.int64)
+        for g in (st.integers(0, 2), ints, ints)
+    )
+    pb, px, py = (
+        np.array(data.draw(st.lists(g, min_size=m, max_size=m)), dtype=np.int64)
+        for g in (st.integers(0, 2), ints, ints)
+    )
+    got = pairsweep.dominated(qb, qx, qy, pb, px, py)
+    want = [int(np.sum((pb == qb[i]) & (px < qx[i]) & (py < qy[i]))) for i in range(n)]
+    assert got.tolist() == want
