@@ -8,6 +8,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clefprove.dsl import checked as ck
+from clefprove.model.source import compile_source
 from clefprove.verify import pairsweep, relational
 from clefprove.verify.relational import (
     EXTRA_CONFIRM,
@@ -17,7 +19,7 @@ from clefprove.verify.relational import (
     matrix_pairs,
     prepare,
 )
-from tests.verify.gen import models
+from tests.verify.gen import ACTIONS, models, trees
 from tests.verify.test_relational import (
     exhaustive_violating_pairs,
     pair_models,
@@ -136,9 +138,9 @@ def _same_as_matrix_every_mode(model, inv, severity) -> None:
 @FAST
 @given(st.data())
 def test_descent_modes_equal_matrix(data):
-    model = data.draw(
-        st.one_of(models(all_int=False), pair_models(all_int=False), pair_models(all_int=True))
-    )
+    """Deeper trees (blocks met on all columns but one or two occur there)."""
+    all_int = data.draw(st.booleans())
+    model = data.draw(pair_models(all_int=all_int, max_depth=7))
     inv, severity = data.draw(relational_invariants(model))
     _same_as_matrix_every_mode(model, inv, severity)
 
@@ -213,3 +215,84 @@ def test_dominated_equals_brute_force(data):
     got = pairsweep.dominated(qb, qx, qy, pb, px, py)
     want = [int(np.sum((pb == qb[i]) & (px < qx[i]) & (py < qy[i]))) for i in range(n)]
     assert got.tolist() == want
+
+
+@st.composite
+def _numeric_models(draw):
+    """Three numeric features (int / float / bool), trees up to depth 6."""
+    features = []
+    for i in range(3):
+        kind = draw(st.sampled_from(["int", "float", "bool"]))
+        if kind == "int":
+            lo = draw(st.integers(-3, 3))
+            hi = lo + draw(st.integers(1, 6))
+            features.append({"name": f"f{i}", "type": "int", "min": lo, "max": hi, "default": lo})
+        elif kind == "float":
+            lo = draw(st.sampled_from([0.0, -1.5, 0.1]))
+            hi = lo + draw(st.sampled_from([1.0, 0.3, 10.0]))
+            spec = {"name": f"f{i}", "type": "float", "min": lo, "max": hi, "default": lo}
+            features.append(spec)
+        else:
+            features.append({"name": f"f{i}", "type": "bool", "default": False})
+    tree = draw(trees(features, 6, {}))
+    return compile_source({"features": features, "actions": ACTIONS, "tree": tree})
+
+
+@FAST
+@given(st.data())
+def test_low_column_block_count_equals_brute_force(data):
+    """PairSweep._count_low on real leaf boxes (int / float columns, open ends) and random
+    node pairs, one or two columns: the same count, per row too, as testing every pair of
+    rows below the two nodes on those columns and the actions."""
+    model = data.draw(_numeric_models())
+    inv, severity = data.draw(relational_invariants(model))
+    inv = dataclasses.replace(inv, when=ck.Const(True))
+    pc = PairChecker(model, prepare(model, inv, severity))
+    sweep = pairsweep.PairSweep(pc)
+    agg = sweep.aggregates(0)
+    assert agg.contiguous
+    n_nodes = model.nodes.shape[0]
+    others = [g for g in range(len(model.features)) if g != pc.f]
+    k = data.draw(st.integers(1, 2))
+    n_blocks = data.draw(st.integers(1, 4))
+    node = st.integers(0, n_nodes - 1)
+    us = np.array(data.draw(st.lists(node, min_size=n_blocks, max_size=n_blocks)))
+    vs = np.array(data.draw(st.lists(node, min_size=n_blocks, max_size=n_blocks)))
+    cols = np.array(
+        [data.draw(st.permutations(others))[:k] for _ in range(n_blocks)], dtype=np.int64
+    ).reshape(n_blocks, k)
+    out: list = []
+    total = sweep._count_low(us, vs, cols, out)
+    rows = pc.boxes.size
+    got = np.zeros(rows, dtype=np.int64)
+    for r, w in out:
+        np.add.at(got, r, w)
+    side = pc.sides[0]
+    lo, hi, ok = side.rows.lo, side.rows.hi, side.ok
+    rank = sweep.rank_row
+    want_total = 0
+    want = np.zeros(rows, dtype=np.int64)
+    for p in range(n_blocks):
+        below_u = [r for r in range(rows) if ok[r] and _below(sweep, us[p], r)]
+        below_v = [r for r in range(rows) if ok[r] and _below(sweep, vs[p], r)]
+        for a in below_u:
+            for b in below_v:
+                brk = rank[b] < rank[a] if sweep.monotone else rank[a] != rank[b]
+                meet = all(lo[b, c] <= hi[a, c] and lo[a, c] <= hi[b, c] for c in cols[p])
+                if brk and meet:
+                    want_total += 1
+                    want[a] += 1
+                    if not sweep.monotone:
+                        want[b] += 1
+    assert total == want_total
+    assert np.array_equal(got, want)
+
+
+def _below(sweep, node: int, row: int) -> bool:
+    """Whether leaf row *row* lies in the subtree of *node*."""
+    cur = int(sweep.pc.boxes.leaves[row])
+    while cur >= 0:
+        if cur == node:
+            return True
+        cur = int(sweep.parent[cur])
+    return False
