@@ -49,8 +49,9 @@ CELL_BLOCK = 64
 #: than descending on the benchmark trees: docs/performance.md, "relational"); else descended.
 LOW_DIM = 1
 
-#: Largest block (leaves of both nodes) counted by the two-dimensional count.
-LOW_DIM_ROWS = 64
+#: The two-column count serves a block only when its breaking rank combinations number at
+#: least this many per leaf below it (it costs per leaf, descending costs per pair found).
+LOW_DIM_DENSITY = 8
 
 
 def stable_ok(
@@ -615,7 +616,7 @@ class PairSweep:
             tu, tv = tot[u], tot[v]
             one = rest & (n_miss >= 1) & (n_miss <= LOW_DIM) & ~(lu & lv)
             one &= ((tu <= 4 * tv) & (tv <= 4 * tu)) | (tu + tv <= 32)
-            one &= (n_miss == 1) | (tu + tv <= LOW_DIM_ROWS)
+            one &= (n_miss == 1) | (brk >= LOW_DIM_DENSITY * (tu + tv))
             for k in range(1, LOW_DIM + 1):
                 sel = one & (n_miss == k)
                 if sel.any():

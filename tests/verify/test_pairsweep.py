@@ -126,13 +126,13 @@ def test_descent_without_pre_order_nodes(data):
 def _same_as_matrix_every_mode(model, inv, severity) -> None:
     """The descent with the cell blocks off / everywhere and the two-column count on (for
     blocks of every size), against the matrix."""
-    saved = (pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS)
+    saved = (pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY)
     try:
-        for cells, low, low_rows in ((0, 1, 0), (1 << 40, 1, 0), (0, 2, 1 << 40), (4, 2, 16)):
-            pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS = cells, low, low_rows
+        for cells, low, density in ((0, 1, 0), (1 << 40, 1, 0), (0, 2, 0), (4, 2, 2)):
+            pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = cells, low, density
             _same_as_matrix(model, inv, severity)
     finally:
-        pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_ROWS = saved
+        pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = saved
 
 
 @FAST
