@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ from tests.verify.test_relational import (
 )
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SMALL = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _same_as_matrix(model, inv, severity) -> None:
@@ -135,6 +137,7 @@ def _same_as_matrix_every_mode(model, inv, severity) -> None:
         pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = saved
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_descent_modes_equal_matrix(data):
@@ -166,7 +169,7 @@ def _box_sets(draw, k: int):
     return blocks, lo, hi
 
 
-@FAST
+@SMALL
 @given(st.data())
 def test_meet_counts_equal_brute_force(data):
     """The one- and two-column interval-meeting count against all pairs."""
@@ -198,7 +201,7 @@ def test_meet_counts_equal_brute_force(data):
     assert np.array_equal(got, want)
 
 
-@FAST
+@SMALL
 @given(st.data())
 def test_dominated_equals_brute_force(data):
     n = data.draw(st.integers(0, 40))
@@ -238,6 +241,7 @@ def _numeric_models(draw):
     return compile_source({"features": features, "actions": ACTIONS, "tree": tree})
 
 
+@pytest.mark.slow
 @FAST
 @given(st.data())
 def test_low_column_block_count_equals_brute_force(data):
