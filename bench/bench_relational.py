@@ -9,9 +9,10 @@ leaf boxes recomputed in every call) for SPEC §3's three relational examples an
 Run: ``python bench/bench_relational.py [--depths 12 16 20] [--repeat 5]``.
 
 ``--scaling`` instead times the three SPEC §3 forms on large deep trees (scikit-learn without
-depth limit, and ExtraTree, on growing data), the tree descent against the pair matrix in the
-same run (the matrix timed on evenly spaced row chunks and extrapolated when it would take
-minutes), with the growth exponent in leaves between consecutive sizes.
+depth limit, and ExtraTree, on growing data; ``--big`` adds the 947K-node ExtraTree), the tree
+descent against the descent before its cell blocks (``CELL_BLOCK = 0``) in the same run (and,
+with ``--matrix``, the pair matrix timed on evenly spaced row chunks and extrapolated), with the
+growth exponent in leaves between consecutive sizes and the peak RSS so far.
 """
 
 from __future__ import annotations
@@ -76,33 +77,68 @@ def _matrix_seconds(pc, budget_chunks: int = 24) -> tuple[float, bool]:
     return spent * len(starts) / len(chosen), len(chosen) < len(starts)
 
 
-def scaling() -> None:
+def _descent_seconds(pc_of, cell_block: int) -> tuple[int, float]:
+    """(violating pairs, CPU seconds of box_pairs) with the descent's cell blocks set to
+    *cell_block* (0: the descent as before them)."""
+    from clefprove.verify import pairsweep
+    from clefprove.verify.relational import EXTRA_CONFIRM, box_pairs
+
+    saved = pairsweep.CELL_BLOCK
+    try:
+        pairsweep.CELL_BLOCK = cell_block
+        pc = pc_of()
+        t0 = time.process_time()
+        n_pairs, _, _ = box_pairs(pc, 3 + EXTRA_CONFIRM)
+        return n_pairs, time.process_time() - t0
+    finally:
+        pairsweep.CELL_BLOCK = saved
+
+
+def scaling(big: bool, with_matrix: bool) -> None:
     import math
+    import resource
 
     from bench.common import extra_tree_model
     from clefprove.dsl.loader import parse_text
-    from clefprove.verify.relational import EXTRA_CONFIRM, PairChecker, box_pairs, prepare
+    from clefprove.verify import pairsweep
+    from clefprove.verify.relational import PairChecker, prepare
 
     cache = Path(tempfile.gettempdir()) / "clefprove-bench-trees"
     cache.mkdir(exist_ok=True)
     out = []
-    for kind, sizes in (("cart", (125_000, 1_000_000)), ("extra", (40_000, 300_000))):
-        last: dict[str, tuple[int, float]] = {}
+    runs = [("cart", (125_000, 1_000_000)), ("extra", (40_000, 300_000))]
+    if big:
+        runs[1] = ("extra", (40_000, 300_000, 2_500_000))
+    for kind, sizes in runs:
+        last: dict[str, tuple[int, float, float]] = {}
         for rows in sizes:
-            model = extra_tree_model(rows, cache=cache, cart=kind == "cart")
+            big_cache = Path("/tmp/perfcache")
+            model = extra_tree_model(
+                rows, cache=big_cache if rows >= 2_500_000 else cache, cart=kind == "cart"
+            )
             program = parse_text(SPEC3, model, "bench.inv")
             for inv in program.invariants:
-                t0 = time.process_time()
-                pc = PairChecker(model, prepare(model, inv, program.severity))
-                n_pairs, _, _ = box_pairs(pc, 3 + EXTRA_CONFIRM)
-                ours = time.process_time() - t0
-                matrix, est = _matrix_seconds(pc)
+
+                def pc_of(inv=inv, model=model, program=program):
+                    return PairChecker(model, prepare(model, inv, program.severity))
+
+                n_pairs, ours = _descent_seconds(pc_of, pairsweep.CELL_BLOCK)
+                n_old, before = _descent_seconds(pc_of, 0)
+                assert n_old == n_pairs, (inv.name, n_old, n_pairs)
+                matrix = ""
+                if with_matrix:
+                    m, est = _matrix_seconds(pc_of())
+                    matrix = f"{'~' if est else ''}{m:.1f}"
                 leaves = model.n_leaves
                 growth = ""
                 if inv.name in last:
-                    l0, t_prev = last[inv.name]
-                    growth = f"{math.log(ours / t_prev) / math.log(leaves / l0):.2f}"
-                last[inv.name] = (leaves, ours)
+                    l0, t_prev, b_prev = last[inv.name]
+                    lr = math.log(leaves / l0)
+                    growth = (
+                        f"{math.log(ours / t_prev) / lr:.2f} ({math.log(before / b_prev) / lr:.2f})"
+                    )
+                last[inv.name] = (leaves, ours, before)
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 out.append(
                     (
                         kind,
@@ -111,9 +147,11 @@ def scaling() -> None:
                         inv.name,
                         f"{n_pairs:,}",
                         f"{ours:.2f}",
-                        f"{'~' if est else ''}{matrix:.1f}",
-                        f"{matrix / ours:.0f}x",
+                        f"{before:.2f}",
+                        f"{before / ours:.2f}x",
+                        matrix,
                         growth,
+                        f"{rss:.0f}",
                     )
                 )
                 print(" | ".join(map(str, out[-1])), flush=True)
@@ -129,9 +167,11 @@ def scaling() -> None:
                 "invariant",
                 "violating pairs",
                 "descent s (CPU)",
-                "pair matrix s (CPU, ~ = est.)",
+                "before cell blocks s (CPU)",
                 "speed-up",
-                "growth exponent in leaves",
+                "pair matrix s (CPU, ~ = est.)",
+                "growth exponent in leaves (before)",
+                "peak RSS MiB (so far)",
             ],
             out,
         )
@@ -144,9 +184,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rows", type=int, default=400_000)
     ap.add_argument("--scaling", action="store_true", help="large deep trees instead")
+    ap.add_argument("--big", action="store_true", help="with --scaling: the 947K-node tree too")
+    ap.add_argument("--matrix", action="store_true", help="with --scaling: time the matrix too")
     args = ap.parse_args()
     if args.scaling:
-        scaling()
+        scaling(args.big, args.matrix)
         return
 
     mk = example_module()

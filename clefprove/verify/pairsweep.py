@@ -40,6 +40,19 @@ from clefprove.model.types import NodeKind
 #: Node pairs the dual descent steps at once (its per-pair temporaries are ~0.5 KB).
 DUAL_BATCH = 1 << 18
 
+#: Node pairs with at most this many live leaf pairs below them are decided by testing
+#: every leaf pair (the pair matrix's cell test) instead of being descended further.
+CELL_BLOCK = 64
+
+#: Most columns on which a block of node pairs may still be unmet and be counted at once by
+#: sorting (1: interval counts; 2: plus a two-dimensional dominance count, exact but slower
+#: than descending on the benchmark trees: docs/performance.md, "relational"); else descended.
+LOW_DIM = 1
+
+#: The two-column count serves a block only when its breaking rank combinations number at
+#: least this many per leaf below it (it costs per leaf, descending costs per pair found).
+LOW_DIM_DENSITY = 8
+
 
 def stable_ok(
     lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
@@ -79,6 +92,108 @@ def _surely(diff: np.ndarray, delta: Fraction | None, below: bool) -> np.ndarray
         out: np.ndarray = (diff + margin < df) if below else (diff - margin > df)
         out &= np.isfinite(diff)
         return out
+
+
+def _block_count(qb: np.ndarray, pb: np.ndarray) -> np.ndarray:
+    """Per query block id in *qb*: how many entries of *pb* have that id."""
+    ps = np.sort(pb)
+    out: np.ndarray = np.searchsorted(ps, qb, "right") - np.searchsorted(ps, qb, "left")
+    return out
+
+
+def dominated(
+    qb: np.ndarray, qx: np.ndarray, qy: np.ndarray, pb: np.ndarray, px: np.ndarray, py: np.ndarray
+) -> np.ndarray:
+    """Per query q: the points p of its block (``pb == qb``) with ``px < qx`` and ``py < qy``
+    (integers; exact).  Offline divide and conquer, vectorised per level: queries and points
+    sorted by (block, x, queries first on ties); at level k every block is cut into segments
+    of 2^(k+1) positions, and each query in a segment's right half counts, by binary search in
+    the sorted keys (segment, y), the points of its left half below it.  Every (point, query)
+    pair with the point earlier is met at exactly one level: O(n log^2 n) for n entries."""
+    nq = qb.size
+    out = np.zeros(nq, dtype=np.int64)
+    if not nq or not pb.size:
+        return out
+    b = np.concatenate([qb, pb])
+    x = np.concatenate([qx, px])
+    is_p = np.concatenate([np.zeros(nq, dtype=bool), np.ones(pb.size, dtype=bool)])
+    order = np.lexsort((is_p, x, b))
+    b, is_p = b[order], is_p[order]
+    _, ycode = np.unique(np.concatenate([qy, py])[order], return_inverse=True)
+    ycode = ycode.astype(np.int64).ravel()
+    width = int(ycode.max()) + 2
+    m = b.size
+    starts = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
+    lengths = np.diff(np.append(starts, m))
+    block_start = np.repeat(starts, lengths)
+    local = np.arange(m) - block_start
+    counts = np.zeros(m, dtype=np.int64)
+    longest = int(lengths.max())
+    level = 0
+    while (1 << level) < longest:
+        right = ((local >> level) & 1).astype(bool)
+        seg = block_start + (local >> (level + 1))
+        pts = ~right & is_p
+        qs = right & ~is_p
+        if pts.any() and qs.any():
+            keys = np.sort(seg[pts] * width + ycode[pts])
+            base = seg[qs] * width
+            counts[qs] += np.searchsorted(keys, base + ycode[qs], "left") - np.searchsorted(
+                keys, base, "left"
+            )
+        level += 1
+    q_pos = np.flatnonzero(~is_p)
+    out[order[q_pos]] = counts[q_pos]
+    return out
+
+
+def meet_counts(
+    xb: np.ndarray,
+    xlo: np.ndarray,
+    xhi: np.ndarray,
+    yb: np.ndarray,
+    ylo: np.ndarray,
+    yhi: np.ndarray,
+) -> np.ndarray:
+    """Per x box: the y boxes of its block (``yb == xb``) that meet it on every column, for
+    boxes given by integer end codes ``(n, k)`` with closed ends (``[lo, hi]`` meets
+    ``[lo', hi']`` iff ``lo' <= hi`` and ``hi' >= lo``), k = 1 or 2.  One column:
+    ``#(lo' <= hi) - #(hi' < lo)`` by binary search (no y box has both).  Two columns:
+    inclusion-exclusion, exact because the ways of missing are disjoint events per column
+    (y wholly below or wholly above x): meets both = all - misses 1 - misses 2 + misses both,
+    and "misses both" is the sum over the four (below/above, below/above) orientations of a
+    two-dimensional strict dominance count (:func:`dominated`)."""
+    k = xlo.shape[1]
+    if k not in (1, 2):
+        raise ValueError("meet_counts counts one or two columns")
+    n_y = _block_count(xb, yb)
+    # Block-major keys so that one binary search per column counts inside the block.
+    span = int(max(xhi.max(initial=0), yhi.max(initial=0), xlo.max(initial=0), ylo.max(initial=0)))
+    span += 2
+    miss = []
+    for d in range(k):
+        klo = np.sort(yb * span + ylo[:, d])
+        khi = np.sort(yb * span + yhi[:, d])
+        above = np.searchsorted(klo, xb * span + span, "left") - np.searchsorted(
+            klo, xb * span + xhi[:, d], "right"
+        )
+        below = np.searchsorted(khi, xb * span + xlo[:, d], "left") - np.searchsorted(
+            khi, xb * span, "left"
+        )
+        miss.append(above + below)
+    if k == 1:
+        out: np.ndarray = n_y - miss[0]
+        return out
+    both = np.zeros(xb.size, dtype=np.int64)
+    for sx in (False, True):  # y above x on column 0 (else below)
+        for sy in (False, True):
+            qx = -xhi[:, 0] if sx else xlo[:, 0]
+            px = -ylo[:, 0] if sx else yhi[:, 0]
+            qy = -xhi[:, 1] if sy else xlo[:, 1]
+            py = -ylo[:, 1] if sy else yhi[:, 1]
+            both += dominated(xb, qx, qy, yb, px, py)
+    out = n_y - miss[0] - miss[1] + both
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -443,9 +558,7 @@ class PairSweep:
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
             if both.any():
-                ra, rb = self.row_of[u[both]], self.row_of[v[both]]
-                has = (ra >= 0) & (rb >= 0)
-                ra, rb = ra[has], rb[has]
+                ra, rb = self._cells(u[both], v[both])
                 ok = self.pair_ok(0, 0, ra, rb)
                 total += int(np.count_nonzero(ok))
                 one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
@@ -501,13 +614,28 @@ class PairSweep:
             # Only for blocks of comparable sides (or small ones): a large node met by many
             # small ones is cheaper to descend than to list once per small one.
             tu, tv = tot[u], tot[v]
-            one = rest & (n_miss == 1) & ~(lu & lv)
+            one = rest & (n_miss >= 1) & (n_miss <= LOW_DIM) & ~(lu & lv)
             one &= ((tu <= 4 * tv) & (tv <= 4 * tu)) | (tu + tv <= 32)
-            if one.any():
-                col = np.asarray(self.pc.num_cols)[np.argmax(miss[one], axis=1)]
-                total += self._count_1d(u[one], v[one], col, one_rows)
-                cov |= one
+            one &= (n_miss == 1) | (brk >= LOW_DIM_DENSITY * (tu + tv))
+            for k in range(1, LOW_DIM + 1):
+                sel = one & (n_miss == k)
+                if sel.any():
+                    _, where = np.nonzero(miss[sel])
+                    cols = np.asarray(self.pc.num_cols)[where].reshape(-1, k)
+                    total += self._count_low(u[sel], v[sel], cols, one_rows)
+            cov |= one
             go = ok & ~cov
+            # Small undecided blocks: every leaf-row pair below them tested at once (the cell
+            # test), cheaper than descending node pair by node pair.
+            cells = go & (agg.n_live[u] * agg.n_live[v] <= CELL_BLOCK)
+            if cells.any():
+                ra, rb = self._cells(u[cells], v[cells])
+                cell_ok = self.pair_ok(0, 0, ra, rb)
+                total += int(np.count_nonzero(cell_ok))
+                one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
+                if not self.monotone:
+                    one_rows.append((rb[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
+                go &= ~cells
             u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
             # Replace a node whose split is on a column where the pair is not yet met (its
             # children can be), else the one with more active leaves below (a leaf never).
@@ -552,60 +680,67 @@ class PairSweep:
         keep = self.pc.sides[0].ok[rows]
         return block[keep], rows[keep]
 
-    def _count_1d(
+    def _cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row below us[p], row below vs[p]) pair of active rows, block by block."""
+        ba, ra = self._block_rows(us)
+        bb, rb = self._block_rows(vs)
+        nb = np.bincount(bb, minlength=us.size)
+        b_start = np.cumsum(nb) - nb  # bb is sorted: block p's rows of vs start there
+        rep = nb[ba]
+        pa = np.repeat(ra, rep)
+        offs = np.arange(pa.size) - np.repeat(np.cumsum(rep) - rep, rep)
+        pb = rb[np.repeat(b_start[ba], rep) + offs]
+        return pa, pb
+
+    def _count_low(
         self,
         us: np.ndarray,
         vs: np.ndarray,
-        col: np.ndarray,
+        cols: np.ndarray,
         out: list[tuple[np.ndarray, np.ndarray]],
     ) -> int:
-        """Violating pairs of the blocks (us[p], vs[p]) whose boxes all meet except on column
-        col[p]: per row of x, the breaking rows x' whose col-interval meets its own,
-        ``#(lo' <= hi) - #(hi' < lo)`` per rank by binary search in the sorted ends (keys
-        made of the block and the value's rank among all values, so exact).  Appends
-        (rows, partners) to *out* for both sides (symmetric forms) or the x side."""
+        """Violating pairs of the blocks (us[p], vs[p]) whose boxes all meet except on the
+        columns cols[p] (one or two per block): per row of x, the breaking rows x' of its
+        block whose intervals meet its own on those columns, counted per rank by binary search
+        in sorted ends (values replaced by their rank among all values of the column slot, so
+        exact): see :func:`meet_counts`.  Appends (rows, partners) to *out* for both sides
+        (symmetric forms) or the x side."""
         lo, hi = self.pc.sides[0].rows.lo, self.pc.sides[0].rows.hi
         ba, ra = self._block_rows(us)
         bb, rb = self._block_rows(vs)
-        a_lo, a_hi = lo[ra, col[ba]], hi[ra, col[ba]]
-        b_lo, b_hi = lo[rb, col[bb]], hi[rb, col[bb]]
-        values, codes = np.unique(np.concatenate([a_lo, a_hi, b_lo, b_hi]), return_inverse=True)
-        codes = codes.astype(np.int64) + 1
-        width = values.size + 2
-        na, nb = ra.size, rb.size
-        ka_lo, ka_hi = ba * width + codes[:na], ba * width + codes[na : 2 * na]
-        kb_lo = bb * width + codes[2 * na : 2 * na + nb]
-        kb_hi = bb * width + codes[2 * na + nb :]
+        na = ra.size
+        k = cols.shape[1]
+        a_lo = np.empty((ra.size, k), dtype=np.int64)
+        a_hi = np.empty_like(a_lo)
+        b_lo = np.empty((rb.size, k), dtype=np.int64)
+        b_hi = np.empty_like(b_lo)
+        for d in range(k):
+            ca, cb = cols[ba, d], cols[bb, d]
+            vals = np.concatenate([lo[ra, ca], hi[ra, ca], lo[rb, cb], hi[rb, cb]])
+            _, codes = np.unique(vals, return_inverse=True)
+            codes = codes.astype(np.int64).ravel()
+            a_lo[:, d], a_hi[:, d] = codes[:na], codes[na : 2 * na]
+            b_lo[:, d], b_hi[:, d] = codes[2 * na : 2 * na + rb.size], codes[2 * na + rb.size :]
         total = 0
-        sides = [(ra, ka_lo, ka_hi, rb, kb_lo, kb_hi, True)]
+        sides = [(ra, ba, a_lo, a_hi, rb, bb, b_lo, b_hi, True)]
         if not self.monotone:
-            sides.append((rb, kb_lo, kb_hi, ra, ka_lo, ka_hi, False))
-        for rx, kx_lo, kx_hi, ry, ky_lo, ky_hi, count_it in sides:
+            sides.append((rb, bb, b_lo, b_hi, ra, ba, a_lo, a_hi, False))
+        for rx, bx, lx, hx, ry, by, ly, hy, count_it in sides:
             rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
             partners = np.zeros(rx.size, dtype=np.int64)
             for r in range(self.n_ranks):
                 brk = (r < rank_x) if self.monotone else (r != rank_x)
                 if not brk.any():
                     continue
-                sel = rank_y == r
-                if not sel.any():
+                sel = np.flatnonzero(rank_y == r)
+                if not sel.size:
                     continue
-                ylo, yhi = np.sort(ky_lo[sel]), np.sort(ky_hi[sel])
                 x = np.flatnonzero(brk)
-                meets = np.searchsorted(ylo, kx_hi[x], "right") - np.searchsorted(
-                    yhi, kx_lo[x], "left"
-                )
-                # Both counts include the y rows of earlier blocks alike: they cancel.
-                partners[x] += meets - self._before(ylo, yhi, kx_lo[x] // width * width)
+                partners[x] += meet_counts(bx[x], lx[x], hx[x], by[sel], ly[sel], hy[sel])
             if count_it:
                 total += int(partners.sum())
             out.append((rx, partners))
         return total
-
-    @staticmethod
-    def _before(ylo: np.ndarray, yhi: np.ndarray, block_start: np.ndarray) -> np.ndarray:
-        """Rows of earlier blocks counted by both searches: #(lo' < start) - #(hi' < start)."""
-        return np.searchsorted(ylo, block_start, "left") - np.searchsorted(yhi, block_start, "left")
 
     @staticmethod
     def _add_ranges(

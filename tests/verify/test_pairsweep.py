@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clefprove.dsl import checked as ck
+from clefprove.model.source import compile_source
 from clefprove.verify import pairsweep, relational
 from clefprove.verify.relational import (
     EXTRA_CONFIRM,
@@ -16,7 +20,7 @@ from clefprove.verify.relational import (
     matrix_pairs,
     prepare,
 )
-from tests.verify.gen import models
+from tests.verify.gen import ACTIONS, models, trees
 from tests.verify.test_relational import (
     exhaustive_violating_pairs,
     pair_models,
@@ -24,6 +28,7 @@ from tests.verify.test_relational import (
 )
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SMALL = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _same_as_matrix(model, inv, severity) -> None:
@@ -118,3 +123,180 @@ def test_descent_without_pre_order_nodes(data):
     model = _breadth_first(data.draw(pair_models(all_int=False)))
     inv, severity = data.draw(relational_invariants(model))
     _same_as_matrix(model, inv, severity)
+
+
+def _same_as_matrix_every_mode(model, inv, severity) -> None:
+    """The descent with the cell blocks off / everywhere and the two-column count on (for
+    blocks of every size), against the matrix."""
+    saved = (pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY)
+    try:
+        for cells, low, density in ((0, 1, 0), (1 << 40, 1, 0), (0, 2, 0), (4, 2, 2)):
+            pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = cells, low, density
+            _same_as_matrix(model, inv, severity)
+    finally:
+        pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = saved
+
+
+@pytest.mark.slow
+@FAST
+@given(st.data())
+def test_descent_modes_equal_matrix(data):
+    """Deeper trees (blocks met on all columns but one or two occur there)."""
+    all_int = data.draw(st.booleans())
+    model = data.draw(pair_models(all_int=all_int, max_depth=7))
+    inv, severity = data.draw(relational_invariants(model))
+    _same_as_matrix_every_mode(model, inv, severity)
+
+
+_ENDS = st.sampled_from([-np.inf, -2.5, -1.0, 0.0, 0.5, 1.0, 1.0000000000000002, 3.0, np.inf])
+
+
+@st.composite
+def _box_sets(draw, k: int):
+    """(block, lo, hi) of random closed boxes in k columns, ends drawn from a few values (ties,
+    touching ends, infinities; an open end is the next float, as the leaf boxes store it)."""
+    n = draw(st.integers(0, 30))
+    blocks = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.int64)
+    lo = np.empty((n, k))
+    hi = np.empty((n, k))
+    for i in range(n):
+        for d in range(k):
+            a, b = sorted((draw(_ENDS), draw(_ENDS)))
+            if draw(st.booleans()) and np.isfinite(a):  # open lower end (a, b]
+                a = float(np.nextafter(a, np.inf))
+                b = max(a, b)
+            lo[i, d], hi[i, d] = a, b
+    return blocks, lo, hi
+
+
+@SMALL
+@given(st.data())
+def test_meet_counts_equal_brute_force(data):
+    """The one- and two-column interval-meeting count against all pairs."""
+    k = data.draw(st.sampled_from([1, 2]))
+    xb, xlo, xhi = data.draw(_box_sets(k))
+    yb, ylo, yhi = data.draw(_box_sets(k))
+    if data.draw(st.booleans()):  # integer columns: whole values
+        xlo, xhi, ylo, yhi = (np.floor(np.clip(a, -9, 9)) for a in (xlo, xhi, ylo, yhi))
+        xhi, yhi = np.maximum(xhi, xlo), np.maximum(yhi, ylo)
+    coded = [np.empty(a.shape, dtype=np.int64) for a in (xlo, xhi, ylo, yhi)]
+    for d in range(k):  # rank coding per column, as PairSweep._count_low does
+        vals = np.concatenate([xlo[:, d], xhi[:, d], ylo[:, d], yhi[:, d]])
+        _, inv = np.unique(vals, return_inverse=True)
+        parts = np.split(inv.ravel(), np.cumsum([xlo.shape[0]] * 2 + [ylo.shape[0]])[:3])
+        for c, part in zip(coded, parts, strict=True):
+            c[:, d] = part
+    got = pairsweep.meet_counts(xb, coded[0], coded[1], yb, coded[2], coded[3])
+    want = np.array(
+        [
+            sum(
+                xb[i] == yb[j]
+                and all(ylo[j, d] <= xhi[i, d] and yhi[j, d] >= xlo[i, d] for d in range(k))
+                for j in range(yb.size)
+            )
+            for i in range(xb.size)
+        ],
+        dtype=np.int64,
+    )
+    assert np.array_equal(got, want)
+
+
+@SMALL
+@given(st.data())
+def test_dominated_equals_brute_force(data):
+    n = data.draw(st.integers(0, 40))
+    m = data.draw(st.integers(0, 40))
+    ints = st.integers(-4, 4)
+    qb, qx, qy = (
+        np.array(data.draw(st.lists(g, min_size=n, max_size=n)), dtype=np.int64)
+        for g in (st.integers(0, 2), ints, ints)
+    )
+    pb, px, py = (
+        np.array(data.draw(st.lists(g, min_size=m, max_size=m)), dtype=np.int64)
+        for g in (st.integers(0, 2), ints, ints)
+    )
+    got = pairsweep.dominated(qb, qx, qy, pb, px, py)
+    want = [int(np.sum((pb == qb[i]) & (px < qx[i]) & (py < qy[i]))) for i in range(n)]
+    assert got.tolist() == want
+
+
+@st.composite
+def _numeric_models(draw):
+    """Three numeric features (int / float / bool), trees up to depth 6."""
+    features = []
+    for i in range(3):
+        kind = draw(st.sampled_from(["int", "float", "bool"]))
+        if kind == "int":
+            lo = draw(st.integers(-3, 3))
+            hi = lo + draw(st.integers(1, 6))
+            features.append({"name": f"f{i}", "type": "int", "min": lo, "max": hi, "default": lo})
+        elif kind == "float":
+            lo = draw(st.sampled_from([0.0, -1.5, 0.1]))
+            hi = lo + draw(st.sampled_from([1.0, 0.3, 10.0]))
+            spec = {"name": f"f{i}", "type": "float", "min": lo, "max": hi, "default": lo}
+            features.append(spec)
+        else:
+            features.append({"name": f"f{i}", "type": "bool", "default": False})
+    tree = draw(trees(features, 6, {}))
+    return compile_source({"features": features, "actions": ACTIONS, "tree": tree})
+
+
+@pytest.mark.slow
+@FAST
+@given(st.data())
+def test_low_column_block_count_equals_brute_force(data):
+    """PairSweep._count_low on real leaf boxes (int / float columns, open ends) and random
+    node pairs, one or two columns: the same count, per row too, as testing every pair of
+    rows below the two nodes on those columns and the actions."""
+    model = data.draw(_numeric_models())
+    inv, severity = data.draw(relational_invariants(model))
+    inv = dataclasses.replace(inv, when=ck.Const(True))
+    pc = PairChecker(model, prepare(model, inv, severity))
+    sweep = pairsweep.PairSweep(pc)
+    agg = sweep.aggregates(0)
+    assert agg.contiguous
+    n_nodes = model.nodes.shape[0]
+    others = [g for g in range(len(model.features)) if g != pc.f]
+    k = data.draw(st.integers(1, 2))
+    n_blocks = data.draw(st.integers(1, 4))
+    node = st.integers(0, n_nodes - 1)
+    us = np.array(data.draw(st.lists(node, min_size=n_blocks, max_size=n_blocks)))
+    vs = np.array(data.draw(st.lists(node, min_size=n_blocks, max_size=n_blocks)))
+    cols = np.array(
+        [data.draw(st.permutations(others))[:k] for _ in range(n_blocks)], dtype=np.int64
+    ).reshape(n_blocks, k)
+    out: list = []
+    total = sweep._count_low(us, vs, cols, out)
+    rows = pc.boxes.size
+    got = np.zeros(rows, dtype=np.int64)
+    for r, w in out:
+        np.add.at(got, r, w)
+    side = pc.sides[0]
+    lo, hi, ok = side.rows.lo, side.rows.hi, side.ok
+    rank = sweep.rank_row
+    want_total = 0
+    want = np.zeros(rows, dtype=np.int64)
+    for p in range(n_blocks):
+        below_u = [r for r in range(rows) if ok[r] and _below(sweep, us[p], r)]
+        below_v = [r for r in range(rows) if ok[r] and _below(sweep, vs[p], r)]
+        for a in below_u:
+            for b in below_v:
+                brk = rank[b] < rank[a] if sweep.monotone else rank[a] != rank[b]
+                meet = all(lo[b, c] <= hi[a, c] and lo[a, c] <= hi[b, c] for c in cols[p])
+                if brk and meet:
+                    want_total += 1
+                    want[a] += 1
+                    if not sweep.monotone:
+                        want[b] += 1
+    assert total == want_total
+    assert np.array_equal(got, want)
+
+
+def _below(sweep, node: int, row: int) -> bool:
+    """Whether leaf row *row* lies in the subtree of *node*."""
+    cur = int(sweep.pc.boxes.leaves[row])
+    while cur >= 0:
+        if cur == node:
+            return True
+        cur = int(sweep.parent[cur])
+    return False
