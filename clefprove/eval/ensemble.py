@@ -36,6 +36,9 @@ CHUNK_PAIRS = 1 << 16
 #: walk per tree outweighs that, and all (row, tree) pairs walk together.
 PER_TREE_ROWS = 4096
 
+#: Leaf values (row x tree x output cells) gathered at once when summing a batch's scores.
+SCORE_CELLS = 1 << 21
+
 
 @dataclass(frozen=True, slots=True)
 class EnsembleDecision:
@@ -258,6 +261,7 @@ class EnsembleEvaluator:
             setattr(self, name, arrays[name])
         self._membership = np.asarray(model.membership, dtype=np.uint8)  # views: no copy
         self._values = np.asarray(model.values, dtype=np.float64)
+        self._tree_evaluators = None
         return self
 
     def evaluate(self, X: np.ndarray) -> EnsembleBatch:
@@ -274,9 +278,15 @@ class EnsembleEvaluator:
         m = self.model
         big = X.shape[0] >= PER_TREE_ROWS
         leaves = self._leaves_per_tree(X) if big else self._leaves_pairs(X)
-        global_leaves = leaves + m.roots.astype(np.intp)[None, :]
-        vals = self._values[self._row[global_leaves]]  # (n, T, outputs)
-        scores = accumulate(m.combine, vals)
+        roots = m.roots.astype(np.intp)[None, :]
+        n, T, K = X.shape[0], m.n_trees, m.combine.outputs
+        scores = np.empty((n, K), dtype=m.combine.arithmetic.dtype)
+        # the (rows, T, outputs) leaf values of a block of rows at a time: rows are summed
+        # independently, so blocks give the same scores bit for bit in bounded memory
+        step = max(1, SCORE_CELLS // max(1, T * K))
+        for a in range(0, n, step):
+            vals = self._values[self._row[leaves[a : a + step] + roots]]
+            scores[a : a + step] = accumulate(m.combine, vals)
         actions, conf = decide(m.combine, scores)
         return EnsembleBatch(actions, conf, leaves, scores)
 

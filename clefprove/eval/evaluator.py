@@ -241,7 +241,7 @@ class Evaluator:
         "_aux", "_conf", "_catoff", "_catmax", "_general_at_depth",
         "_h_node", "_h_feat", "_h_thr", "_h_general", "_general_nodes",
     )  # fmt: skip
-    _DEEP_TABLES = ("_child2", "_t_feat", "_t_thr", "_t_general", "_t_leaf", "_h_to_t")
+    _DEEP_TABLES = ("_child2", "_t_node", "_t_thr", "_t_general", "_h_to_t")
 
     def tables(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :meth:`from_tables` needs to rebuild this evaluator without deriving anything:
@@ -252,6 +252,10 @@ class Evaluator:
             "heap_levels": self.heap_levels,
             "root_simple": self._root_simple,
             "root_children": tuple(self._root_children),
+            "root_ft": tuple(self._root_ft),
+            "root_packed": tuple(self._root_packed),
+            "root_state": self._root_state,
+            "fbits": self._fbits,
         }
         names = self._TABLES + (self._DEEP_TABLES if self.depth > self.heap_levels else ())
         arrays = {name: getattr(self, name) for name in names}
@@ -275,6 +279,13 @@ class Evaluator:
         self._root_simple = bool(scalars["root_simple"])
         a, b = scalars["root_children"]
         self._root_children = (int(a), int(b))
+        f0, t0 = scalars["root_ft"]
+        self._root_ft = (int(f0), float(t0))
+        a, b = scalars["root_packed"]
+        self._root_packed = (int(a), int(b))
+        self._root_state = int(scalars["root_state"])
+        self._fbits = int(scalars["fbits"])
+        self._fmask = (1 << self._fbits) - 1
         names = cls._TABLES + (cls._DEEP_TABLES if self.depth > self.heap_levels else ())
         for name in names:
             setattr(self, name, arrays[name])

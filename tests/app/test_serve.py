@@ -204,8 +204,13 @@ def test_accepted_reload_swaps_stores_and_rolls_back(serve, tmp_path) -> None:
         assert r.status_code == 200 and srv.sha() == first
         assert c.get("/model").json()["history"] == [first]
         assert c.post("/rollback", headers={"Authorization": "Bearer x"}).status_code == 401
-    log = [json.loads(line) for line in srv.stdout]
-    assert {"method": "POST", "path": "/rollback", "status": 401}.items() <= log[-1].items()
+    want = {"method": "POST", "path": "/rollback", "status": 401}.items()
+    deadline = time.monotonic() + 30  # the line is written after the answer: wait for it
+    while not any(want <= json.loads(line).items() for line in list(srv.stdout)):
+        assert time.monotonic() < deadline, srv.stdout[-3:]
+        time.sleep(0.05)
+    log = [json.loads(line) for line in list(srv.stdout)]
+    assert want <= log[-1].items()
     assert all(TOKEN not in line for line in srv.stdout)
 
 

@@ -22,7 +22,7 @@ from clefprove.app.served import serve_model
 from clefprove.app.service import LagProbe
 from clefprove.app.store import ModelStore
 from clefprove.app.worker import Worker, WorkerDied, WorkerError, decode, encode
-from clefprove.eval.ensemble import EnsembleEvaluator
+from clefprove.eval.ensemble import PER_TREE_ROWS, EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator, NodeWalker
 from clefprove.eval.inputs import RecordEncoder
 from clefprove.model.clef import load_admitted, load_bytes, write_clef
@@ -300,10 +300,14 @@ def test_a_shipped_ensemble_decides_like_one_built_afresh(tmp_path: Path) -> Non
             for _ in range(500)
         ]
     )
-    got, want = adm.evaluator.evaluate(rows), fresh.evaluate(rows)
-    assert got.actions.tolist() == want.actions.tolist()
-    assert got.confidences.tolist() == want.confidences.tolist()
-    assert got.leaves.tolist() == want.leaves.tolist()
+    # a batch of 500 rows walks all (row, tree) pairs at once; from PER_TREE_ROWS rows on,
+    # each tree is walked by its own batch evaluator, built on first use
+    many = np.tile(rows, (PER_TREE_ROWS // len(rows) + 1, 1))
+    for batch in (rows, many):
+        got, want = adm.evaluator.evaluate(batch), fresh.evaluate(batch)
+        assert got.actions.tolist() == want.actions.tolist()
+        assert got.confidences.tolist() == want.confidences.tolist()
+        assert got.leaves.tolist() == want.leaves.tolist()
 
 
 # ---------------------------------------------------------------- the lag probe

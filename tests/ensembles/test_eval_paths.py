@@ -48,3 +48,18 @@ def test_per_tree_walk_equals_the_pair_walk(data) -> None:
     rows = ensemble_module.PER_TREE_ROWS + 300
     X = _dense_rows(model, np.random.default_rng(data.draw(st.integers(0, 99))), rows)
     _same_both_ways(model, X)
+
+
+def test_scores_summed_in_blocks_of_rows_equal_one_block(monkeypatch) -> None:
+    """A batch's scores are summed a block of rows at a time (bounded memory for many trees
+    and classes): blocks of one row, of seven rows and the whole batch agree bit for bit."""
+    model = compile_source(json.loads(TOY.read_text()))
+    X = _dense_rows(model, np.random.default_rng(9), 500)
+    whole = EnsembleEvaluator(model).evaluate(X)
+    T, K = model.n_trees, model.combine.outputs
+    for rows in (1, 7):
+        monkeypatch.setattr(ensemble_module, "SCORE_CELLS", rows * T * K)
+        part = EnsembleEvaluator(model).evaluate(X)
+        assert part.scores.tobytes() == whole.scores.tobytes()
+        assert np.array_equal(part.actions, whole.actions)
+        assert part.confidences.tobytes() == whole.confidences.tobytes()
