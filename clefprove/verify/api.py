@@ -34,6 +34,7 @@ from clefprove.verify.evidence import (
     when_is_vacuous,
 )
 from clefprove.verify.options import CheckOptions
+from clefprove.verify.pool import run_pool
 from clefprove.verify.verdicts import (
     Counterexample,
     InvariantResult,
@@ -108,9 +109,24 @@ def check(
         jobs=jobs,
         smtlib_dir=smtlib,
     )
-    counterexamples = settings.counterexamples
     if settings.smtlib_dir is not None:
         Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
+    # One process pool for the whole run (started by the first stage that fans out).
+    with run_pool(settings.jobs):
+        return _check(mdl, path, program, settings, start, model_path, progress, cache)
+
+
+def _check(
+    mdl: Model | Ensemble,
+    path: str,
+    program: ck.CheckedProgram,
+    settings: CheckOptions,
+    start: float,
+    model_path: str | None,
+    progress: Callable[[int, int], None] | None,
+    cache: RunStrategy | None,
+) -> Report:
+    counterexamples = settings.counterexamples
     total = len(program.invariants)
     if isinstance(mdl, Ensemble):
         # Ensembles: branch and bound per invariant (verify/ensemble.py), through the run

@@ -895,9 +895,7 @@ def _search_items(
         until = t0 + PARALLEL_AFTER if sliced else math.inf
         if sliced and time.monotonic() > until:
             break
-        part = _search_stack(
-            model, prep, settings, want, items[j], deadline, record, _past(until)
-        )
+        part = _search_stack(model, prep, settings, want, items[j], deadline, record, _past(until))
         if part.stopped:
             break  # searched again from its start by a worker
         parts[j] = part
