@@ -109,6 +109,7 @@ def _forest(n_estimators=30, depth=6):
     return clefprove.from_sklearn(clf, feats, actions=["a", "b"])
 
 
+@pytest.mark.slow  # fits a forest, then a search of half a second
 def test_a_cut_budget_with_two_jobs_is_unknown_with_a_share(pool):
     from clefprove.dsl.loader import parse_text
 
