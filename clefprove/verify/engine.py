@@ -211,23 +211,18 @@ def _solve(
     n_chunks = min(len(queries), jobs * 4)
     bounds = np.linspace(0, len(queries), n_chunks + 1).astype(int)
     chunks = [queries[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-    token, blob = run_pool.shipped(model)
     limits = _limits(settings, prep.tag)
+    args = [(inv.when, inv.ensure_formula, limits, c) for c in chunks]
     out: list[tuple[str, np.ndarray | None]] = []
     with run_pool.current(jobs) as pool:
-        ex = pool.executor()
-        futures = [
-            ex.submit(_solve_chunk, token, blob, inv.when, inv.ensure_formula, limits, c)
-            for c in chunks
-        ]
-        for fut in futures:
-            out.extend(fut.result())
+        futures = [pool.submit(_solve_chunk, model, *a) for a in args]
+        for fut, a in zip(futures, args, strict=True):
+            out.extend(pool.outcome(fut, _solve_chunk, model, *a))
     return out
 
 
 def _solve_chunk(
-    token: str,
-    blob: bytes,
+    model: Model,
     when: ck.Formula,
     ensure: ck.Formula,
     limits: Limits,
@@ -235,9 +230,7 @@ def _solve_chunk(
 ) -> list[tuple[str, np.ndarray | None]]:
     """One chunk of :func:`_solve` in a pool worker (the model kept between chunks)."""
     from clefprove.smt import paths as smt_paths
-    from clefprove.verify import pool as run_pool
 
-    model = run_pool.resident(token, blob)
     return smt_paths.solve(model, when, ensure, queries, limits)
 
 

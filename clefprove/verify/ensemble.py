@@ -924,25 +924,22 @@ def _in_pool(
 ) -> None:
     """Items *first*.. searched by the run's worker processes, into *parts*; the ones after
     an item that settles the search (:func:`_cut`) are told to stop and dropped."""
-    token, blob = run_pool.shipped(model)
     quiet = dataclasses.replace(settings, jobs=1)
     with run_pool.current(settings.jobs) as pool:
-        ex = pool.executor()
         group = pool.group()
-        futures = {
-            ex.submit(
-                _search_task, token, blob, prep, quiet, want, items[i], deadline, record,
-                group, i,
-            ): i
+        args = {
+            i: (prep, quiet, want, items[i], deadline, record, group, i)
             for i in range(first, len(items))
-        }  # fmt: skip
+        }
+        futures = {pool.submit(_search_task, model, *a): i for i, a in args.items()}
         pending = set(futures)
         try:
             while pending:
                 done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 for fut in done:
                     if not fut.cancelled():
-                        parts[futures[fut]] = _unpack(fut.result())
+                        i = futures[fut]
+                        parts[i] = _unpack(pool.outcome(fut, _search_task, model, *args[i]))
                 cut = _cut(parts, want)
                 if cut is not None:
                     pool.cancel_after(group, cut)
@@ -999,8 +996,7 @@ def _merge(
 
 
 def _search_task(
-    token: str,
-    blob: bytes,
+    model: Ensemble,
     prep: eg.Prepared,
     settings: CheckOptions,
     want: int,
@@ -1011,7 +1007,6 @@ def _search_task(
     index: int,
 ) -> tuple[_Part, bytes | None]:
     """One item in a pool worker: its result, the settled regions packed (a partition)."""
-    model: Ensemble = run_pool.resident(token, blob)
     part = _search_stack(
         model, prep, settings, want, item, deadline, record,
         lambda: run_pool.cancelled(group, index),

@@ -9,8 +9,10 @@ quick ensemble search) starts none.  Outside a run (a stage called directly) :fu
 gives a pool for that call alone.
 
 A model goes to the workers as one pickle per model (:func:`shipped`, kept in the model's
-``derived`` memo with a token naming it); a worker keeps the last model it was sent
-(:func:`resident`), so its derived tables are built once per worker, not once per task.
+``derived`` memo with a token naming it), carried by the first *jobs* tasks of that model
+only (:meth:`RunPool.submit`); a worker keeps the last model it was sent (:func:`resident`),
+so its derived tables are built once per worker, not once per task, and a task that reaches
+a worker without it is sent again with the pickle (:meth:`RunPool.outcome`).
 
 Tasks of an ensemble search belong to a *group* (one search); the parent can tell the
 workers to drop the tasks of a group after a given index (:meth:`RunPool.cancel_after`)
@@ -21,8 +23,8 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from multiprocessing.sharedctypes import RawValue
@@ -40,6 +42,7 @@ class RunPool:
         self._executor: ProcessPoolExecutor | None = None
         self._cancel: Any = None
         self._groups = 0
+        self._shipments: dict[str, int] = {}  # model token -> tasks that carried its pickle
 
     @property
     def started(self) -> bool:
@@ -53,6 +56,24 @@ class RunPool:
                 max_workers=self.jobs, initializer=_init_worker, initargs=(self._cancel,)
             )
         return self._executor
+
+    def submit(self, fn: Callable[..., Any], model: Any, *args: Any) -> Future[Any]:
+        """``fn(model, *args)`` in a worker.  The model's pickle goes with the first *jobs*
+        tasks of each model only; a worker that has not got it answers :data:`MISSING`, and
+        :meth:`outcome` sends the task again with the pickle."""
+        token, blob = shipped(model)
+        sent = self._shipments.get(token, 0)
+        carry = blob if sent < self.jobs else None
+        self._shipments[token] = sent + (carry is not None)
+        return self.executor().submit(_task, fn, token, carry, args)
+
+    def outcome(self, fut: Future[Any], fn: Callable[..., Any], model: Any, *args: Any) -> Any:
+        """The result of a task of :meth:`submit` (sent again with the model if needed)."""
+        got = fut.result()
+        if isinstance(got, str) and got == MISSING:
+            token, blob = shipped(model)
+            got = self.executor().submit(_task, fn, token, blob, args).result()
+        return got
 
     def group(self) -> int:
         """A new task group (one per ensemble search)."""
@@ -122,8 +143,20 @@ class _Worker:
 _WORKER = _Worker()
 
 
+#: A worker's answer to a task without the model's pickle when it does not keep that model.
+MISSING = "clefprove.pool: model missing"
+
+
 def _init_worker(cancel: Any) -> None:
     _WORKER.cancel = cancel
+    _CURRENT.set(None)  # a forked worker is not part of the parent's run
+
+
+def _task(fn: Callable[..., Any], token: str, blob: bytes | None, args: tuple[Any, ...]) -> Any:
+    if blob is None and _WORKER.token != token:
+        return MISSING
+    model = resident(token, blob) if blob is not None else _WORKER.model
+    return fn(model, *args)
 
 
 def resident(token: str, blob: bytes) -> Any:

@@ -178,3 +178,23 @@ def test_the_cancel_word_names_a_group_and_the_items_after_an_index():
         assert run_pool.cancelled(1, 0) and run_pool.cancelled(2, 7) and run_pool.cancelled(3, 0)
     finally:
         run_pool._WORKER.cancel = None
+
+
+def _features_and_arg(model, x):
+    return len(model.features), x
+
+
+def test_a_task_that_reaches_a_worker_without_the_model_is_sent_again_with_it():
+    import json
+    from pathlib import Path
+
+    from clefprove.model.source import compile_source
+
+    toy = Path(__file__).parent.parent / "fixtures" / "ensemble_toy.json"
+    model = compile_source(json.loads(toy.read_text()))
+    with run_pool.run_pool(2) as p:
+        token, _ = run_pool.shipped(model)
+        p._shipments[token] = p.jobs  # as if already sent: no task carries the pickle
+        futures = [p.submit(_features_and_arg, model, i) for i in range(6)]
+        got = [p.outcome(f, _features_and_arg, model, i) for i, f in enumerate(futures)]
+        assert got == [(len(model.features), i) for i in range(6)]
