@@ -215,9 +215,8 @@ def _solve(
     args = [(inv.when, inv.ensure_formula, limits, c) for c in chunks]
     out: list[tuple[str, np.ndarray | None]] = []
     with run_pool.current(jobs) as pool:
-        futures = [pool.submit(_solve_chunk, model, *a) for a in args]
-        for fut, a in zip(futures, args, strict=True):
-            out.extend(pool.outcome(fut, _solve_chunk, model, *a))
+        for part in pool.run_all(_solve_chunk, model, args):
+            out.extend(part)
     return out
 
 

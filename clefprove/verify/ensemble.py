@@ -937,9 +937,16 @@ def _in_pool(
             while pending:
                 done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 for fut in done:
-                    if not fut.cancelled():
-                        i = futures[fut]
-                        parts[i] = _unpack(pool.outcome(fut, _search_task, model, *args[i]))
+                    if fut.cancelled():
+                        continue
+                    i = futures[fut]
+                    got = fut.result()
+                    if run_pool.missing(got):  # reached a worker without the model
+                        again = pool.resend(_search_task, model, *args[i])
+                        futures[again] = i
+                        pending.add(again)
+                    else:
+                        parts[i] = _unpack(got)
                 cut = _cut(parts, want)
                 if cut is not None:
                     pool.cancel_after(group, cut)

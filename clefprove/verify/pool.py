@@ -12,7 +12,7 @@ A model goes to the workers as one pickle per model (:func:`shipped`, kept in th
 ``derived`` memo with a token naming it), carried by the first *jobs* tasks of that model
 only (:meth:`RunPool.submit`); a worker keeps the last model it was sent (:func:`resident`),
 so its derived tables are built once per worker, not once per task, and a task that reaches
-a worker without it is sent again with the pickle (:meth:`RunPool.outcome`).
+a worker without it is sent again with the pickle (:meth:`RunPool.resend`).
 
 Tasks of an ensemble search belong to a *group* (one search); the parent can tell the
 workers to drop the tasks of a group after a given index (:meth:`RunPool.cancel_after`)
@@ -60,19 +60,25 @@ class RunPool:
     def submit(self, fn: Callable[..., Any], model: Any, *args: Any) -> Future[Any]:
         """``fn(model, *args)`` in a worker.  The model's pickle goes with the first *jobs*
         tasks of each model only; a worker that has not got it answers :data:`MISSING`, and
-        :meth:`outcome` sends the task again with the pickle."""
+        the caller sends the task again with the pickle (:meth:`resend`)."""
         token, blob = shipped(model)
         sent = self._shipments.get(token, 0)
         carry = blob if sent < self.jobs else None
         self._shipments[token] = sent + (carry is not None)
         return self.executor().submit(_task, fn, token, carry, args)
 
-    def outcome(self, fut: Future[Any], fn: Callable[..., Any], model: Any, *args: Any) -> Any:
-        """The result of a task of :meth:`submit` (sent again with the model if needed)."""
-        got = fut.result()
-        if isinstance(got, str) and got == MISSING:
-            token, blob = shipped(model)
-            got = self.executor().submit(_task, fn, token, blob, args).result()
+    def resend(self, fn: Callable[..., Any], model: Any, *args: Any) -> Future[Any]:
+        """A task of :meth:`submit` that was answered :data:`MISSING`, sent with the pickle."""
+        token, blob = shipped(model)
+        return self.executor().submit(_task, fn, token, blob, args)
+
+    def run_all(self, fn: Callable[..., Any], model: Any, args: list[tuple[Any, ...]]) -> list[Any]:
+        """``[fn(model, *a) for a in args]`` in the workers, in order."""
+        futures = [self.submit(fn, model, *a) for a in args]
+        got = [f.result() for f in futures]
+        again = {i: self.resend(fn, model, *args[i]) for i, g in enumerate(got) if missing(g)}
+        for i, f in again.items():
+            got[i] = f.result()
         return got
 
     def group(self) -> int:
@@ -150,6 +156,11 @@ MISSING = "clefprove.pool: model missing"
 def _init_worker(cancel: Any) -> None:
     _WORKER.cancel = cancel
     _CURRENT.set(None)  # a forked worker is not part of the parent's run
+
+
+def missing(got: Any) -> bool:
+    """Whether a task's answer is :data:`MISSING`."""
+    return isinstance(got, str) and got == MISSING
 
 
 def _task(fn: Callable[..., Any], token: str, blob: bytes | None, args: tuple[Any, ...]) -> Any:

@@ -195,6 +195,7 @@ def test_a_task_that_reaches_a_worker_without_the_model_is_sent_again_with_it():
     with run_pool.run_pool(2) as p:
         token, _ = run_pool.shipped(model)
         p._shipments[token] = p.jobs  # as if already sent: no task carries the pickle
-        futures = [p.submit(_features_and_arg, model, i) for i in range(6)]
-        got = [p.outcome(f, _features_and_arg, model, i) for i, f in enumerate(futures)]
+        first = [p.submit(_features_and_arg, model, i).result() for i in range(2)]
+        assert first == [run_pool.MISSING] * 2  # fresh workers do not have it
+        got = p.run_all(_features_and_arg, model, [(i,) for i in range(6)])
         assert got == [(len(model.features), i) for i in range(6)]
