@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_ensembles import QUERIES, _box, _features  # noqa: E402
 from bench.common import machine, median, table  # noqa: E402
+from clefprove.verify import ensemble, pool  # noqa: E402, F401  (the code, loaded once)
 
 
 def _search(model, text: str, jobs: int, timeout: float):
@@ -181,6 +182,43 @@ def single_tree(args) -> list[list[object]]:
     return rows
 
 
+def _edge_features(model) -> int:
+    return len(model.features)
+
+
+def pool_startup(args) -> list[list[object]]:
+    """What a pool per invariant costs against the run's one pool: five stages that each
+    fan out one round of tiny tasks (2 per worker) on the example tree."""
+    from clefprove.model.loading import load_any
+    from clefprove.verify.pool import run_pool
+
+    model = load_any(str(ROOT / "examples" / "edge-allow-block.clef"))
+    stages = 5
+
+    def per_stage() -> float:
+        t0 = time.perf_counter()
+        for _ in range(stages):
+            with run_pool(2) as p:
+                p.run_all(_edge_features, model, [()] * 4)
+        return time.perf_counter() - t0
+
+    def per_run() -> float:
+        t0 = time.perf_counter()
+        with run_pool(2) as p:
+            for _ in range(stages):
+                p.run_all(_edge_features, model, [()] * 4)
+        return time.perf_counter() - t0
+
+    a, b = [], []
+    for _ in range(max(3, args.repeat)):
+        a.append(per_stage())
+        b.append(per_run())
+    return [
+        ["a pool per stage (5 pools)", stages, f"{median(a) * 1e3:.0f}", "1.00x"],
+        ["one pool per run", stages, f"{median(b) * 1e3:.0f}", f"{median(a) / median(b):.2f}x"],
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--timeout", type=float, default=60.0, help="budget of the 500-tree question")
@@ -188,18 +226,25 @@ def main() -> None:
     ap.add_argument("--probe", type=float, default=3.0, help="budget that finds hard questions")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--skip-ensembles", action="store_true")
+    ap.add_argument("--skip-tree", action="store_true")
+    ap.add_argument("--startup-only", action="store_true")
     args = ap.parse_args()
-    tree_rows = single_tree(args)
+    if args.startup_only:
+        print(machine())
+        print(table(["pools", "stages", "ms (median)", "speed-up"], pool_startup(args)))
+        return
+    tree_rows = [] if args.skip_tree else single_tree(args)
     ens_rows = [] if args.skip_ensembles else ensembles(args)
     print()
     print(machine())
-    print(
-        table(
-            ["single tree (shortcuts off)", "invariants", "solver paths", "seconds (median)",
-             "speed-up vs --jobs 1", "same verdicts"],
-            tree_rows,
-        )
-    )  # fmt: skip
+    if tree_rows:
+        print(
+            table(
+                ["single tree (shortcuts off)", "invariants", "solver paths", "seconds (median)",
+                 "speed-up vs --jobs 1", "same verdicts"],
+                tree_rows,
+            )
+        )  # fmt: skip
     if ens_rows:
         print()
         print(
