@@ -828,7 +828,13 @@ def _search_stack(
             np.where([e[3] for e in exact], conf, 0.0),
             np.where([e[3] for e in exact], conf, 1.0),
         )
-        pv = eg.decide(tab.flat, prep, boxes, settings)
+        # The solver's per-query limit is cut to what is left of the budget, so that a batch
+        # cannot run the invariant far past it (docs/ensembles.md, "Budget overrun").
+        left = max(1e-3, deadline - time.monotonic())
+        limited = settings
+        if settings.timeout is None or settings.timeout > left:
+            limited = dataclasses.replace(settings, timeout=left)
+        pv = eg.decide(tab.flat, prep, boxes, limited)
         res.solver_paths += pv.solver_paths
         res.regions += len(regions)
         for r in range(len(regions)):
@@ -837,7 +843,7 @@ def _search_stack(
             if pv.status[r] == eg.VIOLATED:
                 res.n_violating += 1
                 if len(res.violating) < want + 2:
-                    x = eg.witness(tab.flat, prep, pv, r, settings)
+                    x = eg.witness(tab.flat, prep, pv, r, limited)
                     res.violating.append((x, int(acts[r]), float(conf[r])))
             elif pv.status[r] == eg.UNKNOWN:
                 res.n_unknown += 1
@@ -933,9 +939,19 @@ def _in_pool(
         }
         futures = {pool.submit(_search_task, model, *a): i for i, a in args.items()}
         pending = set(futures)
+        late = False
         try:
             while pending:
-                done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                wait = None if late else max(0.0, deadline - time.monotonic()) + 0.01
+                done, pending = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
+                if not late and time.monotonic() > deadline:
+                    # Out of time: the items no worker has started are not searched at all.
+                    late = True
+                    for fut in [f for f in pending if f.cancel()]:
+                        pending.discard(fut)
+                        i = futures[fut]
+                        w = sum(g.weight for g, _ in items[i])
+                        parts[i] = _Part(SearchResult(timed_out=True, unsettled=w))
                 for fut in done:
                     if fut.cancelled():
                         continue
