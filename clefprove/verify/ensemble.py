@@ -21,6 +21,9 @@ values bound every score from below and above.  Per region, cheapest first:
 time budget runs out the result is ``unknown`` with ``proved_share``, the share of the input
 domain's *threshold grid* (per feature, the intervals between consecutive cuts of every tree,
 and the codes of a categorical feature, each of equal weight) that was settled.
+
+The search's top is split breadth first into *items* searched one by one, in this process or
+(``--jobs N``) by the run's worker processes, and merged in item order (:func:`search`).
 """
 
 from __future__ import annotations
