@@ -117,7 +117,7 @@ def _check_program(
     invs = program.invariants
     k = settings.counterexamples
     content = content_digest(model)
-    rcontent = f"{content}\0severity {json.dumps(program.severity)}"
+    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
     rkeys = [
         walk.result_key(inv, k, rcontent if inv.is_relational else content, settings)
         for inv in invs
