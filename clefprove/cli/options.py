@@ -188,7 +188,7 @@ def add_previous(p: argparse.ArgumentParser, help: str) -> None:
 def add_check_options(p: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--timeout`` and ``--counterexamples`` (check, gate, report)."""
     p.add_argument(
-        "--jobs", type=int, default=None, metavar="N", help="solver processes (default: all cores)"
+        "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)"
     )
     p.add_argument(
         "--timeout",

@@ -19,6 +19,10 @@ Per non-relational invariant (docs/incremental.md, "Ensembles"):
    decided again from the roots, so that a violated or unknown report (counterexamples, share
    proved) is exactly a fresh run's.
 
+Relational invariants (:mod:`~clefprove.verify.ensemble_rel`) have whole results only: looked
+up by the same key over the content digest and the program's severity order (what their
+direction depends on), stored when they have no unknown pair.
+
 Per-tree tables are not stored: :func:`~clefprove.verify.ensemble.ensemble_tables` builds
 every tree's leaf boxes in one vectorised pass, cheaper than reading them back.
 """
@@ -39,6 +43,7 @@ from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import NodeKind
 from clefprove.status import Verdict
 from clefprove.verify.ensemble import Partition, decide_ensemble_invariant
+from clefprove.verify.ensemble_rel import check_ensemble_relational
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
 
@@ -93,7 +98,7 @@ def partition_key(scope: bytes, settings: CheckOptions) -> bytes:
 def check_program(
     cache: CacheStore, model: Ensemble, program: ck.CheckedProgram, settings: CheckOptions
 ) -> list[InvariantResult]:
-    """Results of every (non-relational) invariant of *program*, equal to a fresh run's."""
+    """Results of every invariant of *program*, equal to a fresh run's."""
     try:
         return _check_program(cache, model, program, settings)
     except CacheCorrupt as exc:
@@ -112,13 +117,17 @@ def _check_program(
     invs = program.invariants
     k = settings.counterexamples
     content = content_digest(model)
-    rkeys = [walk.result_key(inv, k, content, settings) for inv in invs]
+    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
+    rkeys = [
+        walk.result_key(inv, k, rcontent if inv.is_relational else content, settings)
+        for inv in invs
+    ]
     stored = cache.lookup_results(rkeys)
     domain = merkle.domain_digest(model, program.severity)
     pkeys = {
         i: partition_key(walk.scope_key(inv, domain), settings)
         for i, inv in enumerate(invs)
-        if rkeys[i] not in stored
+        if rkeys[i] not in stored and not inv.is_relational
     }
     snaps = cache.lookup_snapshots(list(pkeys.values())) if pkeys else {}
     order = tuple(f.name for f in model.features)
@@ -129,6 +138,12 @@ def _check_program(
     for i, inv in enumerate(invs):
         if rkeys[i] in stored:
             results.append(walk._from_json(stored[rkeys[i]], share).finished(order, _no_region))
+            continue
+        if inv.is_relational:
+            res = check_ensemble_relational(model, inv, program.severity, settings, k)
+            results.append(res.finished(order, _no_region))
+            if walk._storable(res):
+                whole.append((rkeys[i], walk._to_json(res)))
             continue
         start = None
         hit = snaps.get(pkeys[i])

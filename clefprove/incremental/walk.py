@@ -321,7 +321,15 @@ def _to_json(res: InvariantResult) -> str:
 
 
 def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[str, Any]:
-    assert isinstance(c, Counterexample)  # the proof cache holds non-relational results only
+    if isinstance(c, RelationalCounterexample):  # an ensemble's relational result
+        return {
+            "inputs": [c.inputs[0], c.inputs[1]],
+            "actions": list(c.actions),
+            "confidences": list(c.confidences),
+            "leaves": list(c.leaves),
+            "paths": [list(c.paths[0]), list(c.paths[1])],
+            "feature": c.feature,
+        }
     return {
         "input": c.input,
         "action": c.action,
@@ -335,21 +343,31 @@ def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[s
 def _from_json(text: str, seconds: float) -> InvariantResult:
     d: dict[str, Any] = json.loads(text)
     total = int(d.pop("paths_total"))
-    d["counterexamples"] = tuple(
-        Counterexample(
-            c["input"],
-            c["action"],
-            c["confidence"],
-            c["leaf"],
-            tuple(c["path"]),
-            leaves=None if c.get("leaves") is None else tuple(c["leaves"]),
-        )
-        for c in d["counterexamples"]
-    )
+    d["counterexamples"] = tuple(_counterexample(c) for c in d["counterexamples"])
     d["warnings"] = tuple(d["warnings"])
     d["status"] = Verdict(d["status"])
     return InvariantResult(
         **d, seconds=seconds, paths_checked=0, paths_reused=total, solver_paths=0
+    )
+
+
+def _counterexample(c: dict[str, Any]) -> Counterexample | RelationalCounterexample:
+    if "inputs" in c:
+        return RelationalCounterexample(
+            (c["inputs"][0], c["inputs"][1]),
+            (c["actions"][0], c["actions"][1]),
+            (c["confidences"][0], c["confidences"][1]),
+            (c["leaves"][0], c["leaves"][1]),
+            (tuple(c["paths"][0]), tuple(c["paths"][1])),
+            c["feature"],
+        )
+    return Counterexample(
+        c["input"],
+        c["action"],
+        c["confidence"],
+        c["leaf"],
+        tuple(c["path"]),
+        leaves=None if c.get("leaves") is None else tuple(c["leaves"]),
     )
 
 

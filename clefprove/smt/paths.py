@@ -428,22 +428,3 @@ def solve(
     are best given in tree order (prefix sharing)."""
     session = _Session(model, when, ensure, limits)
     return [session.solve(q) for q in queries]
-
-
-_WORKER: dict[str, object] = {}
-
-
-def init_worker(model: Model, when: ck.Formula, ensure: ck.Formula, limits: Limits) -> None:
-    """Process-pool initializer: keep the model and invariant for :func:`solve_in_worker`."""
-    _WORKER.update(model=model, when=when, ensure=ensure, limits=limits)
-
-
-def solve_in_worker(queries: Sequence[Query]) -> list[tuple[str, np.ndarray | None]]:
-    """:func:`solve` in a pool worker set up by :func:`init_worker`."""
-    return solve(
-        _WORKER["model"],  # type: ignore[arg-type]
-        _WORKER["when"],  # type: ignore[arg-type]
-        _WORKER["ensure"],  # type: ignore[arg-type]
-        queries,
-        _WORKER["limits"],  # type: ignore[arg-type]
-    )

@@ -8,7 +8,9 @@ Per invariant: decide every leaf (see :mod:`clefprove.verify.engine`), then
 * ``holds`` otherwise, with ``vacuous`` when no input in the domain satisfies ``when``.
 
 Relational invariants (``monotone``/``stable``/``independent``) are decided the same way on leaf
-*pairs* by :mod:`clefprove.verify.relational`, always afresh (never through the proof cache).
+*pairs* by :mod:`clefprove.verify.relational`, always afresh (never through the proof cache);
+on an ensemble, every invariant goes through the run strategy (relational results are whole
+results of the proof cache too).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from clefprove.verify.evidence import (
     when_is_vacuous,
 )
 from clefprove.verify.options import CheckOptions
+from clefprove.verify.pool import run_pool
 from clefprove.verify.verdicts import (
     Counterexample,
     InvariantResult,
@@ -108,28 +111,33 @@ def check(
         jobs=jobs,
         smtlib_dir=smtlib,
     )
-    counterexamples = settings.counterexamples
     if settings.smtlib_dir is not None:
         Path(settings.smtlib_dir).mkdir(parents=True, exist_ok=True)
+    # One process pool for the whole run (started by the first stage that fans out).
+    with run_pool(settings.jobs):
+        return _check(mdl, path, program, settings, start, model_path, progress, cache)
+
+
+def _check(
+    mdl: Model | Ensemble,
+    path: str,
+    program: ck.CheckedProgram,
+    settings: CheckOptions,
+    start: float,
+    model_path: str | None,
+    progress: Callable[[int, int], None] | None,
+    cache: RunStrategy | None,
+) -> Report:
+    counterexamples = settings.counterexamples
     total = len(program.invariants)
     if isinstance(mdl, Ensemble):
-        # Ensembles: branch and bound per invariant (verify/ensemble.py), through the run
-        # strategy (the proof cache reuses whole results and earlier partitions); relational
-        # invariants (verify/ensemble_rel.py) are decided afresh on every run.
-        from clefprove.verify.ensemble_rel import check_ensemble_relational
-
-        eplain = ck.CheckedProgram(
-            tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
-        )
+        # Ensembles: branch and bound per invariant (verify/ensemble.py; relational ones:
+        # verify/ensemble_rel.py), through the run strategy (the proof cache reuses whole
+        # results, and earlier partitions for the non-relational ones).
         estrategy: RunStrategy = cache if cache is not None else FreshRun()
-        edecided = iter(estrategy.check_ensemble_program(mdl, eplain, settings))
         ensemble_results: list[InvariantResult] = []
-        for i, inv in enumerate(program.invariants):
-            ensemble_results.append(
-                check_ensemble_relational(mdl, inv, program.severity, settings, counterexamples)
-                if inv.is_relational
-                else next(edecided)
-            )
+        for i, res in enumerate(estrategy.check_ensemble_program(mdl, program, settings)):
+            ensemble_results.append(res)
             if progress is not None:
                 progress(i + 1, total)
         info = _model_info(mdl, model_path or path)
@@ -200,7 +208,7 @@ class RunStrategy(Protocol):
     def check_ensemble_program(
         self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
     ) -> Iterable[InvariantResult]:
-        """The same for a tree ensemble (non-relational invariants only)."""
+        """The same for a tree ensemble (relational invariants too)."""
         ...
 
 
@@ -222,8 +230,14 @@ class FreshRun:
     ) -> Iterator[InvariantResult]:
         from clefprove.verify.ensemble import check_ensemble_invariant
 
+        k = options.counterexamples
         for inv in program.invariants:
-            yield check_ensemble_invariant(model, inv, options, options.counterexamples)
+            if inv.is_relational:
+                from clefprove.verify.ensemble_rel import check_ensemble_relational
+
+                yield check_ensemble_relational(model, inv, program.severity, options, k)
+            else:
+                yield check_ensemble_invariant(model, inv, options, k)
 
 
 def check_invariant(

@@ -45,7 +45,7 @@ from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
 
 if TYPE_CHECKING:
-    from clefprove.smt.paths import Limits
+    from clefprove.smt.paths import Limits, Query
 
 SAFE, VIOLATED, UNKNOWN = LeafOutcome.SAFE, LeafOutcome.VIOLATED, LeafOutcome.UNKNOWN
 
@@ -204,22 +204,33 @@ def _solve(
             model, inv.when, inv.ensure_formula, queries, _limits(settings, prep.tag)
         )
     # Contiguous chunks in pre-order are subtrees (or runs of neighbouring subtrees), so the
-    # workers keep the solver's prefix sharing; results come back in order.
-    from concurrent.futures import ProcessPoolExecutor
+    # workers keep the solver's prefix sharing; results come back in order.  The run's pool
+    # (verify/pool.py) is shared by every invariant; the model goes to each worker once.
+    from clefprove.verify import pool as run_pool
 
     n_chunks = min(len(queries), jobs * 4)
     bounds = np.linspace(0, len(queries), n_chunks + 1).astype(int)
     chunks = [queries[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    limits = _limits(settings, prep.tag)
+    args = [(inv.when, inv.ensure_formula, limits, c) for c in chunks]
     out: list[tuple[str, np.ndarray | None]] = []
-    # The model and invariant go to each worker once (initializer), not with every chunk.
-    with ProcessPoolExecutor(
-        max_workers=jobs,
-        initializer=smt_paths.init_worker,
-        initargs=(model, inv.when, inv.ensure_formula, _limits(settings, prep.tag)),
-    ) as pool:
-        for part in pool.map(smt_paths.solve_in_worker, chunks):
+    with run_pool.current(jobs) as pool:
+        for part in pool.run_all(_solve_chunk, model, args):
             out.extend(part)
     return out
+
+
+def _solve_chunk(
+    model: Model,
+    when: ck.Formula,
+    ensure: ck.Formula,
+    limits: Limits,
+    queries: Sequence[Query],
+) -> list[tuple[str, np.ndarray | None]]:
+    """One chunk of :func:`_solve` in a pool worker (the model kept between chunks)."""
+    from clefprove.smt import paths as smt_paths
+
+    return smt_paths.solve(model, when, ensure, queries, limits)
 
 
 def _limits(settings: CheckOptions, tag: str) -> Limits:

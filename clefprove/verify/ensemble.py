@@ -21,14 +21,21 @@ values bound every score from below and above.  Per region, cheapest first:
 time budget runs out the result is ``unknown`` with ``proved_share``, the share of the input
 domain's *threshold grid* (per feature, the intervals between consecutive cuts of every tree,
 and the codes of a categorical feature, each of equal weight) that was settled.
+
+The search's top is split breadth first into *items* searched one by one, in this process or
+(``--jobs N``) by the run's worker processes, and merged in item order (:func:`search`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import dataclasses
 import io
+import itertools
 import math
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +50,7 @@ from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.status import Verdict
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
+from clefprove.verify import pool as run_pool
 from clefprove.verify.options import CheckOptions
 
 #: Time budget per invariant when ``--timeout`` is not given (seconds).
@@ -50,6 +58,15 @@ DEFAULT_BUDGET = 60.0
 
 #: Regions decided per batch of exact (engine) decisions.
 BATCH = 8
+
+#: Work items of a search: its top split breadth first into about this many regions, each
+#: searched depth first on its own and merged in order.  Not a function of ``--jobs``, so that
+#: every ``--jobs`` searches the same items and reports the same counts.
+ITEMS = 16
+
+#: With ``--jobs N > 1``, items are searched in the calling process while they take less than
+#: this in all (seconds); the rest go to the run's worker processes (verify/pool.py).
+PARALLEL_AFTER = 0.25
 
 
 @dataclass(frozen=True, eq=False)
@@ -643,13 +660,17 @@ def search(
     the same domain), the search starts from its regions instead of the roots (when they fit
     this domain and this invariant's roots; otherwise from the roots).  With *record*, the
     settled regions are kept in ``settled`` (meaningful when the search proved the invariant).
+
+    The top of the search tree is split breadth first into about :data:`ITEMS` *items*
+    (:func:`_items`), each searched depth first on its own (:func:`_search_items`: in this
+    process, or with ``--jobs N`` by the run's worker processes) and merged in item order,
+    which is the depth-first order of one sequential search: the same items, counts and
+    witnesses for every ``--jobs`` (up to what the time budget cuts).
     """
     tab = ensemble_tables(model)
-    evaluator = _evaluator(model)
-    deadline = time.perf_counter() + budget
+    deadline = time.monotonic() + budget
     res = SearchResult()
     n_feat = len(model.features)
-    mentions_conf = _mentions_confidence(prep.violation, n_feat)
     # Roots: the domain narrowed by each DNF conjunct's single-variable literals (an input
     # satisfying the violation satisfies some conjunct, so lies in that conjunct's root).
     dom = Box.domain(model)
@@ -691,7 +712,110 @@ def search(
             roots.append((g, formula))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
-    stack: list[tuple[Region, object]] = list(reversed(seeds if seeds is not None else roots))
+    mentions_conf = _mentions_confidence(prep.violation, n_feat)
+    items = _items(model, tab, seeds if seeds is not None else roots, mentions_conf, res, record)
+    parts = _search_items(model, prep, settings, want, items, deadline, record)
+    _merge(res, items, parts, want)
+    return res
+
+
+@dataclass
+class _Part:
+    """What searching one item gave (:func:`_search_stack`)."""
+
+    res: SearchResult
+    stopped: bool = False  # told to stop (a time slice, or a cut after an earlier item)
+
+
+def _step(
+    model: Ensemble, tab: Tables, g: Region, formula: object, mentions_conf: bool
+) -> tuple[int, float, bool] | list[Region] | None:
+    """One region of the search: None when the bounds settle it (empty, or safe on it);
+    ``(action, confidence, exact)`` when it is to be decided exactly like a leaf; else its
+    two children (with their weights)."""
+    lo, hi, n_reach = score_bounds(model, tab, g.reach)
+    if np.any(n_reach == 0):
+        return None  # no input reaches some tree's leaves: the region is empty
+    oc = outcomes(model, lo, hi)
+    rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
+    can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
+    if not can.any():
+        return None  # SAFE on the whole region
+    if oc.actions.size == 1 and not mentions_conf:
+        return int(oc.actions[0]), 0.0, False
+    if np.all(n_reach == 1):
+        d = _evaluator(model).evaluate_one(_point(model, g))
+        return d.action, d.confidence, True
+    spread = (
+        np.maximum.reduceat(np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0)
+        - np.minimum.reduceat(np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0)
+    ).sum(axis=1)
+    split = _split_node(model, tab, g, spread, n_reach)
+    if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
+        raise AssertionError("no split inside a region that reaches several leaves")
+    kids = _children(model, tab, g, *split)
+    f = split[0]
+    before = _coverage(tab, model, f, g.lo, g.hi, g.cats)
+    for kid in kids:
+        after = _coverage(tab, model, f, kid.lo, kid.hi, kid.cats)
+        kid.weight = g.weight * after / before if before else 0.0
+    return kids
+
+
+def _items(
+    model: Ensemble,
+    tab: Tables,
+    initial: list[tuple[Region, object]],
+    mentions_conf: bool,
+    res: SearchResult,
+    record: bool,
+) -> list[list[tuple[Region, object]]]:
+    """The search's work items, in depth-first order: *initial* split breadth first, level by
+    level, until there are :data:`ITEMS` regions or none splits any more (regions the bounds
+    settle on the way are settled here, in *res*).  Many starting regions (a stored
+    partition's) are cut into :data:`ITEMS` runs of neighbours instead."""
+    if len(initial) >= ITEMS:
+        bounds = np.linspace(0, len(initial), ITEMS + 1).astype(int)
+        return [initial[a:b] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
+    frontier = list(initial)
+    while len(frontier) < ITEMS:
+        nxt: list[tuple[Region, object]] = []
+        split_any = False
+        for g, formula in frontier:
+            step = _step(model, tab, g, formula, mentions_conf)
+            if step is None:
+                res.regions += 1
+                res.reused += g.seed
+                if record:
+                    res.settled.append(_settled(g))
+            elif isinstance(step, list):
+                nxt.extend((kid, formula) for kid in step)
+                split_any = True
+            else:
+                nxt.append((g, formula))
+        frontier = nxt
+        if not split_any:
+            break
+    return [[item] for item in frontier]
+
+
+def _search_stack(
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    items: list[tuple[Region, object]],
+    deadline: float,
+    record: bool,
+    stop: Callable[[], bool],
+) -> _Part:
+    """Depth-first branch and bound from *items* (searched in order) until every region is
+    settled, *want* violations are confirmed candidates, the *deadline* passes or *stop*."""
+    tab = ensemble_tables(model)
+    res = SearchResult()
+    part = _Part(res)
+    mentions_conf = _mentions_confidence(prep.violation, len(model.features))
+    stack: list[tuple[Region, object]] = list(reversed(items))
     exact: list[tuple[Region, int, float, bool]] = []  # (region, action, conf, conf is exact)
 
     def flush() -> None:
@@ -707,7 +831,13 @@ def search(
             np.where([e[3] for e in exact], conf, 0.0),
             np.where([e[3] for e in exact], conf, 1.0),
         )
-        pv = eg.decide(tab.flat, prep, boxes, settings)
+        # The solver's per-query limit is cut to what is left of the budget, so that a batch
+        # cannot run the invariant far past it (docs/ensembles.md, "Budget overrun").
+        left = max(1e-3, deadline - time.monotonic())
+        limited = settings
+        if settings.timeout is None or settings.timeout > left:
+            limited = dataclasses.replace(settings, timeout=left)
+        pv = eg.decide(tab.flat, prep, boxes, limited)
         res.solver_paths += pv.solver_paths
         res.regions += len(regions)
         for r in range(len(regions)):
@@ -716,7 +846,7 @@ def search(
             if pv.status[r] == eg.VIOLATED:
                 res.n_violating += 1
                 if len(res.violating) < want + 2:
-                    x = eg.witness(tab.flat, prep, pv, r, settings)
+                    x = eg.witness(tab.flat, prep, pv, r, limited)
                     res.violating.append((x, int(acts[r]), float(conf[r])))
             elif pv.status[r] == eg.UNKNOWN:
                 res.n_unknown += 1
@@ -724,58 +854,209 @@ def search(
         exact.clear()
 
     while stack:
-        if time.perf_counter() > deadline:
+        if time.monotonic() > deadline:
             res.timed_out = True
+            break
+        if stop():
+            part.stopped = True
             break
         if res.n_violating and len(res.violating) >= max(want, 1):
             break  # violated for sure: enough confirmed candidates
         g, formula = stack.pop()
-        lo, hi, n_reach = score_bounds(model, tab, g.reach)
-        if np.any(n_reach == 0):
+        step = _step(model, tab, g, formula, mentions_conf)
+        if step is None:
             res.regions += 1
             res.reused += g.seed
             if record:
                 res.settled.append(_settled(g))
-            continue  # no input reaches some tree's leaves: the region is empty
-        oc = outcomes(model, lo, hi)
-        rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
-        can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
-        if not can.any():
-            res.regions += 1
-            res.reused += g.seed
-            if record:
-                res.settled.append(_settled(g))
-            continue  # SAFE on the whole region
-        if oc.actions.size == 1 and not mentions_conf:
-            exact.append((g, int(oc.actions[0]), 0.0, False))
-        elif np.all(n_reach == 1):
-            d = evaluator.evaluate_one(_point(model, g))
-            exact.append((g, d.action, d.confidence, True))
+        elif isinstance(step, list):
+            stack.extend((kid, formula) for kid in reversed(step))
         else:
-            spread = (
-                np.maximum.reduceat(
-                    np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0
-                )
-                - np.minimum.reduceat(
-                    np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0
-                )
-            ).sum(axis=1)
-            split = _split_node(model, tab, g, spread, n_reach)
-            if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
-                raise AssertionError("no split inside a region that reaches several leaves")
-            kids = _children(model, tab, g, *split)
-            f = split[0]
-            before = _coverage(tab, model, f, g.lo, g.hi, g.cats)
-            for kid in kids:
-                after = _coverage(tab, model, f, kid.lo, kid.hi, kid.cats)
-                kid.weight = g.weight * after / before if before else 0.0
-            stack.extend((kid, formula) for kid in reversed(kids))
+            exact.append((g, *step))
         if len(exact) >= BATCH:
             flush()
-    flush()
+    if not part.stopped:
+        flush()
     if stack:
         res.unsettled += sum(g.weight for g, _ in stack)
-    return res
+    return part
+
+
+def _search_items(
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    items: list[list[tuple[Region, object]]],
+    deadline: float,
+    record: bool,
+) -> list[_Part | None]:
+    """Each item searched (None: not searched, cut after an item that gave enough
+    violations).  With ``jobs == 1`` in order, here.  With more, here too while the items
+    take less than :data:`PARALLEL_AFTER` seconds in all (a quick search starts no process);
+    then the items left (the one cut by that slice from its start) go to the run's pool."""
+    parts: list[_Part | None] = [None] * len(items)
+    jobs = settings.jobs
+    t0 = time.monotonic()
+    j = 0
+    while j < len(items):
+        sliced = jobs > 1 and len(items) - j >= 2
+        until = t0 + PARALLEL_AFTER if sliced else math.inf
+        if sliced and time.monotonic() > until:
+            break
+        part = _search_stack(model, prep, settings, want, items[j], deadline, record, _past(until))
+        if part.stopped:
+            break  # searched again from its start by a worker
+        parts[j] = part
+        j += 1
+        if _cut(parts, want) is not None:
+            return parts
+    if j < len(items):
+        _in_pool(model, prep, settings, want, items, deadline, record, parts, j)
+    return parts
+
+
+def _past(until: float) -> Callable[[], bool]:
+    return lambda: time.monotonic() > until
+
+
+def _in_pool(
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    items: list[list[tuple[Region, object]]],
+    deadline: float,
+    record: bool,
+    parts: list[_Part | None],
+    first: int,
+) -> None:
+    """Items *first*.. searched by the run's worker processes, into *parts*; the ones after
+    an item that settles the search (:func:`_cut`) are told to stop and dropped."""
+    quiet = dataclasses.replace(settings, jobs=1)
+    with run_pool.current(settings.jobs) as pool:
+        group = pool.group()
+        args = {
+            i: (prep, quiet, want, items[i], deadline, record, group, i)
+            for i in range(first, len(items))
+        }
+        futures = {pool.submit(_search_task, model, *a): i for i, a in args.items()}
+        pending = set(futures)
+        late = False
+        try:
+            while pending:
+                wait = None if late else max(0.0, deadline - time.monotonic()) + 0.01
+                done, pending = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
+                if not late and time.monotonic() > deadline:
+                    # Out of time: the items no worker has started are not searched at all.
+                    late = True
+                    for fut in [f for f in pending if f.cancel()]:
+                        pending.discard(fut)
+                        i = futures[fut]
+                        w = sum(g.weight for g, _ in items[i])
+                        parts[i] = _Part(SearchResult(timed_out=True, unsettled=w))
+                for fut in done:
+                    if fut.cancelled():
+                        continue
+                    i = futures[fut]
+                    got = fut.result()
+                    if run_pool.missing(got):  # reached a worker without the model
+                        again = pool.resend(_search_task, model, *args[i])
+                        futures[again] = i
+                        pending.add(again)
+                    else:
+                        parts[i] = _unpack(got)
+                cut = _cut(parts, want)
+                if cut is not None:
+                    pool.cancel_after(group, cut)
+                    for fut in pending:
+                        fut.cancel()
+                    cf.wait(pending)
+                    for i in range(cut + 1, len(items)):
+                        parts[i] = None
+                    return
+        except BaseException:
+            pool.cancel_after(group, -1)
+            raise
+
+
+def _cut(parts: list[_Part | None], want: int) -> int | None:
+    """The item after which a sequential search stops for enough violations (every item up
+    to it searched), or None."""
+    n_violating = found = 0
+    for i, part in enumerate(parts):
+        if part is None:
+            return None
+        n_violating += part.res.n_violating
+        found += len(part.res.violating)
+        if n_violating and found >= max(want, 1):
+            return i
+    return None
+
+
+def _merge(
+    res: SearchResult,
+    items: list[list[tuple[Region, object]]],
+    parts: list[_Part | None],
+    want: int,
+) -> None:
+    """Add the items' results to *res* in item order, as one sequential search gives them:
+    up to the item that gives enough violations; the weight of items not searched is not
+    settled."""
+    cut = _cut(parts, want)
+    for i, (item, part) in enumerate(zip(items, parts, strict=True)):
+        if part is None or (cut is not None and i > cut):
+            res.unsettled += sum(g.weight for g, _ in item)
+            continue
+        r = part.res
+        room = want + 2 - len(res.violating)
+        res.violating.extend(r.violating[: max(0, room)])
+        res.n_violating += r.n_violating
+        res.n_unknown += r.n_unknown
+        res.regions += r.regions
+        res.unsettled += r.unsettled
+        res.timed_out |= r.timed_out
+        res.solver_paths += r.solver_paths
+        res.settled.extend(r.settled)
+        res.reused += r.reused
+
+
+def _search_task(
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    item: list[tuple[Region, object]],
+    deadline: float,
+    record: bool,
+    group: int,
+    index: int,
+) -> tuple[_Part, bytes | None]:
+    """One item in a pool worker: its result, the settled regions packed (a partition)."""
+    part = _search_stack(
+        model, prep, settings, want, item, deadline, record,
+        lambda: run_pool.cancelled(group, index),
+    )  # fmt: skip
+    packed = None
+    if record:
+        dom = Box.domain(model)
+        cat_feats = sorted(dom.cats)
+        packed = Partition.of(
+            part.res.settled, len(model.features), cat_feats, [dom.cats[f].size for f in cat_feats]
+        ).to_bytes()
+        part.res.settled = []
+    return part, packed
+
+
+def _unpack(got: tuple[_Part, bytes | None]) -> _Part:
+    part, packed = got
+    if packed is not None:
+        p = Partition.from_bytes(packed)
+        part.res.settled = [
+            (int(p.root[r]), p.lo[r], p.hi[r], {f: m[r] for f, m in p.cats.items()})
+            for r in range(p.size)
+        ]
+    return part
 
 
 def _feature_literal(x: object, n_feat: int) -> bool:

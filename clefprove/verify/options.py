@@ -38,7 +38,7 @@ class CheckOptions:
     counterexamples: int = _option(3, Affects.RESULT)  # printed per violated invariant
     timeout: float | None = _option(None, Affects.RESULT)  # seconds per solver query
     rlimit: int = _option(50_000_000, Affects.RESULT)  # Z3 resource limit per query
-    jobs: int = _option(1, Affects.RESULT)  # solver processes (grouping can change a witness)
+    jobs: int = _option(1, Affects.RESULT)  # worker processes (grouping can change a witness)
     dnf_cap: int = _option(64, Affects.OUTCOME)  # longest DNF decided on boxes
     shortcuts: bool = _option(True, Affects.OUTCOME)  # False: every feasible leaf to the solver
     linear: bool = _option(True, Affects.OUTCOME)  # conjuncts of linear literals on boxes
