@@ -99,9 +99,7 @@ def main() -> None:
                     got = _stages(kind, clf, path, spec_path, feats, lo, hi, c, args.timeout)
                     for s in STAGES:
                         per[s].append(got[s])
-                rows.append(
-                    [kind, n] + [f"{float(np.median(per[s])) * 1e3:.2f}" for s in STAGES]
-                )
+                rows.append([kind, n] + [f"{float(np.median(per[s])) * 1e3:.2f}" for s in STAGES])
                 print(*rows[-1], flush=True)
     print()
     print(machine())
