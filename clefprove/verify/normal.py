@@ -189,9 +189,11 @@ class Normalizer:
         any rational arithmetic; the same literal as the exact route (tests/verify check it
         against :func:`_compare_exact`).  None when the shortcut does not apply."""
         ((var, c),) = expr.terms
+        k = expr.const
+        if not isinstance(c, Fraction | int) or not isinstance(k, Fraction | int):
+            return None
         if c.denominator != 1 or (c.numerator != 1 and c.numerator != -1):
             return None
-        k = expr.const
         try:
             q = -float(k) if c.numerator == 1 else float(k)
         except OverflowError:
