@@ -45,6 +45,39 @@ def _big_file(n: int) -> str:
     return text + body
 
 
+def _box_case() -> tuple[object, str]:
+    """A model with 30 float features and the 60-literal box invariant of
+    ``bench/bench_ensembles.py`` (``f_j >= lo and f_j <= hi`` for every feature)."""
+    from clefprove.model.source import compile_source
+
+    feats = [
+        {"name": f"f{j}", "type": "float", "min": 0.0, "max": 10.0 + j, "default": 1.0}
+        for j in range(30)
+    ]
+    model = compile_source(
+        {
+            "features": feats,
+            "actions": ["class_0", "class_1"],
+            "tree": {"action": "class_0", "confidence": 1.0},
+        }
+    )
+    cond = " and ".join(
+        f"f{j} >= {0.1 * j + 0.013!r} and f{j} <= {0.37 * j + 1.29!r}" for j in range(30)
+    )
+    return model, f"invariant box:\n  when {cond}\n  ensure action == class_0\n"
+
+
+def _thread_cpu(fn, repeat: int, number: int) -> list[float]:
+    """CPU seconds of this thread per call of *fn* (steadier than wall time under load)."""
+    out = []
+    for _ in range(repeat):
+        t0 = time.thread_time()
+        for _ in range(number):
+            fn()
+        out.append((time.thread_time() - t0) / number)
+    return out
+
+
 def main() -> None:
     import lark
 
@@ -110,6 +143,20 @@ def main() -> None:
             fmt_seconds(median(time_call(lambda: format_text(edge), 7, 20))),
         ]
     )
+    box_model, box_text = _box_case()
+    from clefprove.verify import engine as eg
+
+    def box_all() -> None:
+        eg.prepare(box_model, parse_text(box_text, box_model).invariants[0])
+
+    for what, fn in (
+        ("parse + check a 60-literal box `when` (30 float features)", None),
+        ("the same + its normal form (`engine.prepare`, fresh invariant)", box_all),
+    ):
+        call = fn or (lambda: parse_text(box_text, box_model))
+        wall = median(time_call(call, 7, 20))
+        cpu = median(_thread_cpu(call, 7, 20))
+        rows.append([what, f"{fmt_seconds(wall)} (CPU {fmt_seconds(cpu)})"])
     for n in (100, 1000):
         big = _big_file(n)
         t = median(time_call(lambda big=big: parse_text(big, model), 3))

@@ -123,20 +123,30 @@ def _or(parts: Iterable[ck.Formula]) -> ck.Formula:
     return flat[0] if len(flat) == 1 else ck.Or(tuple(flat))
 
 
+def _minus(a: _Num, b: _Num) -> ck.Linear:
+    """``a - b`` as a :class:`~clefprove.dsl.checked.Linear` (``a.plus(b, -1).linear()``; a
+    constant side, as in every box literal ``x >= 0.25``, costs one rational subtraction)."""
+    if not b.coeffs:
+        return ck.Linear(a.coeffs, a.const - b.const)
+    if not a.coeffs:
+        return ck.Linear(tuple((v, -c) for v, c in b.coeffs), a.const - b.const)
+    return a.plus(b, -1).linear()
+
+
 def _compare(left: _Num, op: str, right: _Num) -> ck.Formula:
     """``left op right`` as normalised comparisons of ``expr <= 0`` / ``expr < 0``."""
     if op == "<=":
-        return ck.Compare(left.plus(right, -1).linear(), False)
+        return ck.Compare(_minus(left, right), False)
     if op == "<":
-        return ck.Compare(left.plus(right, -1).linear(), True)
+        return ck.Compare(_minus(left, right), True)
     if op == ">=":
-        return ck.Compare(right.plus(left, -1).linear(), False)
+        return ck.Compare(_minus(right, left), False)
     if op == ">":
-        return ck.Compare(right.plus(left, -1).linear(), True)
+        return ck.Compare(_minus(right, left), True)
     eq = ck.And(
         (
-            ck.Compare(left.plus(right, -1).linear(), False),
-            ck.Compare(right.plus(left, -1).linear(), False),
+            ck.Compare(_minus(left, right), False),
+            ck.Compare(_minus(right, left), False),
         )
     )
     return eq if op == "==" else ck.Not(eq)

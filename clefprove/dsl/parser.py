@@ -13,7 +13,7 @@ import difflib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -109,6 +109,46 @@ def _lex_all(text: str) -> Iterator[Token]:
     """Every token of *text*, ignored ones included (as ``lark_parser().lex(text, True)``)."""
     tokens: Iterator[Token] = LexerThread.from_text(_keeping_lexer(), text).lex(None)  # type: ignore[no-untyped-call]
     return tokens
+
+
+@cache
+def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]]:
+    """The keeping lexer's own terminal regex (the alternation Lark's scanner compiles, in its
+    order) and its callbacks (the keyword retyping of names)."""
+    lexer = _keeping_lexer()
+    scanner = lexer.scanner
+    pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals)
+    mre: re.Pattern[str] = scanner.re_.compile(pattern, scanner.g_regex_flags)
+    return mre, dict(lexer.callback)
+
+
+def _lex_code(text: str) -> Iterator[Token]:
+    """The tokens of *text* that are not whitespace (comments included), as
+    ``_lex_all`` gives them: same types, values and positions (tests/dsl check it), without a
+    token object per run of whitespace."""
+    mre, callbacks = _scanner()
+    match = mre.match
+    pos, line, line_start, n = 0, 1, 0, len(text)
+    while pos < n:
+        m = match(text, pos)
+        if m is None:  # (no character is unmatched: BAD_CHAR) Lark says what it says
+            list(_lex_all(text))
+            raise AssertionError("the keeping lexer matched what its regex does not")
+        value = m.group()
+        kind = m.lastgroup
+        assert kind is not None
+        end = m.end()
+        column = pos - line_start + 1
+        start_line = line
+        newlines = value.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + value.rindex("\n") + 1
+        if kind != "WS":
+            tok = Token(kind, value, pos, start_line, column, line, end - line_start + 1, end)
+            callback = callbacks.get(kind)
+            yield callback(tok) if callback is not None else tok
+        pos = end
 
 
 @dataclass(frozen=True)
@@ -237,9 +277,7 @@ class _FileParser:
     def run(self) -> ParseResult:
         tokens: list[Token] = []
         comments: list[ast.Comment] = []
-        for tok in _lex_all(self.text):
-            if tok.type == "WS":
-                continue
+        for tok in _lex_code(self.text):
             if tok.type == "COMMENT":
                 comments.append(ast.Comment(str(tok).rstrip(), pos=_pos(self.file, tok)))
                 continue
@@ -375,9 +413,21 @@ class _FileParser:
         except UnexpectedInput:  # pragma: no cover - the prefix was accepted once already
             return set()
 
+    #: Try the hand-written parser first (tests turn it off to compare the two routes).
+    fast = True
+
     def _parse_item(self, chunk: list[Token], following: Token | None) -> ast.Item | None:
         if not self._precheck(chunk):
             return None
+        if self.fast:
+            mark = len(self.diagnostics)
+            try:
+                return _Descent(self, chunk).item()
+            except _NotFast:
+                del self.diagnostics[mark:]  # the Lark route reports them again
+        return self._parse_item_lark(chunk, following)
+
+    def _parse_item_lark(self, chunk: list[Token], following: Token | None) -> ast.Item | None:
         interactive = lark_parser().parse_interactive(start="item")
         try:
             for tok in chunk:
@@ -575,3 +625,299 @@ class _Builder(Transformer[Token, ast.Item]):
             self.owner.error_at(tok, "malformed string (lone surrogate escape)")
             return ""
         return value
+
+
+class _NotFast(Exception):
+    """The item is not one the hand-written parser takes: Lark decides (and reports)."""
+
+
+#: Bracket and prefix-operator depth beyond which Lark decides the item (its tree transformer
+#: can run out of stack on deep nesting, reported as "nested too deeply": Lark alone says so).
+_FAST_DEPTH = 16
+
+_COMPARE_OPS = frozenset({"LT", "LE", "GT", "GE", "EQ", "NE"})
+
+
+class _Descent:
+    """Recursive descent over one item's tokens, building exactly the AST (positions
+    included) that Lark's LALR parser and :class:`_Builder` build for grammar.lark.
+
+    It takes only items that parse: at the first token the grammar does not allow there it
+    raises :class:`_NotFast`, and the Lark route parses the item again and words the error;
+    tests/dsl/test_fast_parser.py compares the two routes on generated and mutated files.  A
+    node spans its first token to its last, as ``propagate_positions`` gives it."""
+
+    def __init__(self, owner: _FileParser, tokens: list[Token]) -> None:
+        self.owner = owner
+        self.file = owner.file
+        self.toks = tokens
+        self.i = 0
+        self.depth = 0
+        self.lit = _Builder(owner)  # the literal checks (_ident, _number, _string)
+
+    # tokens
+    def _peek(self) -> str:
+        return self.toks[self.i].type if self.i < len(self.toks) else "$END"
+
+    def _take(self, kind: str) -> Token:
+        if self.i >= len(self.toks) or self.toks[self.i].type != kind:
+            raise _NotFast
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def _span(self, first: Token) -> ast.Pos:
+        last = self.toks[self.i - 1]
+        return ast.Pos(
+            self.file,
+            first.line or 0,
+            first.column or 0,
+            last.end_line or 0,
+            last.end_column or 0,
+        )
+
+    def _enter(self) -> None:
+        self.depth += 1
+        if self.depth > _FAST_DEPTH:
+            raise _NotFast
+
+    # items
+    def item(self) -> ast.Item:
+        kind = self._peek()
+        if kind == "INVARIANT":
+            out: ast.Item = self._invariant()
+        elif kind == "LET":
+            out = self._let()
+        elif kind == "SEVERITY":
+            out = self._severity()
+        else:
+            raise _NotFast
+        if self.i != len(self.toks):
+            raise _NotFast
+        return out
+
+    def _severity(self) -> ast.Severity:
+        first = self._take("SEVERITY")
+        names = [self._ref()]
+        while self._peek() == "LT":
+            self.i += 1
+            names.append(self._ref())
+        idents = tuple(ast.Ident(self.lit._ident(n), pos=_pos(self.file, n)) for n in names)
+        return ast.Severity(idents, pos=self._span(first))
+
+    def _ref(self) -> Token:
+        if self._peek() not in _NAMES:
+            raise _NotFast
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def _let(self) -> ast.Let:
+        first = self._take("LET")
+        name = self._take("NAME")
+        self._take("EQUAL")
+        expr = self._expr()
+        return ast.Let(ast.Ident(str(name), pos=_pos(self.file, name)), expr, pos=self._span(first))
+
+    def _invariant(self) -> ast.Invariant:
+        first = self._take("INVARIANT")
+        name = self._take("NAME")
+        self._take("COLON")
+        description = None
+        if self._peek() == "STRING":
+            desc = self._take("STRING")
+            description = ast.String(self.lit._string(desc), pos=_pos(self.file, desc))
+        when = None
+        when_pos = None
+        if self._peek() == "WHEN":
+            when_pos = _pos(self.file, self._take("WHEN"))
+            when = self._expr()
+        ensure_kw = self._take("ENSURE")
+        ensure = self._expr()
+        return ast.Invariant(
+            ast.Ident(str(name), pos=_pos(self.file, name)),
+            description,
+            when,
+            ensure,
+            when_pos=when_pos,
+            ensure_pos=_pos(self.file, ensure_kw),
+            pos=self._span(first),
+        )
+
+    # boolean structure
+    def _expr(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        args = [self._or()]
+        while self._peek() == "IMPLIES":
+            self.i += 1
+            args.append(self._or())
+        if len(args) == 1:
+            return args[0]
+        assert first is not None
+        return ast.Implies(tuple(args), pos=self._span(first))
+
+    def _or(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        args = [self._and()]
+        while self._peek() == "OR":
+            self.i += 1
+            args.append(self._and())
+        if len(args) == 1:
+            return args[0]
+        assert first is not None
+        return ast.Or(tuple(args), pos=self._span(first))
+
+    def _and(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        args = [self._not()]
+        while self._peek() == "AND":
+            self.i += 1
+            args.append(self._not())
+        if len(args) == 1:
+            return args[0]
+        assert first is not None
+        return ast.And(tuple(args), pos=self._span(first))
+
+    def _not(self) -> ast.Expr:
+        nots: list[Token] = []
+        while self._peek() == "NOT":
+            self._enter()
+            nots.append(self.toks[self.i])
+            self.i += 1
+        out = self._comparison()
+        self.depth -= len(nots)
+        for tok in reversed(nots):
+            out = ast.Not(out, pos=self._span(tok))
+        return out
+
+    def _comparison(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        subject = self._sum()
+        kind = self._peek()
+        negated = False
+        if kind == "NOT":
+            self.i += 1
+            if self._peek() != "IN":
+                raise _NotFast
+            negated = True
+            kind = "IN"
+        if kind == "IN":
+            self.i += 1
+            assert first is not None
+            opener = self._peek()
+            if opener == "LBRACE":
+                elements = self._set()
+                return ast.InSet(subject, elements, negated, pos=self._span(first))
+            if opener == "LSQB":
+                lo, hi = self._interval()
+                return ast.InInterval(subject, lo, hi, negated, pos=self._span(first))
+            raise _NotFast
+        if kind not in _COMPARE_OPS:
+            return subject
+        operands = [subject]
+        ops: list[str] = []
+        while self._peek() in _COMPARE_OPS:
+            ops.append(str(self.toks[self.i]))
+            self.i += 1
+            operands.append(self._sum())
+        assert first is not None
+        return ast.Compare(tuple(operands), tuple(ops), pos=self._span(first))
+
+    def _set(self) -> tuple[ast.Expr, ...]:
+        self._take("LBRACE")
+        self._enter()
+        out: list[ast.Expr] = []
+        if self._peek() != "RBRACE":
+            out.append(self._sum())
+            while self._peek() == "COMMA":
+                self.i += 1
+                out.append(self._sum())
+        self._take("RBRACE")
+        self.depth -= 1
+        return tuple(out)
+
+    def _interval(self) -> tuple[ast.Expr, ast.Expr]:
+        self._take("LSQB")
+        self._enter()
+        lo = self._sum()
+        self._take("COMMA")
+        hi = self._sum()
+        self._take("RSQB")
+        self.depth -= 1
+        return lo, hi
+
+    # arithmetic
+    def _sum(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        head = self._product()
+        rest: list[tuple[str, ast.Expr]] = []
+        while self._peek() in ("PLUS", "MINUS"):
+            op = str(self.toks[self.i])
+            self.i += 1
+            rest.append((op, self._product()))
+        if not rest:
+            return head
+        assert first is not None
+        return ast.Sum(head, tuple(rest), pos=self._span(first))
+
+    def _product(self) -> ast.Expr:
+        first = self.toks[self.i] if self.i < len(self.toks) else None
+        factors = [self._unary()]
+        while self._peek() == "STAR":
+            self.i += 1
+            factors.append(self._unary())
+        if len(factors) == 1:
+            return factors[0]
+        assert first is not None
+        return ast.Product(tuple(factors), pos=self._span(first))
+
+    def _unary(self) -> ast.Expr:
+        minus: list[Token] = []
+        while self._peek() == "MINUS":
+            self._enter()
+            minus.append(self.toks[self.i])
+            self.i += 1
+        out = self._atom()
+        self.depth -= len(minus)
+        for tok in reversed(minus):
+            out = ast.Neg(out, pos=self._span(tok))
+        return out
+
+    def _atom(self) -> ast.Expr:
+        if self.i >= len(self.toks):
+            raise _NotFast
+        tok = self.toks[self.i]
+        kind = tok.type
+        self.i += 1
+        if kind == "NUMBER":
+            return ast.Number(str(tok), self.lit._number(tok), pos=_pos(self.file, tok))
+        if kind == "NAME":
+            if self._peek() == "LPAR":
+                return self._call(tok)
+            return ast.Name(str(tok), pos=_pos(self.file, tok))
+        if kind == "QUOTED_NAME":
+            return ast.Name(self.lit._ident(tok), pos=_pos(self.file, tok))
+        if kind == "STRING":
+            return ast.String(self.lit._string(tok), pos=_pos(self.file, tok))
+        if kind == "TRUE" or kind == "FALSE":
+            return ast.BoolLit(kind == "TRUE", pos=_pos(self.file, tok))
+        if kind == "LPAR":
+            self._enter()
+            inner = self._expr()
+            self._take("RPAR")
+            self.depth -= 1
+            return ast.Paren(inner, pos=self._span(tok))
+        raise _NotFast
+
+    def _call(self, name: Token) -> ast.Call:
+        self._take("LPAR")
+        self._enter()
+        args: list[ast.Expr] = []
+        if self._peek() != "RPAR":
+            args.append(self._expr())
+            while self._peek() == "COMMA":
+                self.i += 1
+                args.append(self._expr())
+        self._take("RPAR")
+        self.depth -= 1
+        return ast.Call(str(name), tuple(args), pos=self._span(name))

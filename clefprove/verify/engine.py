@@ -93,9 +93,27 @@ def prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: in
 
 def _prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
     norm = nm.Normalizer(model)
-    v = norm.nnf(ck.And((invariant.when, ck.Not(invariant.ensure_formula))))
+    # nnf(when and not ensure) is the join of nnf(when) and nnf(not ensure): ``when`` is
+    # normalised once for both.
     when = norm.nnf(invariant.when)
+    v = nm.join(True, [when, norm.nnf(invariant.ensure_formula, True)])
     return Prepared(invariant, v, when, nm.dnf(v, dnf_cap), tag=invariant.name)
+
+
+def prepare_when(
+    model: Model | Ensemble, when_inv: ck.CheckedInvariant, prep: Prepared, dnf_cap: int = 64
+) -> Prepared:
+    """:func:`prepare` of *when_inv*, the ``ensure false`` invariant of ``prep.invariant``'s
+    ``when`` (``evidence.when_invariant``), from the normal form of ``when`` that *prep*
+    already holds: nnf(when and not false) is nnf(when), so it is not normalised again.
+    Memoised under the same key as :func:`prepare`."""
+    if when_inv.when is not prep.invariant.when or when_inv.ensure_formula != ck.Const(False):
+        raise ValueError("not the when-invariant of the prepared invariant")
+    key = ("verify.prepare", model.features, len(model.actions), dnf_cap)
+    w = prep.when
+    return when_inv.derived.get(
+        key, lambda: Prepared(when_inv, w, w, nm.dnf(w, dnf_cap), tag=when_inv.name)
+    )
 
 
 @dataclass(frozen=True, eq=False)

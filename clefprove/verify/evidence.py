@@ -37,7 +37,7 @@ def when_is_vacuous(
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     if prep.invariant.when == ck.Const(True):  # no 'when': satisfiable by every input
         return False
-    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     n_feat = len(model.features)
     if nm.uses_decision(wprep.violation, n_feat):
         pv = eg.decide(model, wprep, boxes, settings)
@@ -49,7 +49,7 @@ def when_is_vacuous(
 def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:
     """True only when ``when`` (which must not mention the decision) is proved unsatisfiable
     on the domain box; False (not proved) when it mentions the decision (ensembles)."""
-    wprep = eg.prepare(model, when_invariant(prep.invariant), settings.dnf_cap)
+    wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     if nm.uses_decision(wprep.violation, len(model.features)):
         return False
     pv = eg.decide(model, wprep, domain_boxes(model), settings)

@@ -93,6 +93,8 @@ class Normalizer:
         self.integral = [f.is_integral for f in model.features] + [False]
         self.dmin = [Fraction(f.min) for f in model.features] + [Fraction(0)]
         self.dmax = [Fraction(f.max) for f in model.features] + [Fraction(1)]
+        self.fmin = [float(f.min) for f in model.features] + [0.0]
+        self.fmax = [float(f.max) for f in model.features] + [1.0]
 
     def col(self, var: int) -> int:
         return self.n_feat if var == ck.CONFIDENCE else var
@@ -107,7 +109,7 @@ class Normalizer:
             case ck.And(args) | ck.Or(args):
                 is_and = isinstance(f, ck.And) != neg
                 parts = [self.nnf(a, neg) for a in args]
-                return _join(is_and, parts)
+                return join(is_and, parts)
             case ck.ActionIn(actions):
                 acts = frozenset(actions) & frozenset(range(self.n_actions))
                 if neg:
@@ -150,6 +152,14 @@ class Normalizer:
         )
 
     def _compare(self, expr: ck.Linear, strict: bool) -> object:
+        if len(expr.terms) == 1:
+            fast = self._unit_bound(expr, strict)
+            if fast is not None:
+                return fast
+        return self._compare_exact(expr, strict)
+
+    def _compare_exact(self, expr: ck.Linear, strict: bool) -> object:
+        """:meth:`_compare` in exact rationals (every literal; the shortcut's reference)."""
         terms = tuple((self.col(v), Fraction(c)) for v, c in expr.terms if c != 0)
         k = Fraction(expr.const)
         if not terms:
@@ -172,6 +182,46 @@ class Normalizer:
             return FALSE
         return Bound(col, upper, float(exact))
 
+    def _unit_bound(self, expr: ck.Linear, strict: bool) -> object | None:
+        """:meth:`_compare` of ``+-x + k <= 0`` (``< 0``) when ``-+k`` is a float64: a box
+        literal ``x >= 0.25`` as the checker writes it.  The bound is then that float (its
+        neighbour when strict; its floor or ceiling for a whole-valued column), found without
+        any rational arithmetic; the same literal as the exact route (tests/verify check it
+        against :func:`_compare_exact`).  None when the shortcut does not apply."""
+        ((var, c),) = expr.terms
+        k = expr.const
+        if not isinstance(c, Fraction | int) or not isinstance(k, Fraction | int):
+            return None
+        if c.denominator != 1 or (c.numerator != 1 and c.numerator != -1):
+            return None
+        try:
+            q = -float(k) if c.numerator == 1 else float(k)
+        except OverflowError:
+            return None
+        if not math.isfinite(q) or q.as_integer_ratio() != (
+            (-k.numerator, k.denominator) if c.numerator == 1 else (k.numerator, k.denominator)
+        ):
+            return None  # -k/c is no float64: the exact route rounds it
+        q += 0.0  # -0.0 -> 0.0, as float(Fraction(0))
+        col = self.col(var)
+        upper = c.numerator == 1
+        lo_d, hi_d = self.fmin[col], self.fmax[col]
+        b: float | int
+        if self.integral[col]:
+            if upper:
+                b = (math.ceil(q) - 1) if strict else math.floor(q)
+            else:
+                b = (math.floor(q) + 1) if strict else math.ceil(q)
+        else:
+            b = math.nextafter(q, -math.inf if upper else math.inf) if strict else q
+        if upper and b >= hi_d:
+            return TRUE
+        if not upper and b <= lo_d:
+            return TRUE
+        if (upper and b < lo_d) or (not upper and b > hi_d):
+            return FALSE
+        return Bound(col, upper, float(b))
+
 
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:
     if not members:
@@ -181,7 +231,9 @@ def _const_or(lit: object, members: frozenset[int], size: int) -> object:
     return lit
 
 
-def _join(is_and: bool, parts: list[object]) -> object:
+def join(is_and: bool, parts: list[object]) -> object:
+    """The conjunction (*is_and*) or disjunction of normalized *parts*, flattened and
+    simplified (what :meth:`Normalizer.nnf` builds for ``and`` / ``or``)."""
     out: list[object] = []
     for p in parts:
         if isinstance(p, ck.Const):

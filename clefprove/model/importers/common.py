@@ -521,9 +521,16 @@ def build_ensemble(
     default_name: str,
     origin: dict[str, Any],
 ) -> Model | Ensemble:
-    """Compile imported ensemble trees through :func:`compile_source` (shared validation)."""
+    """Compile imported ensemble trees: straight to node records (:func:`_direct_ensemble`),
+    or, when that route steps aside, through the JSON source and :func:`compile_source`, which
+    then words the error.  Both give the same model, byte for byte
+    (tests/model/test_import_direct.py)."""
     from clefprove.model.source import compile_source
 
+    try:
+        return _direct_ensemble(trees, features_json, actions, combine, spec, default_name, origin)
+    except (_NotDirect, ModelSourceError):
+        pass
     source: dict[str, Any] = {
         "name": (spec.name if spec and spec.name else default_name),
         "version": (spec.version if spec and spec.version else "0.0.0"),
@@ -547,3 +554,144 @@ def model_name(path: str | os.PathLike[str]) -> str:
 
 def dumps_compact(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+
+# --------------------------------------------------------------------------- to node records
+
+
+class _NotDirect(Exception):
+    """Something the JSON route would refuse or word: let it."""
+
+
+def _direct_ensemble(
+    trees: Sequence[Tree],
+    features_json: list[dict[str, Any]],
+    actions: list[str],
+    combine: dict[str, Any],
+    spec: FeatureSpec | None,
+    default_name: str,
+    origin: dict[str, Any],
+) -> Model | Ensemble:
+    """The ensemble :func:`build_ensemble`'s JSON source compiles to, from the trees directly:
+    the same pruning as :func:`to_json` (decided splits dropped, categorical ``in`` sets cut to
+    the codes still possible), emitted as the pre-order node records, membership rows and
+    value rows that ``source._EnsembleBuilder`` makes of that JSON, then the same
+    ``assemble_ensemble`` (encoder, loader and their validation).  Raises :class:`_NotDirect`
+    on anything the JSON builder would reject (a non-finite number, a value row of the wrong
+    width, an action leaf, a too deep or too large tree): that route then reports it."""
+    from clefprove.model.features import parse_actions, parse_features
+    from clefprove.model.source import assemble_ensemble, ensemble_combine
+    from clefprove.model.types import NODE_DTYPE, NodeKind
+
+    if not trees:
+        raise _NotDirect
+    name = spec.name if spec and spec.name else default_name
+    version = spec.version if spec and spec.version else "0.0.0"
+    feats = parse_features(features_json)
+    acts = parse_actions(actions)
+    comb = ensemble_combine(combine, len(acts))
+    outputs = comb.outputs
+    start = tuple(_initial_range(f) for f in feats)
+    kinds = [f.type for f in feats]
+    all_records: list[tuple[float, int, int, int, int, int, int]] = []
+    membership = bytearray()
+    rows: dict[bytes, int] = {}
+    values: list[float] = []
+    sizes: list[int] = []
+    depths: list[int] = []
+    leaf_kind, num_kind = int(NodeKind.LEAF), int(NodeKind.NUMERIC)
+    cat_kind = int(NodeKind.CATEGORICAL)
+    for tree in trees:
+        records: list[list[Any]] = []
+        max_depth = 0
+        # (tree, what the path knows, depth in the emitted tree, parent whose right to patch)
+        stack: list[tuple[Tree, tuple[_Range, ...], int, int]] = [(tree, start, 0, -1)]
+        emitted = 0
+        while stack:
+            t, known, depth, parent = stack.pop()
+            emitted += 1
+            if emitted > MAX_IMPORT_NODES or depth > MAX_TREE_DEPTH:
+                raise _NotDirect
+            index = len(records)
+            if parent >= 0:
+                records[parent][2] = index
+            if depth > max_depth:
+                max_depth = depth
+            while not isinstance(t, Leaf | ValueLeaf):
+                f = feats[t.feature]
+                side, k_left, k_right = _decide(f, known[t.feature], t)
+                if side == "left":
+                    t = t.left
+                elif side == "right":
+                    t = t.right
+                else:
+                    break
+            if isinstance(t, Leaf):
+                raise _NotDirect  # an action leaf in an ensemble: the JSON builder says so
+            if isinstance(t, ValueLeaf):
+                if len(t.values) != outputs:
+                    raise _NotDirect
+                for v in t.values:
+                    if not (isinstance(v, float) or type(v) is int):
+                        raise _NotDirect
+                    x = float(v)
+                    if not math.isfinite(x):
+                        raise _NotDirect
+                    values.append(x)
+                row = len(values) // outputs - 1
+                records.append([0.0, index, index, row, 0, leaf_kind, depth])
+                continue
+            kind = kinds[t.feature]
+            if kind is FeatureType.CATEGORICAL:
+                assert isinstance(k_left, frozenset)
+                bits = bytearray(len(f.values))
+                for c in k_left:
+                    bits[c] = 1
+                key = bytes(bits)
+                offset = rows.get(key)
+                if offset is None:
+                    offset = len(membership)
+                    membership.extend(key)
+                    rows[key] = offset
+                records.append([0.0, index + 1, 0, offset, t.feature, cat_kind, depth])
+            else:
+                assert isinstance(t, Split)
+                if kind is FeatureType.FLOAT:
+                    cut: Any = t.cut
+                elif kind is FeatureType.BOOL:
+                    cut = 0.5
+                else:
+                    cut = whole_threshold(t.cut)
+                if not (isinstance(cut, float) or type(cut) is int):
+                    raise _NotDirect
+                thr = float(cut)
+                if not math.isfinite(thr):
+                    raise _NotDirect
+                records.append([thr, index + 1, 0, 0, t.feature, num_kind, depth])
+            left_known = (*known[: t.feature], k_left, *known[t.feature + 1 :])
+            right_known = (*known[: t.feature], k_right, *known[t.feature + 1 :])
+            stack.append((t.right, right_known, depth + 1, index))
+            stack.append((t.left, left_known, depth + 1, -1))
+        all_records.extend(tuple(r) for r in records)
+        sizes.append(len(records))
+        depths.append(max_depth)
+        if len(all_records) > 2**32 - 1:
+            raise _NotDirect
+    meta: dict[str, Any] = {}
+    if spec is not None and spec.description:
+        meta["description"] = spec.description
+    meta["metadata"] = {"imported_from": origin}
+    return assemble_ensemble(
+        name,
+        version,
+        feats,
+        acts,
+        comb,
+        np.array(all_records, dtype=NODE_DTYPE),
+        np.frombuffer(bytes(membership), dtype=np.uint8),
+        np.array(sizes),
+        np.array(depths),
+        np.array(values, dtype=np.float64).reshape(-1, outputs),
+        meta,
+        f"<{origin.get('format', 'import')}>",
+    )

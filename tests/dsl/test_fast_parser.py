@@ -1,0 +1,156 @@
+"""The hand-written parser (``parser._Descent``) against the Lark route it shortcuts: the same
+AST with every position, the same diagnostics, on every invariant file of the repository,
+generated programs, and token mutations (which mostly do not parse: then Lark alone decides)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.dsl import ast
+from clefprove.dsl import parser as ps
+from clefprove.dsl.fmt import format_program
+
+from .strategies import programs
+from .test_properties import _TOKEN, POOL, RICH, VALID
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = settings(
+    max_examples=int(os.environ.get("CLEFPROVE_DSL_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+class _LarkOnly(ps._FileParser):
+    fast = False
+
+
+def _dump(node: object) -> object:
+    """Every field of an AST, positions included (they are left out of ``==``)."""
+    if isinstance(node, tuple | list):
+        return tuple(_dump(x) for x in node)
+    if isinstance(node, frozenset):
+        return frozenset(_dump(x) for x in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        fields = tuple((f.name, _dump(getattr(node, f.name))) for f in dataclasses.fields(node))
+        return (type(node).__name__, *fields)
+    return node
+
+
+def _result(cls: type[ps._FileParser], text: str) -> tuple[object, ...]:
+    r = cls(text, "t.inv").run()
+    diags = tuple(dataclasses.astuple(d) for d in r.diagnostics)
+    return _dump(r.program), diags, r.broken, r.broken_severity
+
+
+def _tokens(tokens: object) -> list[tuple[object, ...]]:
+    return [
+        (t.type, str(t), t.start_pos, t.line, t.column, t.end_line, t.end_column, t.end_pos)
+        for t in tokens  # type: ignore[attr-defined]
+    ]
+
+
+def _same(text: str) -> None:
+    assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
+    lark_tokens = [t for t in ps._lex_all(text) if t.type != "WS"]
+    assert _tokens(ps._lex_code(text)) == _tokens(lark_tokens)
+
+
+def _files() -> list[Path]:
+    found = sorted((ROOT / "tests").rglob("*.inv")) + sorted((ROOT / "invariants").rglob("*.inv"))
+    found += sorted((ROOT / "examples").rglob("*.inv"))
+    return found
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_repository_invariant_files(path: Path) -> None:
+    _same(path.read_text("utf-8", errors="replace"))
+
+
+BOX = (
+    "invariant box:\n  when "
+    + " and ".join(f"f{j} >= {0.1 * j!r} and f{j} <= {-1.5e-3 * j!r}" for j in range(30))
+    + "\n  ensure action == class_0\n"
+)
+
+CASES = [
+    RICH,
+    BOX,
+    "invariant t:\n  ensure f()\n",
+    "invariant t:\n  ensure f(a, b and c, -(1))\n",
+    'invariant t: "d" ensure x in {}\n',
+    "invariant t: ensure x not in [1, -2] implies y\n",
+    "invariant t: ensure not not - -x < 3 <= y\n",
+    "severity `in` < b < `x y`\nlet q = 1\ninvariant t: ensure q\n",
+    "let e = ``\ninvariant t: ensure e and 1.2.3 > 1e999\n",
+    'invariant t: ensure "\\ud800" == "\\q"\n',
+    "invariant t:\n  ensure " + "not " * 40 + "is_tor\n",
+    "invariant t:\n  ensure " + "(" * 30 + "is_tor" + ")" * 30 + "\n",
+    "invariant t:\n  ensure " + "not " * 3000 + "is_tor\n",
+    "invariant t:\n  ensure path_depth > " + "-" * 3000 + "1\n",
+    "invariant t:\n  ensure " + "(" * 200 + "is_tor" + ")" * 200 + "\n",
+    "invariant t: ensure x in {1} < 2\n",
+    "invariant t: ensure x not y\n",
+    "invariant t: ensure x in y\n",
+    "invariant t: ensure {1}\n",
+    "invariant t: ensure x in {1,}\n",
+    "invariant t: when ensure x\n",
+    "invariant t: ensure x\ninvariant u ensure y\nlet = 2\nseverity a <\n",
+    "# only a comment\r\n\n\t  \u2028 \x00 @ 'x' \"open\n`q\n",
+    "",
+    "\n\n   \n",
+    "invariant t:\r\n  ensure\r\n x # c\r\n",
+]
+
+
+@pytest.mark.parametrize("text", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_cases(text: str) -> None:
+    _same(text)
+
+
+def test_the_fast_route_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items that parse never reach Lark's parser (so the comparisons above compare two routes)."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("Lark route used")
+
+    monkeypatch.setattr(ps._FileParser, "_parse_item_lark", refuse)
+    for text in (RICH, BOX, *VALID):
+        result = ps.parse_partial(text, "t.inv")
+        assert result.program.items and not result.diagnostics
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(programs())
+def test_generated_programs(prog: ast.Program) -> None:
+    _same(format_program(prog))
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(st.data())
+def test_token_mutations(data: st.DataObject) -> None:
+    tokens = _TOKEN.findall(data.draw(st.sampled_from([*VALID, BOX])))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(tokens) - 1))
+        op = data.draw(st.sampled_from(["delete", "duplicate", "swap", "replace", "insert"]))
+        if op == "delete":
+            del tokens[i]
+        elif op == "duplicate":
+            tokens.insert(i, tokens[i])
+        elif op == "swap" and i + 1 < len(tokens):
+            tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+        elif op == "replace":
+            tokens[i] = data.draw(st.sampled_from(POOL))
+        else:
+            tokens.insert(i, data.draw(st.sampled_from(POOL)))
+        if not tokens:
+            tokens = [" "]
+    _same("".join(tokens))

@@ -1,0 +1,112 @@
+"""The normal form's float shortcut for one-variable literals (``Normalizer._unit_bound``) gives
+the literal of the exact rational route (``_compare_exact``) wherever it applies, and the
+prepared forms (violation, when, the vacuity check's when-invariant) are those of the
+two-pass construction they replace."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import parse_text
+from clefprove.model.source import compile_source
+from clefprove.verify import engine as eg
+from clefprove.verify import normal as nm
+from clefprove.verify.evidence import when_invariant
+
+FEATURES = [
+    {"name": "i", "type": "int", "min": -3, "max": 4, "default": 0},
+    {"name": "x", "type": "float", "min": -1.5, "max": 2.0, "default": 0.0},
+    {"name": "t", "type": "float", "min": 0.0, "max": 0.0, "default": 0.0},
+    {"name": "b", "type": "bool", "default": False},
+    {"name": "big", "type": "float", "min": -1.7e308, "max": 1.7e308, "default": 0.0},
+]
+
+
+def _model():
+    return compile_source(
+        {
+            "features": FEATURES,
+            "actions": ["a", "z"],
+            "tree": {"action": "a", "confidence": 0.75},
+        }
+    )
+
+
+MODEL = _model()
+NORM = nm.Normalizer(MODEL)
+
+_SPECIAL = [
+    0.0,
+    -0.0,
+    0.5,
+    -1.5,
+    2.0,
+    4.0,
+    -3.0,
+    1e-320,
+    -5e-324,
+    1.7e308,
+    -1.7e308,
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+    math.nextafter(2.0, 3.0),
+    math.nextafter(-1.5, -2.0),
+    3.5,
+    -2.5,
+]
+floats = st.one_of(
+    st.sampled_from(_SPECIAL),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(-5.0, 5.0, allow_nan=False),
+    st.integers(-6, 6).map(float),
+)
+consts = st.one_of(
+    floats.map(Fraction),
+    st.fractions(max_denominator=7),  # not always a float64: the shortcut must step aside
+    st.integers(-(10**400), 10**400).map(Fraction),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    var=st.sampled_from([0, 1, 2, 3, 4, ck.CONFIDENCE]),
+    c=st.sampled_from([Fraction(1), Fraction(-1), Fraction(2), Fraction(1, 2), Fraction(-3)]),
+    k=consts,
+    strict=st.booleans(),
+)
+def test_unit_bound_equals_exact_route(var, c, k, strict):
+    expr = ck.Linear(((var, c),), k)
+    exact = NORM._compare_exact(expr, strict)
+    fast = NORM._unit_bound(expr, strict)
+    if fast is not None:
+        assert fast == exact
+        assert type(fast) is type(exact)
+        if isinstance(fast, nm.Bound):
+            assert math.copysign(1.0, fast.bound) == math.copysign(1.0, exact.bound)
+    applies = c in (1, -1) and k.denominator & (k.denominator - 1) == 0 and abs(k) < 2**1024
+    if applies and Fraction(float(k)) == k:
+        assert fast is not None  # the shortcut is taken on every float64 box literal
+    assert NORM._compare(expr, strict) == exact
+
+
+def test_prepared_forms_equal_the_two_pass_construction():
+    text = (
+        "invariant p:\n  when x >= 0.25 and x <= 1.75 and i > -2 and (b or not x < 0.5)\n"
+        "  ensure action == a or confidence >= 0.5\n"
+    )
+    inv = parse_text(text, MODEL).invariants[0]
+    prep = eg.prepare(MODEL, inv)
+    norm = nm.Normalizer(MODEL)
+    assert prep.violation == norm.nnf(ck.And((inv.when, ck.Not(inv.ensure_formula))))
+    assert prep.when == norm.nnf(inv.when)
+    winv = when_invariant(inv)
+    wprep = eg.prepare_when(MODEL, winv, prep)
+    assert wprep.violation == norm.nnf(ck.And((winv.when, ck.Not(winv.ensure_formula))))
+    assert wprep.when == norm.nnf(winv.when)
+    assert wprep.conjuncts == nm.dnf(wprep.violation, 64)
+    assert eg.prepare(MODEL, winv) is wprep  # one memo key for both routes
