@@ -112,21 +112,29 @@ def _lex_all(text: str) -> Iterator[Token]:
 
 
 @cache
-def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]]:
+def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | None:
     """The keeping lexer's own terminal regex (the alternation Lark's scanner compiles, in its
-    order) and its callbacks (the keyword retyping of names)."""
-    lexer = _keeping_lexer()
-    scanner = lexer.scanner
-    pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals)
-    mre: re.Pattern[str] = scanner.re_.compile(pattern, scanner.g_regex_flags)
-    return mre, dict(lexer.callback)
+    order) and its callbacks (the keyword retyping of names); None where this Lark keeps its
+    scanner otherwise (the attributes read here are Lark 1.2-1.3's), and Lark's lexer is used."""
+    try:
+        lexer = _keeping_lexer()
+        scanner = lexer.scanner
+        pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals)
+        mre: re.Pattern[str] = scanner.re_.compile(pattern, scanner.g_regex_flags)
+        return mre, dict(lexer.callback)
+    except (AttributeError, TypeError, re.error):
+        return None
 
 
 def _lex_code(text: str) -> Iterator[Token]:
     """The tokens of *text* that are not whitespace (comments included), as
     ``_lex_all`` gives them: same types, values and positions (tests/dsl check it), without a
     token object per run of whitespace."""
-    mre, callbacks = _scanner()
+    scanner = _scanner()
+    if scanner is None:
+        yield from (t for t in _lex_all(text) if t.type != "WS")
+        return
+    mre, callbacks = scanner
     match = mre.match
     pos, line, line_start, n = 0, 1, 0, len(text)
     while pos < n:

@@ -154,3 +154,12 @@ def test_token_mutations(data: st.DataObject) -> None:
         if not tokens:
             tokens = [" "]
     _same("".join(tokens))
+
+
+def test_a_lark_without_the_scanner_attributes_lexes_through_lark(monkeypatch) -> None:
+    """Where this Lark keeps its scanner otherwise, the tokens come from Lark's own lexer."""
+    text = (ROOT / "invariants" / "edge.inv").read_text()
+    fast = _tokens(ps._lex_code(text))
+    monkeypatch.setattr(ps, "_scanner", lambda: None)
+    assert _tokens(ps._lex_code(text)) == fast
+    assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
