@@ -27,7 +27,10 @@ columns on the box.  This module decides them for every box at once, without a s
   integral literal column with the fewest values (at most :data:`SPLIT_MAX`); each is decided by
   :func:`normal.pin` (exact once every literal has one free column) or by the two tests above.
   All cases UNSAT is UNSAT; the first SAT case (lowest value) gives the witness.  This settles
-  integer gaps (a real solution, no integer one) and the integral rounding of the face.
+  integer gaps (a real solution, no integer one) and the integral rounding of the face.  A
+  pinned literal is a float64 (or integer) bound, so a case is UNSAT over the *value sets*
+  even where a real solution exists: ``x + y == 1/10`` with ``x = 0`` needs ``y = 1/10``, which
+  no float64 is (tests/verify/test_linear.py checks such cases against a strict real system).
 * anything else stays **UNDECIDED** (equalities with no float64 point on the faces tried, three
   or more literals with no pairwise certificate, ...): the engine sends it to Z3 as before.
 

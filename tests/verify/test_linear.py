@@ -87,15 +87,16 @@ def _in_box(x, lo, hi, integral) -> bool:
     )
 
 
-def _z3(lits, lo, hi, integral, closed: bool = False):
-    """Z3 over the reals (Int for integral columns): sat / unsat."""
+def _z3(lits, lo, hi, integral, closed: bool = False, strict: bool = False):
+    """Z3 over the reals (Int for integral columns): sat / unsat.  *closed*: every literal
+    ``<= 0``; *strict*: every literal ``< 0``."""
     xs = [z3.Int(f"x{i}") if integral[i] else z3.Real(f"x{i}") for i in range(len(lo))]
     s = z3.Solver()
     for i, x in enumerate(xs):
         s.add(x >= z3.RealVal(Fraction(lo[i])), x <= z3.RealVal(Fraction(hi[i])))
     for lit in lits:
         e = z3.Sum([z3.RealVal(c) * xs[col] for col, c in lit.terms]) + z3.RealVal(lit.const)
-        s.add(e < 0 if lit.strict and not closed else e <= 0)
+        s.add(e < 0 if strict or (lit.strict and not closed) else e <= 0)
     return s.check()
 
 
@@ -129,8 +130,13 @@ def test_against_z3_on_random_boxes(problem):
         x = pts[0]
         assert _in_box(x, lo, hi, integral) and _holds(lits, x)
         assert ref == z3.sat
-    elif res[0] == ln.UNSAT:
-        assert ref == z3.unsat
+    elif res[0] == ln.UNSAT and ref != z3.unsat:
+        # UNSAT is claimed over the float64 / integer value sets (docs/verification.md,
+        # "Exactness model"): a box split on an integer column pins literals to float64
+        # bounds, so a real solution set with no float64 point (an equality such as
+        # x + y == 0.1) is UNSAT.  Such a set is thin: no real point satisfies every
+        # literal strictly (a strict point would have float64 points around it in the box).
+        assert _z3(lits, lo, hi, integral, strict=True) == z3.unsat
     # two literals over the reals: the dual test is complete for the closed system
     if (
         len(lits) == 2
@@ -304,3 +310,26 @@ def test_integer_gap_is_decided_by_cases():
     # widen x: d = 0, x = 0.5 .. 0.7 now; the first value of d that works gives the witness
     res, pts = ln.decide(lits, _rows([0.0, 0.0], [1.0, 0.6]))
     assert res[0] == ln.SAT and _holds(lits, pts[0]) and pts[0][0] in (0.0, 1.0)
+
+
+def test_an_equality_with_no_float64_point_is_unsat() -> None:
+    """x0 + x1 <= 0 (so x0 = 0) and x0 + x2 == 1/10 on x0 in {0, 1}, x1 = 0, x2 in [0, 0.5]:
+    over the reals x2 = 1/10 satisfies it, but no float64 equals 1/10, so no input does."""
+    one, tenth = Fraction(1), Fraction(1, 10)
+    flags = (True, False)
+    lits = (
+        nm.Lin(((0, one), (1, one)), Fraction(0), False, flags),
+        nm.Lin(((0, one), (2, one)), -tenth, False, flags),
+        nm.Lin(((0, -one), (2, -one)), tenth, False, flags),
+    )
+    lo, hi, integral = [0.0, 0.0, 0.0], [1.0, 0.0, 0.5], [True, False, False]
+    res, _ = ln.decide(lits, _rows(lo, hi))
+    assert res[0] == ln.UNSAT
+    assert _z3(lits, lo, hi, integral) == z3.sat
+    assert _z3(lits, lo, hi, integral, strict=True) == z3.unsat
+    # with 1/8 (a float64) instead, x2 = 0.125 is an input
+    eighth = Fraction(1, 8)
+    lits = (lits[0], nm.Lin(lits[1].terms, -eighth, False, flags),
+            nm.Lin(lits[2].terms, eighth, False, flags))  # fmt: skip
+    res, pts = ln.decide(lits, _rows(lo, hi))
+    assert res[0] == ln.SAT and _holds(lits, pts[0])
