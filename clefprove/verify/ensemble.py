@@ -358,6 +358,14 @@ class SearchResult:
     reused: int = 0  # regions of the starting partition settled as they were
     seeded: bool = False  # the search started from a stored partition
 
+    def settle(self, g: Region, record: bool) -> None:
+        """Count *g* as settled by the bounds alone (reused when it is a stored region), and
+        with *record* keep it for the partition."""
+        self.regions += 1
+        self.reused += int(g.seed)
+        if record:
+            self.settled.append(_settled(g))
+
 
 def _rows(
     model: Ensemble,
@@ -522,10 +530,7 @@ def _seeds(
                 cats = {f: start.cats[f][r] for f in root.cats}
                 g = Region(start.lo[r], start.hi[r], cats, reach[k], 0.0, root.root, True)
                 if safe[k]:
-                    res.regions += 1
-                    res.reused += 1
-                    if record:
-                        res.settled.append(_settled(g))
+                    res.settle(g, record)
                     continue
                 g.weight = _weight(tab, model, g.lo, g.hi, cats)
                 out.append((g, formula))
@@ -784,10 +789,7 @@ def _items(
         for g, formula in frontier:
             step = _step(model, tab, g, formula, mentions_conf)
             if step is None:
-                res.regions += 1
-                res.reused += g.seed
-                if record:
-                    res.settled.append(_settled(g))
+                res.settle(g, record)
             elif isinstance(step, list):
                 nxt.extend((kid, formula) for kid in step)
                 split_any = True
@@ -865,10 +867,7 @@ def _search_stack(
         g, formula = stack.pop()
         step = _step(model, tab, g, formula, mentions_conf)
         if step is None:
-            res.regions += 1
-            res.reused += g.seed
-            if record:
-                res.settled.append(_settled(g))
+            res.settle(g, record)
         elif isinstance(step, list):
             stack.extend((kid, formula) for kid in reversed(step))
         else:
