@@ -15,8 +15,6 @@ generator) and count rows whose class differs from ``predict``, the largest diff
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 import tempfile
 import time
@@ -31,7 +29,12 @@ from bench.common import example_module, table
 from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import import_model
-from tests.ensembles.test_importers import boundary_rows
+from tests.ensembles.test_importers import (
+    boundary_rows,
+    lightgbm_thresholds,
+    sklearn_thresholds,
+    xgboost_thresholds,
+)
 
 F32_MAX = float(np.finfo(np.float32).max)
 F64_MAX = float(np.finfo(np.float64).max)
@@ -55,15 +58,6 @@ def _wide(n: int, top: float) -> list[dict[str, object]]:
     ]
 
 
-def _thresholds_sklearn(clf: object, d: int) -> dict[int, np.ndarray]:
-    thr: dict[int, list[float]] = {}
-    for est in np.ravel(clf.estimators_):  # type: ignore[attr-defined]
-        t = est.tree_
-        for j in range(d):
-            thr.setdefault(j, []).extend(t.threshold[t.feature == j].tolist())
-    return {j: np.array(v) for j, v in thr.items()}
-
-
 def _one(lib: str, data: str, trees: int, depth: int, rows: int, tmp: Path) -> list[str]:
     X, y = _data(data)
     t_fit = time.perf_counter()
@@ -82,7 +76,7 @@ def _one(lib: str, data: str, trees: int, depth: int, rows: int, tmp: Path) -> l
         t0 = time.perf_counter()
         model = clefprove.from_sklearn(clf, _wide(X.shape[1], F32_MAX), actions=names)
         import_s = time.perf_counter() - t0
-        thr = _thresholds_sklearn(clf, X.shape[1])
+        thr = sklearn_thresholds(clf, X.shape[1])
         R = np.clip(boundary_rows(model, X, rows, 1, thr), -F32_MAX, F32_MAX)
         tol = 1e-12
     elif lib == "xgboost":
@@ -95,14 +89,8 @@ def _one(lib: str, data: str, trees: int, depth: int, rows: int, tmp: Path) -> l
         t0 = time.perf_counter()
         model = import_model("xgboost", path)
         import_s = time.perf_counter() - t0
-        raw = json.loads(clf.get_booster().save_raw("json"))
-        xt: dict[int, list[float]] = {}
-        for tree in raw["learner"]["gradient_booster"]["model"]["trees"]:
-            for i, j in enumerate(tree["split_indices"]):
-                if tree["left_children"][i] != -1:
-                    xt.setdefault(int(j), []).append(float(tree["split_conditions"][i]))
         assert isinstance(model, Ensemble)
-        R = boundary_rows(model, X, rows, 2, {j: np.array(v) for j, v in xt.items()})
+        R = boundary_rows(model, X, rows, 2, xgboost_thresholds(clf.get_booster()))
         R = np.clip(R, -F32_MAX, F32_MAX)  # XGBoost refuses inputs that overflow float32
         margin = clf.get_booster().predict(xgb.DMatrix(R), output_margin=True)
         tol = 1e-6
@@ -119,15 +107,8 @@ def _one(lib: str, data: str, trees: int, depth: int, rows: int, tmp: Path) -> l
         t0 = time.perf_counter()
         model = import_model("lightgbm", path)
         import_s = time.perf_counter() - t0
-        lt: dict[int, list[float]] = {}
-        for block in path.read_text().split("Tree=")[1:]:
-            f = re.search(r"^split_feature=(.*)$", block, re.M)
-            t = re.search(r"^threshold=(.*)$", block, re.M)
-            if f and t:
-                for j, v in zip(f.group(1).split(), t.group(1).split(), strict=True):
-                    lt.setdefault(int(j), []).append(float(v))
         assert isinstance(model, Ensemble)
-        R = boundary_rows(model, X, rows, 3, {j: np.array(v) for j, v in lt.items()})
+        R = boundary_rows(model, X, rows, 3, lightgbm_thresholds(path))
         margin = clf.booster_.predict(R, raw_score=True)
         tol = 1e-12
     assert isinstance(model, Ensemble)

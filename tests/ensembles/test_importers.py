@@ -131,19 +131,24 @@ def _sklearn(cls: str, data: str, params: dict):
     clf = getattr(se, cls)(random_state=0, **params).fit(X, y)
     names = [f"c{k}" for k in range(len(clf.classes_))]
     model = clefprove.from_sklearn(clf, _wide(X.shape[1], F32_MAX), actions=names)
-    thr = {}
-    for est in np.ravel(clf.estimators_):
+    return clf, model, X, sklearn_thresholds(clf, X.shape[1])
+
+
+def sklearn_thresholds(clf: object, n_features: int) -> dict[int, np.ndarray]:
+    """The library's own split thresholds per feature, over every tree of the ensemble."""
+    thr: dict[int, list[float]] = {}
+    for est in np.ravel(clf.estimators_):  # type: ignore[attr-defined]
         t = est.tree_
-        for j in range(X.shape[1]):
+        for j in range(n_features):
             thr.setdefault(j, []).extend(t.threshold[t.feature == j].tolist())
-    return clf, model, X, thr
+    return {j: np.array(v) for j, v in thr.items()}
 
 
 def _check_sklearn(cls, data, params, n):
     clf, model, X, thr = _sklearn(cls, data, params)
     assert isinstance(model, Ensemble)
     assert model.n_trees == np.ravel(clf.estimators_).size
-    R = boundary_rows(model, X, n, 1, {j: np.array(v) for j, v in thr.items()})
+    R = boundary_rows(model, X, n, 1, thr)
     R = np.clip(R, -F32_MAX, F32_MAX)  # the domain bounds
     _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
 
@@ -193,6 +198,17 @@ XGB = [
 ]
 
 
+def xgboost_thresholds(booster: object) -> dict[int, np.ndarray]:
+    """The library's own split thresholds per feature, from the booster's JSON."""
+    thr: dict[int, list[float]] = {}
+    raw = json.loads(booster.save_raw("json"))  # type: ignore[attr-defined]
+    for tree in raw["learner"]["gradient_booster"]["model"]["trees"]:
+        for i, j in enumerate(tree["split_indices"]):
+            if tree["left_children"][i] != -1:
+                thr.setdefault(int(j), []).append(float(tree["split_conditions"][i]))
+    return {j: np.array(v) for j, v in thr.items()}
+
+
 def _check_xgb(tmp_path: Path, data: str, params: dict, n: int, ext: str = "json") -> None:
     X, y = _data(data)
     clf = xgb.XGBClassifier(random_state=0, **params).fit(X, y)
@@ -200,14 +216,7 @@ def _check_xgb(tmp_path: Path, data: str, params: dict, n: int, ext: str = "json
     clf.get_booster().save_model(path)
     model = import_model("xgboost", path)
     assert isinstance(model, Ensemble)
-    thr: dict[int, list[float]] = {}
-    for tree in json.loads(clf.get_booster().save_raw("json"))["learner"]["gradient_booster"][
-        "model"
-    ]["trees"]:
-        for i, j in enumerate(tree["split_indices"]):
-            if tree["left_children"][i] != -1:
-                thr.setdefault(int(j), []).append(float(tree["split_conditions"][i]))
-    R = boundary_rows(model, X, n, 2, {j: np.array(v) for j, v in thr.items()})
+    R = boundary_rows(model, X, n, 2, xgboost_thresholds(clf.get_booster()))
     R = np.clip(R, -F32_MAX, F32_MAX)  # XGBoost refuses inputs that overflow float32
     b = EnsembleEvaluator(model).evaluate(R)
     margin = clf.get_booster().predict(xgb.DMatrix(R), output_margin=True)
@@ -278,13 +287,8 @@ LGB = [
 ]
 
 
-def _check_lgb(tmp_path: Path, data: str, params: dict, n: int) -> None:
-    X, y = _data(data)
-    clf = lgb.LGBMClassifier(random_state=0, verbose=-1, num_leaves=15, **params).fit(X, y)
-    path = tmp_path / "m.txt"
-    clf.booster_.save_model(path)
-    model = import_model("lightgbm", path)
-    assert isinstance(model, Ensemble)
+def lightgbm_thresholds(path: Path) -> dict[int, np.ndarray]:
+    """The library's own split thresholds per feature, from the saved text model."""
     thr: dict[int, list[float]] = {}
     for block in path.read_text().split("Tree=")[1:]:
         f = re.search(r"^split_feature=(.*)$", block, re.M)
@@ -292,7 +296,17 @@ def _check_lgb(tmp_path: Path, data: str, params: dict, n: int) -> None:
         if f and t:
             for j, v in zip(f.group(1).split(), t.group(1).split(), strict=True):
                 thr.setdefault(int(j), []).append(float(v))
-    R = boundary_rows(model, X, n, 3, {j: np.array(v) for j, v in thr.items()})
+    return {j: np.array(v) for j, v in thr.items()}
+
+
+def _check_lgb(tmp_path: Path, data: str, params: dict, n: int) -> None:
+    X, y = _data(data)
+    clf = lgb.LGBMClassifier(random_state=0, verbose=-1, num_leaves=15, **params).fit(X, y)
+    path = tmp_path / "m.txt"
+    clf.booster_.save_model(path)
+    model = import_model("lightgbm", path)
+    assert isinstance(model, Ensemble)
+    R = boundary_rows(model, X, n, 3, lightgbm_thresholds(path))
     b = EnsembleEvaluator(model).evaluate(R)
     raw = clf.booster_.predict(R, raw_score=True).reshape(len(R), -1)
     assert np.array_equal(b.scores, raw)  # bit for bit, float64
