@@ -130,9 +130,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         remove_stale_output(args)
         return EXIT_USAGE
     except Exception as exc:
+        signalled = _signal_behind(exc)
+        if signalled is not None:
+            return signalled
         code = _internal_error(exc)
         remove_stale_output(args)
         return code
+
+
+def _signal_behind(exc: BaseException) -> int | None:
+    """130/143 when *exc* only wraps a signal's exception: a library that re-raises whatever
+    interrupted its import as its own error (numpy's ``ImportError`` when SIGTERM lands while
+    its C extension loads) reports the signal, never an internal error."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, Terminated):
+            _say("clefprove: terminated\n")
+            return EXIT_SIGTERM
+        if isinstance(cur, KeyboardInterrupt):
+            _say("clefprove: interrupted\n")
+            return EXIT_SIGINT
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 def _internal_error(exc: BaseException) -> int:

@@ -487,3 +487,19 @@ def test_gate_writes_every_ci_format(work: Path, fmt: str) -> None:
     by_extension = run("gate", "model.clef", "edge.inv", "--no-cache", "-o", "g.sarif", cwd=work)
     assert by_extension.returncode == 1
     assert json.loads((work / "g.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_a_library_error_wrapping_a_signal_reports_the_signal() -> None:
+    """numpy re-raises a SIGTERM that lands while its C extension loads as an ImportError:
+    that is the signal (143), not an internal error; an ImportError of its own is a bug."""
+    from clefprove.cli import main as cli_main
+
+    for signalled, code in ((cli_main.Terminated(), 143), (KeyboardInterrupt(), 130)):
+        try:
+            try:
+                raise signalled
+            except BaseException as inner:
+                raise ImportError("numpy: IMPORTANT: PLEASE READ THIS") from inner
+        except ImportError as exc:
+            assert cli_main._signal_behind(exc) == code
+    assert cli_main._signal_behind(ImportError("no module named x")) is None
