@@ -40,3 +40,29 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def categorical_xgboost(path: Path, rounds: int, **params: Any) -> tuple[Any, dict[str, Any], Any]:
+    """Train an XGBoost ``binary:logistic`` model on a categorical feature ``ua`` (codes 0-6,
+    class 1 for codes 1, 3, 5) and a float feature ``x``, with categorical splits
+    (``max_cat_to_onehot`` 1), *rounds* rounds and *params* on top; save it to *path*.
+    Returns the booster, the ``DMatrix`` keywords that declare the features, and
+    ``rows(n)``, which draws *n* test rows from the same generator."""
+    import numpy as np
+    import xgboost as xgb
+
+    rng = np.random.default_rng(8)
+    n = 800
+    cats = rng.integers(0, 7, n).astype(float)
+    X = np.column_stack([cats, rng.normal(size=n)])
+    y = (np.isin(cats, [1, 3, 5]) ^ (X[:, 1] > 0.8)).astype(int)
+    kw = {"feature_types": ["c", "q"], "enable_categorical": True, "feature_names": ["ua", "x"]}
+    base = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
+    train = xgb.DMatrix(X, label=y, **kw)
+    bst = xgb.train({**base, **params, "tree_method": "hist"}, train, rounds)
+    bst.save_model(path)
+
+    def rows(count: int) -> Any:
+        return np.column_stack([rng.integers(0, 7, count).astype(float), rng.normal(size=count)])
+
+    return bst, kw, rows

@@ -22,6 +22,7 @@ from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import import_model
 from clefprove.model.types import NodeKind
+from tests.helpers import categorical_xgboost
 
 F64_MAX = float(np.finfo(np.float64).max)
 DATASETS = {
@@ -231,18 +232,10 @@ def test_xgboost_ensembles_decide_as_predict(tmp_path, data, params):
 
 def test_xgboost_ubj_and_categorical(tmp_path):
     _check_xgb(tmp_path, "iris", {"objective": "multi:softprob", "n_estimators": 5}, 2000, "ubj")
-    rng = np.random.default_rng(8)
-    n = 800
-    cats = rng.integers(0, 7, n).astype(float)
-    X = np.column_stack([cats, rng.normal(size=n)])
-    y = (np.isin(cats, [1, 3, 5]) ^ (X[:, 1] > 0.8)).astype(int)
-    kw = {"feature_types": ["c", "q"], "enable_categorical": True, "feature_names": ["ua", "x"]}
-    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
-    bst = xgb.train({**params, "tree_method": "hist"}, xgb.DMatrix(X, label=y, **kw), 20)
-    bst.save_model(tmp_path / "c.json")
+    bst, kw, rows = categorical_xgboost(tmp_path / "c.json", 20)
     model = import_model("xgboost", tmp_path / "c.json")
     assert isinstance(model, Ensemble) and model.features[0].type.value == "categorical"
-    Xt = np.column_stack([rng.integers(0, 7, 4000).astype(float), rng.normal(size=4000)])
+    Xt = rows(4000)
     b = EnsembleEvaluator(model).evaluate(Xt)
     p1 = bst.predict(xgb.DMatrix(Xt, **kw))
     assert np.array_equal(b.actions, (p1 > 0.5).astype(int))

@@ -15,6 +15,7 @@ from clefprove.errors import ImportModelError
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import common, import_model
 from clefprove.model.importers.common import Split, ValueLeaf
+from tests.helpers import categorical_xgboost
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -83,20 +84,11 @@ def test_xgboost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n_classes: int
 
 
 def test_xgboost_categorical_and_forest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    rng = np.random.default_rng(8)
-    n = 800
-    cats = rng.integers(0, 7, n).astype(float)
-    X = np.column_stack([cats, rng.normal(size=n)])
-    y = (np.isin(cats, [1, 3, 5]) ^ (X[:, 1] > 0.8)).astype(int)
-    kw = {"feature_types": ["c", "q"], "enable_categorical": True, "feature_names": ["ua", "x"]}
-    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
-    bst = xgb.train({**params, "tree_method": "hist"}, xgb.DMatrix(X, label=y, **kw), 6)
-    bst.save_model(tmp_path / "c.json")
+    categorical_xgboost(tmp_path / "c.json", 6)
     model = _both(monkeypatch, "xgboost", tmp_path / "c.json")
     assert model.features[0].type.value == "categorical"
-    forest = {**params, "num_parallel_tree": 4, "subsample": 0.8, "colsample_bynode": 0.8}
-    bst = xgb.train({**forest, "tree_method": "hist"}, xgb.DMatrix(X, label=y, **kw), 2)
-    bst.save_model(tmp_path / "f.json")
+    forest = {"num_parallel_tree": 4, "subsample": 0.8, "colsample_bynode": 0.8}
+    categorical_xgboost(tmp_path / "f.json", 2, **forest)
     _both(monkeypatch, "xgboost", tmp_path / "f.json")
 
 

@@ -23,7 +23,7 @@ from clefprove.model.importers.common import (
     float64_condition,
 )
 from clefprove.model.types import Model, NodeKind
-from tests.helpers import run_cli
+from tests.helpers import categorical_xgboost, run_cli
 
 # --------------------------------------------------------------------------- helpers
 
@@ -493,18 +493,10 @@ def test_xgboost_feature_names_and_spec(tmp_path) -> None:
 
 
 def test_xgboost_categorical_splits(tmp_path) -> None:
-    rng = np.random.default_rng(8)
-    n = 800
-    cats = rng.integers(0, 7, n).astype(float)
-    X = np.column_stack([cats, rng.normal(size=n)])
-    y = (np.isin(cats, [1, 3, 5]) ^ (X[:, 1] > 0.8)).astype(int)
-    kw = {"feature_types": ["c", "q"], "enable_categorical": True, "feature_names": ["ua", "x"]}
-    params = {"objective": "binary:logistic", "max_depth": 3, "max_cat_to_onehot": 1}
-    bst = xgb.train({**params, "tree_method": "hist"}, xgb.DMatrix(X, label=y, **kw), 1)
-    bst.save_model(tmp_path / "c.json")
+    bst, kw, rows = categorical_xgboost(tmp_path / "c.json", 1)
     model = import_model("xgboost", tmp_path / "c.json")
     assert model.features[0].type.value == "categorical"
-    Xt = np.column_stack([rng.integers(0, 7, 4000).astype(float), rng.normal(size=4000)])
+    Xt = rows(4000)
     expect = bst.predict(xgb.DMatrix(Xt, **kw)) > 0.5
     assert (decide(model, Xt)[0] == expect).all()
 
