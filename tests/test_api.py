@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,18 @@ def test_importing_the_package_loads_no_stage():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['clefprove', 'clefprove.version']"
     assert "z3" not in out.stdout
+
+
+def test_a_single_tree_check_imports_no_ensemble_stage(tmp_path):
+    # with the default proof cache, as `clefprove check model.clef invariants/` runs
+    root = INIT.parent.parent
+    code = (
+        "import sys\nfrom clefprove.cli.main import main\n"
+        f"code = main(['check', {str(root / 'examples/edge-allow-block.clef')!r},"
+        f" {str(root / 'invariants')!r}])\n"
+        "print(sorted(m for m in sys.modules if 'ensemble' in m or 'relational' in m), code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=120)  # fmt: skip
+    assert r.stdout.splitlines()[-1] == "['clefprove.model.ensemble'] 0", r.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from clefprove.dsl import checked as ck
-from clefprove.incremental import ensemble, walk
+from clefprove.incremental import walk
 from clefprove.incremental.store import DEFAULT_DIR, CacheStore
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
@@ -32,6 +32,9 @@ class ProofCache(CacheStore):
         self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
     ) -> list[InvariantResult]:
         """The same for a tree ensemble (:mod:`clefprove.incremental.ensemble`)."""
+        # Imported here: the ensemble search modules cost a single-tree run ~0.1 s to import.
+        from clefprove.incremental import ensemble
+
         return ensemble.check_program(self, model, program, options)
 
 
