@@ -4,8 +4,10 @@ changed leaves, and its report equals a fresh one (counterexamples and violating
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,11 +20,13 @@ from clefprove.incremental.store import DB_NAME, _snapshot_chk
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check
 from clefprove.verify.options import CheckOptions
+from clefprove.verify.verdicts import Report
 from tests.incremental import models as M
 
 #: The tests about leaves that Z3 decides run without the exact linear stage: with it, the
 #: models' two-literal invariants need no solver at all (verify/linear.py).
 Z3 = CheckOptions(linear=False)
+DEFAULTS = CheckOptions()
 
 #: The pool without the 'when's that mention the decision (their vacuity can make a re-check
 #: decide every leaf again, see walk._needs_fresh), so that paths_checked is exact.
@@ -136,53 +140,74 @@ def _edit(draw: Any, src: dict) -> dict:
     return src
 
 
-def _edit_sequence(data: Any, steps: int) -> None:
+@dataclasses.dataclass(frozen=True)
+class Version:
+    """One version of a random edit sequence, checked fresh and through the cache."""
+
+    src: dict
+    fresh: Report
+    cached: Report
+    #: This exact model (and invariants) was checked before in the sequence.
+    seen: bool
+
+
+def edit_versions(
+    data: Any, names: list[str], steps: int, options: CheckOptions = DEFAULTS
+) -> Iterator[Version]:
+    """A random tree (full or drawn) and *steps* - 1 random edits of it, each version checked
+    fresh, through one cache, and through the cache again from a reloaded model: the cached
+    reports equal the fresh one, and the repeat decides nothing that has no unknown path."""
     draw = data.draw
     if draw(st.booleans()):
         src = _source(_full(draw(st.integers(3, 6)), 0.0, 10.0, draw(st.integers(1, 9))))
     else:
         src = draw(M.sources())
-    names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
-    if draw(st.booleans()):
-        names = sorted({*names, draw(st.sampled_from(SOLVER_VIOLATED))})
     seen: set[str] = set()
-    hinted: set[str] = set()  # needed Z3 in an earlier run: a hint is stored
-    last: dict[str, tuple[dict, int]] = {}  # the version its outcomes are kept on, its unknowns
     with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
         for step in range(steps):
             if step:
                 src = _edit(draw, src)
             model = M.compile_(src)
             prog = M.program(names, model)
-            fresh = check(model, prog)
-            cached = check(model, prog, cache=cache)
-            again = check(M.compile_(src), prog, cache=cache)
+            fresh = check(model, prog, options=options)
+            cached = check(model, prog, cache=cache, options=options)
+            again = check(M.compile_(src), prog, cache=cache, options=options)
             want = M.comparable(fresh)
             assert M.comparable(cached) == want
             assert M.comparable(again) == want
-            key = want[0] + repr(src)
-            hinted_now = bool(hinted & set(names))
-            decided = []
-            for r, f in zip(cached.results, fresh.results, strict=True):
-                n = r.paths_checked + r.paths_reused
-                if key in seen and r.unknown_paths == 0:
-                    assert r.paths_checked == 0  # this exact model's result is stored
-                    continue
-                decided.append(f)
-                if hinted_now and r.invariant in last:  # against the last version
-                    old, unknown = last[r.invariant]
-                    total, clean = _clean_leaves(old["tree"], src["tree"])
-                    assert total == n
-                    # The changed leaves, and the unchanged ones left unknown last time.
-                    assert total - clean <= r.paths_checked <= total - clean + unknown, r.invariant
-                elif r.paths_reused == 0:
-                    assert r.paths_checked == n
             assert all(r.paths_checked == 0 for r in again.results if r.unknown_paths == 0)
-            # Outcomes are written when some invariant of the run needs Z3.
-            if hinted_now or any(f.solver_paths for f in decided):
-                last.update({f.invariant: (src, f.unknown_paths) for f in decided})
-            hinted |= {f.invariant for f in decided if f.solver_paths}
+            key = want[0] + repr(src)
+            yield Version(src, fresh, cached, key in seen)
             seen.add(key)
+
+
+def _edit_sequence(data: Any, steps: int) -> None:
+    names = data.draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
+    if data.draw(st.booleans()):
+        names = sorted({*names, data.draw(st.sampled_from(SOLVER_VIOLATED))})
+    hinted: set[str] = set()  # needed Z3 in an earlier run: a hint is stored
+    last: dict[str, tuple[dict, int]] = {}  # the version its outcomes are kept on, its unknowns
+    for v in edit_versions(data, names, steps):
+        hinted_now = bool(hinted & set(names))
+        decided = []
+        for r, f in zip(v.cached.results, v.fresh.results, strict=True):
+            n = r.paths_checked + r.paths_reused
+            if v.seen and r.unknown_paths == 0:
+                assert r.paths_checked == 0  # this exact model's result is stored
+                continue
+            decided.append(f)
+            if hinted_now and r.invariant in last:  # against the last version
+                old, unknown = last[r.invariant]
+                total, clean = _clean_leaves(old["tree"], v.src["tree"])
+                assert total == n
+                # The changed leaves, and the unchanged ones left unknown last time.
+                assert total - clean <= r.paths_checked <= total - clean + unknown, r.invariant
+            elif r.paths_reused == 0:
+                assert r.paths_checked == n
+        # Outcomes are written when some invariant of the run needs Z3.
+        if hinted_now or any(f.solver_paths for f in decided):
+            last.update({f.invariant: (v.src, f.unknown_paths) for f in decided})
+        hinted |= {f.invariant for f in decided if f.solver_paths}
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import sqlite3
-import tempfile
 from typing import Any
 from unittest import mock
 
@@ -20,7 +19,7 @@ from clefprove.incremental.store import DB_NAME
 from clefprove.verify.api import check
 from clefprove.verify.options import CheckOptions
 from tests.incremental import models as M
-from tests.incremental.test_leaf_outcomes import _clean_leaves, _edit, _full, _source
+from tests.incremental.test_leaf_outcomes import _clean_leaves, _full, _source, edit_versions
 
 #: Decided by the box and linear stages (no solver with the default options), several of them
 #: violated on many leaves; no 'when' that mentions the decision (its vacuity can make a
@@ -29,43 +28,23 @@ BOX = ["slow", "friction", "confident", "flag", "linear", "solver", "solver2", "
 
 
 def _edit_sequence(data: Any, steps: int, options: CheckOptions) -> None:
-    draw = data.draw
-    if draw(st.booleans()):
-        src = _source(_full(draw(st.integers(3, 6)), 0.0, 10.0, draw(st.integers(1, 9))))
-    else:
-        src = draw(M.sources())
-    names = draw(st.lists(st.sampled_from(BOX), min_size=1, max_size=5, unique=True))
+    names = data.draw(st.lists(st.sampled_from(BOX), min_size=1, max_size=5, unique=True))
     last: dict[str, tuple[dict, int]] = {}  # the version its outcomes are kept on, its unknowns
-    seen: set[str] = set()
-    with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
-        for step in range(steps):
-            if step:
-                src = _edit(draw, src)
-            model = M.compile_(src)
-            prog = M.program(names, model)
-            fresh = check(model, prog, options=options)
-            cached = check(model, prog, cache=cache, options=options)
-            again = check(M.compile_(src), prog, cache=cache, options=options)
-            want = M.comparable(fresh)
-            assert M.comparable(cached) == want
-            assert M.comparable(again) == want
-            key = want[0] + repr(src)
-            for r, f in zip(cached.results, fresh.results, strict=True):
-                total = r.paths_checked + r.paths_reused
-                assert total == f.paths_checked
-                if key in seen and r.unknown_paths == 0:
-                    assert r.paths_checked == 0  # this exact model's result is stored
-                    continue
-                if r.invariant in last:  # against the last version, box-decided or not
-                    old, unknown = last[r.invariant]
-                    n, clean = _clean_leaves(old["tree"], src["tree"])
-                    assert n == total
-                    assert n - clean <= r.paths_checked <= n - clean + unknown, r.invariant
-                else:
-                    assert (r.paths_checked, r.paths_reused) == (total, 0)
-                last[r.invariant] = (src, f.unknown_paths)
-            assert all(r.paths_checked == 0 for r in again.results if r.unknown_paths == 0)
-            seen.add(key)
+    for v in edit_versions(data, names, steps, options):
+        for r, f in zip(v.cached.results, v.fresh.results, strict=True):
+            total = r.paths_checked + r.paths_reused
+            assert total == f.paths_checked
+            if v.seen and r.unknown_paths == 0:
+                assert r.paths_checked == 0  # this exact model's result is stored
+                continue
+            if r.invariant in last:  # against the last version, box-decided or not
+                old, unknown = last[r.invariant]
+                n, clean = _clean_leaves(old["tree"], v.src["tree"])
+                assert n == total
+                assert n - clean <= r.paths_checked <= n - clean + unknown, r.invariant
+            else:
+                assert (r.paths_checked, r.paths_reused) == (total, 0)
+            last[r.invariant] = (v.src, f.unknown_paths)
 
 
 @pytest.mark.slow
