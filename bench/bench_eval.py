@@ -4,8 +4,9 @@ Prints Markdown tables (copied into docs/performance.md).  Run from the reposito
 
     python bench/bench_eval.py            # full run (a couple of minutes)
     python bench/bench_eval.py --quick    # fewer repetitions and depths
-    git show ef8581b:clefprove/eval/evaluator.py > /tmp/before.py
+    git show 97446e5:clefprove/eval/evaluator.py > /tmp/before.py
     python bench/bench_eval.py --batch-only --baseline /tmp/before.py   # before/after, all shapes
+                                                   # (wall-clock and CPU tables, same calls)
 
 Targets (issue 2): batch >= 1.0x scikit-learn's ``predict`` on 1,000,000 rows of the same tree
 in the same run; loading the depth-12 example < 5 ms; one input < 20 µs in-process.
@@ -282,18 +283,18 @@ def _load_evaluator(path: str):
     return module.Evaluator
 
 
-def _cpu_call(fn) -> list[float]:
-    """CPU seconds of this process for one call of *fn* (less sensitive than wall time to
-    other jobs on a loaded machine)."""
-    t0 = time.process_time()
+def _timed_call(fn) -> tuple[float, float]:
+    """Wall-clock and process CPU seconds of one call of *fn* (CPU time is less sensitive
+    than wall time to other jobs on a loaded machine)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return [time.process_time() - t0]
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def bench_compare(rows: int, repeat: int, baseline: str, cpu: bool = False) -> list[list[str]]:
+def bench_compare(rows: int, repeat: int, baseline: str) -> tuple[list[list[str]], list[list[str]]]:
     """Every tree shape: scikit-learn's predict, the baseline evaluator and this one,
-    interleaved in one run (1,000,000 rows; medians and best runs; with *cpu*, process CPU
-    time instead of wall time)."""
+    interleaved in one run (1,000,000 rows; medians and best runs): a table in wall-clock
+    time and one in process CPU time, from the same calls."""
     from sklearn.tree import DecisionTreeClassifier
 
     from clefprove.model.sklearn import from_sklearn
@@ -311,7 +312,7 @@ def bench_compare(rows: int, repeat: int, baseline: str, cpu: bool = False) -> l
         clf = DecisionTreeClassifier(random_state=20261129).fit(Xt, yt)
         model = from_sklearn(clf, features=EX.FEATURES, actions=EX.ACTIONS, name="d", version="1")
         trees.append((f"{model.max_depth}", clf, model))
-    out = []
+    out: tuple[list[list[str]], list[list[str]]] = ([], [])
     for label, clf, model in trees:
         before, after = Before(model), Evaluator(model)
         res = after.evaluate(X)
@@ -319,26 +320,31 @@ def bench_compare(rows: int, repeat: int, baseline: str, cpu: bool = False) -> l
         agree = bool((np.array(model.actions)[res.actions] == expected).all())
         agree &= bool((before.evaluate(X).leaves == res.leaves).all())
         mean_depth = float(model.nodes["depth"][res.leaves].mean())
-        t_sk, t_b, t_a = [], [], []
-        timer = _cpu_call if cpu else (lambda fn: time_call(fn, repeat=1))
+        calls: list[tuple[tuple[float, float], ...]] = []
         for _ in range(repeat):  # interleaved, so all three see the same machine load
-            t_sk += timer(lambda c=clf: c.predict(X))
-            t_b += timer(lambda e=before: e.evaluate(X))
-            t_a += timer(lambda e=after: e.evaluate(X))
-        sk, b, a = median(t_sk), median(t_b), median(t_a)
-        out.append(
-            [
-                f"{label} (mean row depth {mean_depth:.0f})",
-                f"{model.n_nodes:,}",
-                f"{sk * 1e3:.0f} ms",
-                f"{b * 1e3:.0f} ms",
-                f"{a * 1e3:.0f} ms",
-                f"{sk / b:.2f}x / {min(t_sk) / min(t_b):.2f}x",
-                f"**{sk / a:.2f}x** / {min(t_sk) / min(t_a):.2f}x",
-                f"{b / a:.2f}x",
-                "yes" if agree else "NO",
-            ]
-        )
+            calls.append(
+                (
+                    _timed_call(lambda c=clf: c.predict(X)),
+                    _timed_call(lambda e=before: e.evaluate(X)),
+                    _timed_call(lambda e=after: e.evaluate(X)),
+                )
+            )
+        for k, table_rows in enumerate(out):  # 0: wall, 1: CPU
+            t_sk, t_b, t_a = ([c[j][k] for c in calls] for j in range(3))
+            sk, b, a = median(t_sk), median(t_b), median(t_a)
+            table_rows.append(
+                [
+                    f"{label} (mean row depth {mean_depth:.0f})",
+                    f"{model.n_nodes:,}",
+                    f"{sk * 1e3:.0f} ms",
+                    f"{b * 1e3:.0f} ms",
+                    f"{a * 1e3:.0f} ms",
+                    f"{sk / b:.2f}x / {min(t_sk) / min(t_b):.2f}x",
+                    f"**{sk / a:.2f}x** / {min(t_sk) / min(t_a):.2f}x",
+                    f"{b / a:.2f}x",
+                    "yes" if agree else "NO",
+                ]
+            )
     return out
 
 
@@ -426,7 +432,6 @@ def main() -> None:
         "this file (another version's clefprove/eval/evaluator.py), interleaved",
     )
     ap.add_argument("--repeat", type=int, default=5, help="runs per timing (default 5)")
-    ap.add_argument("--cpu", action="store_true", help="with --baseline: CPU time, not wall")
     args = ap.parse_args()
     quick = args.quick
     print(f"## bench_eval ({machine()})\n")
@@ -435,10 +440,13 @@ def main() -> None:
         header = ["max depth", "nodes", "sklearn predict", "before", "after"]
         header += ["before: ratio (medians / best)", "after: ratio (medians / best)"]
         header += ["after vs before (medians)", "agree"]
-        rows = bench_compare(1_000_000, args.repeat, args.baseline, args.cpu)
-        print(f"({'process CPU' if args.cpu else 'wall-clock'} time)\n")
-        print(table(header, rows))
-        print(f"\nload average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
+        wall, cpu = bench_compare(1_000_000, args.repeat, args.baseline)
+        load_after = os.getloadavg()
+        print("Wall-clock time:\n")
+        print(table(header, wall))
+        print("\nProcess CPU time (the same calls):\n")
+        print(table(header, cpu))
+        print(f"\nload average (1 min) before {load_before[0]:.1f}, after {load_after[0]:.1f}")
         return
     if args.batch_only:
         header = ["max depth", "nodes", "sklearn predict", "clefprove", "ratio (medians)"]

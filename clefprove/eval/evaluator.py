@@ -32,8 +32,9 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   one depth, gather from one contiguous band of the tables;
 * below the heap, every :data:`COMPACT_EVERY` levels the finished rows (feature code
   ``n_features``) are written out; a chunk whose walking rows fall to 1/:data:`TAIL_FRACTION`
-  parks them in a pool, walked once it holds a chunk's worth of rows from several chunks, so
-  the per-call overhead of the thin last levels of a deep tree is paid once for all of them.
+  parks them (with a copy of their rows of X) in a pool, walked once it holds a chunk's worth
+  of rows from several chunks, so the per-call overhead of the thin last levels of a deep tree
+  is paid once for all of them.
 
 The node records themselves are never copied: the derived arrays above are computed once per
 model.
@@ -369,8 +370,8 @@ class Evaluator:
         # Thin tails of deep chunks, walked together (see _walk_pool).
         pool_rows: list[np.ndarray] = []
         pool_states: list[np.ndarray] = []
+        pool_X: list[np.ndarray] = []
         pool_n, pool_from = 0, depth
-        X_flat = X.reshape(-1)
 
         for start in range(0, n, C):
             m = min(C, n - start)
@@ -421,11 +422,15 @@ class Evaluator:
                             break
                     if live * TAIL_FRACTION <= C and d + COMPACT_EVERY < depth:
                         # A thin tail: park its rows in the pool (walked with other chunks'
-                        # tails, so the per-call overhead is paid once for all of them).
+                        # tails, so the per-call overhead is paid once for all of them), and
+                        # a copy of their rows of X, taken while the chunk is in the caches:
+                        # the pool's gathers then read one small dense block instead of rows
+                        # scattered over the whole batch (3x cheaper per row and level).
                         if idx is None:
                             idx = np.arange(m, dtype=np.intp)
                         pool_rows.append(idx[:live] + start)
                         pool_states.append(s[:live].copy())
+                        pool_X.append(block.take(idx[:live], axis=0))
                         pool_n += live
                         pool_from = min(pool_from, d)
                         live = 0
@@ -464,11 +469,12 @@ class Evaluator:
                 self._t_node.take(s_next, out=out_leaves, mode="clip")
             if pool_n >= C or (pool_n and start + m == n):
                 pooled = np.concatenate(pool_rows)
-                self._walk_pool(X_flat, pooled, pool_states, depth - pool_from, leaves)
+                pooled_X = np.concatenate(pool_X).reshape(-1)
+                self._walk_pool(pooled_X, pooled, pool_states, depth - pool_from, leaves)
                 pooled_leaves = leaves.take(pooled)
                 actions[pooled] = self._aux.take(pooled_leaves)
                 confidences[pooled] = self._conf.take(pooled_leaves)
-                pool_rows, pool_states, pool_n, pool_from = [], [], 0, depth
+                pool_rows, pool_states, pool_X, pool_n, pool_from = [], [], [], 0, depth
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
         return BatchResult(actions, confidences, leaves)
@@ -481,16 +487,16 @@ class Evaluator:
         steps: int,
         leaves: np.ndarray,
     ) -> None:
-        """Walk the parked rows (global row indices, packed child-table states) to their
-        leaves and write ``leaves[rows]``.  The rows come from different chunks and may stand
-        at different depths: a leaf points to itself, so walking a row past its leaf changes
-        nothing, and *steps* (max_depth minus the shallowest parking depth) reaches every leaf.
-        """
+        """Walk the parked rows (their rows of X copied into *X_flat*, one after the other;
+        global row indices; packed child-table states) to their leaves and write
+        ``leaves[rows]``.  The rows come from different chunks and may stand at different
+        depths: a leaf points to itself, so walking a row past its leaf changes nothing, and
+        *steps* (max_depth minus the shallowest parking depth) reaches every leaf."""
         s = np.concatenate(pool_states)
         live = int(s.shape[0])
         F, fbits, fmask = self.n_features, self._fbits, self._fmask
         general = bool(self._general_at_depth[self.heap_levels :].any())
-        rowoff = rows * F
+        rowoff = np.arange(live, dtype=np.intp) * F  # into the pool's own rows of X
         kv, fi = np.empty_like(s), np.empty_like(s)
         xv, tv = np.empty(live), np.empty(live)
         go, flag = np.empty(live, dtype=np.bool_), np.empty(live, dtype=np.bool_)

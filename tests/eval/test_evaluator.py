@@ -476,3 +476,46 @@ def test_packed_tables_breadth_first_positions_and_tail_pool_are_exact(
     bad[1234, n_floats] = np.nan
     with pytest.raises(InputError, match=r"row 1234: i: value nan is not finite"):
         Evaluator(model, chunk_rows=256).evaluate(bad)
+
+
+@pytest.mark.parametrize(("n_floats", "seed"), [(2, 5), (6, 6)])
+def test_pool_walks_its_own_copy_of_the_parked_rows(n_floats, seed, monkeypatch) -> None:
+    """Parked tails carry a copy of their rows of X (taken from the chunk): the pool's walk
+    reads exactly the parked rows, in its order, from several chunks and pools, and every
+    row still gets the node walker's leaf (rows on and one ulp beside every threshold, int
+    and categorical features; the non-finite refusal unchanged)."""
+    source = _deep_source(44, n_floats, seed)
+    model = compile_source(source)
+    records = _boundary_records(source, 1200, seed)
+    X = encode_records(model, records)
+    walker = NodeWalker(model)
+    want = [walker.evaluate_one(x).leaf for x in X]
+    F = len(model.features)
+    seen: list[np.ndarray] = []
+    walk_pool = Evaluator._walk_pool
+
+    def checking(self, X_flat, rows, states, steps, leaves):  # type: ignore[no-untyped-def]
+        assert X_flat.shape == (rows.size * F,)
+        assert np.array_equal(X_flat.reshape(-1, F), X[rows])  # the parked rows, in order
+        seen.append(rows.copy())
+        return walk_pool(self, X_flat, rows, states, steps, leaves)
+
+    monkeypatch.setattr(Evaluator, "_walk_pool", checking)
+    monkeypatch.setattr(evaluator_module, "TAIL_FRACTION", 2)
+    for ev in (
+        Evaluator(model, heap_levels=3, chunk_rows=128),
+        Evaluator(model, heap_levels=0, chunk_rows=50),
+        Evaluator(model, heap_levels=7, chunk_rows=1200),
+    ):
+        seen.clear()
+        res = ev.evaluate(X)
+        assert res.leaves.tolist() == want
+        assert seen, "no tail was parked"
+        pooled = np.concatenate(seen)
+        assert np.unique(pooled).size == pooled.size  # each row parked at most once
+        if ev.chunk_rows < 1200:
+            assert any(np.ptp(r) >= ev.chunk_rows for r in seen)  # rows of several chunks
+    bad = X.copy()
+    bad[777, 0] = np.inf
+    with pytest.raises(InputError, match=r"row 777: x0: value inf is not finite"):
+        Evaluator(model, chunk_rows=128).evaluate(bad)
