@@ -96,37 +96,14 @@ class _WorkerState:
 _worker = _WorkerState()
 
 
-#: From this niceness on, a worker also runs under the kernel's idle policy (Linux's
-#: ``SCHED_IDLE``, see :func:`idle_policy`).
-IDLE_NICENESS = 19
-
-
-def idle_policy() -> bool:
-    """Put this process under Linux's ``SCHED_IDLE`` policy, where the kernel has it: a
-    woken idle task never preempts a normal one (the event loop wakes the gate worker with
-    every request it sends, and a nice-19 worker woken so took the loop's core for 2-25 ms
-    now and then), a woken normal task always preempts it, and it weighs 3 against nice 19's
-    15.  False where the policy is missing or refused (the niceness stays)."""
-    policy = getattr(os, "SCHED_IDLE", None)
-    if policy is None or not hasattr(os, "sched_setscheduler"):  # pragma: no cover - not Linux
-        return False
-    try:
-        os.sched_setscheduler(0, policy, os.sched_param(0))
-    except OSError:  # pragma: no cover - a sandbox that forbids it
-        return False
-    return True
-
-
 def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
     """In a worker: open the proof cache once; SIGHUP and Ctrl-C are the service's to handle
     (a terminal or a process manager may send them to the whole process group); *niceness*
-    lowers its CPU priority (from :data:`IDLE_NICENESS` on, with the idle policy too)."""
+    lowers its CPU priority."""
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if niceness:
         os.nice(niceness)
-    if niceness >= IDLE_NICENESS:
-        idle_policy()
     if cache_dir is not None:
         from clefprove.incremental import ProofCache
 

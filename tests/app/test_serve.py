@@ -419,9 +419,7 @@ def test_a_dead_gate_worker_is_an_internal_error_then_replaced(serve, tmp_path) 
     workers = [p for p, cmd in _children(srv.proc.pid).items() if "spawn_main" in cmd]
     assert len(workers) == 1  # the gate's worker (the diff's starts with the first diff)
     # at the lowest CPU priority: never in the way of a decision (field 19 of stat: nice)
-    stat = Path(f"/proc/{workers[0]}/stat").read_text().rpartition(")")[2].split()
-    assert int(stat[16]) == 19
-    assert int(stat[38]) == os.SCHED_IDLE  # field 41, policy: never preempts the loop on waking
+    assert int(Path(f"/proc/{workers[0]}/stat").read_text().rpartition(")")[2].split()[16]) == 19
     mine = os.getpriority(os.PRIO_PROCESS, 0)
     assert os.getpriority(os.PRIO_PROCESS, srv.proc.pid) == mine  # the serving process is not
     os.kill(workers[0], signal.SIGKILL)

@@ -16,13 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clefprove.app.admission import (
-    IDLE_NICENESS,
-    GateSettings,
-    received_admission,
-    ship_admission,
-    worker_init,
-)
+from clefprove.app.admission import GateSettings, received_admission, ship_admission
 from clefprove.app.metrics import Metrics
 from clefprove.app.served import serve_model
 from clefprove.app.service import LagProbe
@@ -130,23 +124,6 @@ def test_a_worker_dying_mid_call_is_reported_then_restarted(worker: Worker) -> N
         worker.call(die, (4,))
     worker.restart()
     assert worker.call(echo, (1,))[0][0] == 1
-
-
-def scheduling() -> tuple[Any, list[bytes]]:
-    """This worker's scheduling policy and niceness."""
-    return (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)), []
-
-
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux's SCHED_IDLE policy")
-def test_a_worker_at_the_lowest_priority_runs_under_the_idle_policy() -> None:
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    for niceness, policy in ((IDLE_NICENESS, os.SCHED_IDLE), (3, os.SCHED_OTHER)):
-        w = Worker("test-worker", worker_init, (None, niceness))
-        try:
-            got, nice = w.call(scheduling, ())[0]
-        finally:
-            w.close()
-        assert got == policy and nice == min(base + niceness, 19)
 
 
 def test_the_loop_share_of_a_call_is_timed(worker: Worker) -> None:
