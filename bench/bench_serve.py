@@ -607,8 +607,16 @@ def reloads_section(
                 steps_first = steps_first or r["steps"][0]
                 steps_last = r["steps"][1]
             alone, during_n = r["preempted"]
-            preempted.append([k + 1, server_name, what, alone, during_n,
-                              f"{(during_n - alone) / counts[-1]:.2f}" if counts[-1] else ""])
+            preempted.append(
+                [
+                    k + 1,
+                    server_name,
+                    what,
+                    alone,
+                    during_n,
+                    f"{(during_n - alone) / counts[-1]:.2f}" if counts[-1] else "",
+                ]
+            )
             before, during = r["before"], r["during"]
             jitter = during["p99"] - before["p99"]
             jitters.setdefault(f"{server_name}, {what}", []).append(jitter)
@@ -634,13 +642,17 @@ def reloads_section(
           f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
           f"{max(reload_times) * 1e3:.1f} ms; the reload client's CPU: median "
           f"{statistics.median(client_cpu) * 1e3:.1f} ms per reload")  # fmt: skip
-    print("\n## The event loop switched out while it could run (involuntary context switches "
-          "of the serving process's main thread, per window)\n")
+    print(
+        "\n## The event loop switched out while it could run (involuntary context switches "
+        "of the serving process's main thread, per window)\n"
+    )
     print(table(["run", "server", "alongside", "alone", "during", "more per reload"],
                 preempted))  # fmt: skip
     if steps_first is not None and steps_last is not None:
-        print("\n## The event loop's steps of an admission during the reload windows "
-              "(this tree; clefprove_reload_loop_step_seconds, bucket bounds)\n")
+        print(
+            "\n## The event loop's steps of an admission during the reload windows "
+            "(this tree; clefprove_reload_loop_step_seconds, bucket bounds)\n"
+        )
         print(table(["step", "count", "mean", "P99", "max", "over 1 ms"],
                     step_rows(steps_first, steps_last)))  # fmt: skip
     sys.stdout.flush()
@@ -703,8 +715,10 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
     print("\n" + table(["server", "event loop switched out while it could run, per reload"],
                        extra))  # fmt: skip
     if steps:
-        print(f"\n## The event loop's steps of an admission ({servers[0][0]}, these {n} "
-              "reloads; clefprove_reload_loop_step_seconds, bucket bounds)\n")
+        print(
+            f"\n## The event loop's steps of an admission ({servers[0][0]}, these {n} "
+            "reloads; clefprove_reload_loop_step_seconds, bucket bounds)\n"
+        )
         print(table(["step", "count", "mean", "P99", "max", "over 1 ms"], steps))
     sys.stdout.flush()
 
