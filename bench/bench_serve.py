@@ -428,7 +428,8 @@ def main() -> None:
         "--parts",
         default="decide,reloads,loop-cpu,reload-time,swap,upload",
         help="which sections to run (comma list: decide, reloads, loop-cpu, reload-time, "
-        "swap, upload)",
+        "swap, upload; and switches, not by default: who runs when the loop is switched out, "
+        "from the kernel's sched_switch trace, as root)",
     )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -464,6 +465,8 @@ def main() -> None:
                     named.append((f"@{args.compare}", old))
                 loop_cpu_section(named, 100)
             srv.stop()
+        if "switches" in parts:
+            switches_section(work, args.reloader_nice)
         if "swap" in parts:
             swap_section(work)
         if "upload" in parts:
@@ -721,6 +724,94 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
         )
         print(table(["step", "count", "mean", "P99", "max", "over 1 ms"], steps))
     sys.stdout.flush()
+
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def switches_section(work: Path, niceness: int, n: int = 200) -> None:
+    """Who runs when the event loop is switched out while it could run, during *n* reloads
+    back to back (no other load from the benchmark): the kernel's ``sched_switch`` events of
+    the loop thread (tracefs, so root only), the next task named: the gate worker, the diff
+    worker, the reload client (a thread of this process at *niceness*), or another."""
+    switch = TRACEFS / "events" / "sched" / "sched_switch"
+    if not os.access(switch / "enable", os.W_OK):
+        print(f"\n(switches: needs root and tracefs at {TRACEFS}; skipped)")
+        return
+    srv = Server(EXAMPLE, work, "--cache", str(work / "cache-sw"), "--store", str(work / "s-sw"))
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    for i in range(4):  # the diff worker starts with the first diff
+        reload(srv, variant if i % 2 == 0 else example)
+    time.sleep(1.0)
+    pid = srv.proc.pid
+    workers = sorted(
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and _parent(int(entry)) == pid and b"spawn_main" in _cmdline(entry)
+    )
+    names: dict[int, str] = {}
+    for k, w in enumerate(workers[:2]):  # started in this order
+        names[w] = ("gate worker", "diff worker")[k]
+
+    def put(name: str, value: str) -> None:
+        (TRACEFS / name).write_text(value)
+
+    put("tracing_on", "0")
+    put("trace", "")
+    put("buffer_size_kb", "8192")
+    (switch / "filter").write_text(f"prev_pid == {pid}")
+    (switch / "enable").write_text("1")
+    statuses: list[int] = []
+
+    def reloads() -> None:
+        names[threading.get_native_id()] = "reload client"
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+        for i in range(n):
+            statuses.append(reload(srv, variant if i % 2 == 0 else example)[0])
+
+    put("tracing_on", "1")
+    try:
+        t = threading.Thread(target=reloads)
+        t.start()
+        t.join()
+        time.sleep(0.5)
+    finally:
+        put("tracing_on", "0")
+        (switch / "enable").write_text("0")
+        (switch / "filter").write_text("0")
+    counts: dict[str, int] = {}
+    total = 0
+    with open(TRACEFS / "trace") as fh:
+        for line in fh:
+            m = re.search(r"prev_state=(\S+) ==> next_comm=(.+?) next_pid=(\d+)", line)
+            if m and m.group(1).startswith("R"):  # switched out while runnable
+                total += 1
+                name = names.get(int(m.group(3)), f"other: {m.group(2)}")
+                counts[name] = counts.get(name, 0) + 1
+    put("trace", "")
+    srv.stop()
+    assert statuses == [200] * n, sorted(set(statuses))
+    print(f"\n## Who ran when the event loop was switched out while it could run ({n} reloads "
+          f"back to back, the client at nice {niceness}, sched_switch; {total} "
+          "switches)\n")  # fmt: skip
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+    print(table(["next task", "switches", "per reload"],
+                [[k, v, f"{v / n:.2f}"] for k, v in top]))  # fmt: skip
+    sys.stdout.flush()
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def swap_section(work: Path, repeat: int = 200) -> None:
