@@ -154,16 +154,26 @@ class Baseline(Server):
         self._await_listening()
 
 
+_CLIENTS = threading.local()
+
+
 def reload(server: Server, data: bytes) -> tuple[int, float, dict[str, Any]]:
-    """POST /reload with *data*: status, round-trip seconds, JSON answer."""
+    """POST /reload with *data*: status, round-trip seconds, JSON answer.
+
+    Like ``curl`` from a deploy pipeline: a new connection each time, over one client per
+    thread (``httpx.post`` builds a new client, with its TLS context, for every request:
+    about 50 ms of the client's CPU per reload on this machine, at the cores the server
+    runs on, for a plain-HTTP upload)."""
     import httpx
 
+    client = getattr(_CLIENTS, "client", None)
+    if client is None:
+        client = _CLIENTS.client = httpx.Client(timeout=600)
     t0 = time.perf_counter()
-    r = httpx.post(
+    r = client.post(
         server.url + "/reload",
         content=data,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=600,
+        headers={"Authorization": f"Bearer {TOKEN}", "Connection": "close"},
     )
     return r.status_code, time.perf_counter() - t0, r.json()
 
@@ -187,6 +197,59 @@ def lag_buckets(server: Server) -> dict[float, float] | None:
         if m:
             out[float(m.group(1))] = float(m.group(2))
     return out or None
+
+
+STEP = re.compile(
+    r'clefprove_reload_loop_step_seconds_(bucket|sum)\{(?:le="([^"]+)",)?step="([^"]+)"\} (\S+)'
+)
+
+
+def step_buckets(server: Server) -> dict[str, dict[Any, float]] | None:
+    """The server's histogram of the event loop's steps of an admission: per step, the
+    cumulative count per bucket bound and the sum ("sum"); None without it (the bare app, a
+    revision before it)."""
+    import httpx
+
+    try:
+        text = httpx.get(server.url + "/metrics", timeout=60).text
+    except httpx.HTTPError:
+        return None
+    out: dict[str, dict[Any, float]] = {}
+    for kind, le, step, value in STEP.findall(text):
+        out.setdefault(step, {})[float(le) if kind == "bucket" else "sum"] = float(value)
+    return out or None
+
+
+def step_rows(a: dict[str, dict[Any, float]], b: dict[str, dict[Any, float]]) -> list[list[Any]]:
+    """Per step between two snapshots: count, mean, the bucket bounds holding 99 % and all
+    of them, and how many took over 1 ms."""
+    rows = []
+    for step, now in b.items():
+        was = a.get(step, {})
+        bounds = sorted(k for k in now if k != "sum")
+        new = {k: now[k] - was.get(k, 0.0) for k in bounds}
+        n = new[bounds[-1]]
+        if not n:
+            continue
+        mean = (now["sum"] - was.get("sum", 0.0)) / n
+        p99 = next(k for k in bounds if new[k] >= 0.99 * n)
+        top = next(k for k in bounds if new[k] >= n)
+        rows.append([step, f"{n:.0f}", f"{mean * 1e6:.0f} µs", _bound(p99), _bound(top),
+                     f"{n - new.get(0.001, 0.0):.0f}"])  # fmt: skip
+    return rows
+
+
+def _bound(le: float) -> str:
+    return "> 100 ms" if le == float("inf") else f"<= {le * 1e3:g} ms"
+
+
+def preemptions(pid: int) -> int:
+    """How often the main thread (the event loop) of *pid* was switched out while it could
+    run (``nonvoluntary_ctxt_switches``): another task took its core."""
+    for line in Path(f"/proc/{pid}/task/{pid}/status").read_text().splitlines():
+        if line.startswith("nonvoluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0  # pragma: no cover
 
 
 def lag_between(a: dict[float, float] | None, b: dict[float, float] | None) -> str:
@@ -365,7 +428,8 @@ def main() -> None:
         "--parts",
         default="decide,reloads,loop-cpu,reload-time,swap,upload",
         help="which sections to run (comma list: decide, reloads, loop-cpu, reload-time, "
-        "swap, upload)",
+        "swap, upload; and switches, not by default: who runs when the loop is switched out, "
+        "from the kernel's sched_switch trace, as root)",
     )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -401,6 +465,8 @@ def main() -> None:
                     named.append((f"@{args.compare}", old))
                 loop_cpu_section(named, 100)
             srv.stop()
+        if "switches" in parts:
+            switches_section(work, args.reloader_nice)
         if "swap" in parts:
             swap_section(work)
         if "upload" in parts:
@@ -452,9 +518,10 @@ def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: An
     *activity* (a callable taking a stop event) running from 0.5 s into the window (once
     wrk's connections are open) to its end: two windows of the same length, one P99 each."""
     conns = 1000
-    lag0 = lag_buckets(server)
+    lag0, pre0 = lag_buckets(server), preemptions(server.proc.pid)
     base = load(server, conns, args.window, args.rate)
-    lag1 = lag_buckets(server)
+    lag1, pre1 = lag_buckets(server), preemptions(server.proc.pid)
+    steps1 = step_buckets(server)
     stop = threading.Event()
 
     def run() -> None:
@@ -468,9 +535,11 @@ def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: An
     finally:
         stop.set()
         t.join()
-    lag2 = lag_buckets(server)
+    lag2, pre2 = lag_buckets(server), preemptions(server.proc.pid)
+    steps2 = step_buckets(server)
     return {"before": base, "during": during, "lag before": lag_between(lag0, lag1),
-            "lag during": lag_between(lag1, lag2)}  # fmt: skip
+            "lag during": lag_between(lag1, lag2), "preempted": (pre1 - pre0, pre2 - pre1),
+            "steps": (steps1, steps2)}  # fmt: skip
 
 
 def reloads_section(
@@ -493,17 +562,21 @@ def reloads_section(
     statuses: list[int] = []
     reload_times: list[float] = []
     counts: list[int] = []
+    client_cpu: list[float] = []
 
     def reloads(server: Server, stop: threading.Event) -> None:
         # the client's CPU priority (this thread only): a deploy pipeline runs elsewhere
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.reloader_nice)
         n = 0
+        cpu = time.thread_time()
         while not stop.is_set():
             status, secs, _ = reload(server, variant if n % 2 == 0 else example)
             statuses.append(status)
             if server is srv:
                 reload_times.append(secs)
             n += 1
+        if n:
+            client_cpu.append((time.thread_time() - cpu) / n)
         counts.append(n)
 
     def burner(niceness: int) -> Any:
@@ -526,9 +599,27 @@ def reloads_section(
                       "reloads back to back"))  # fmt: skip
     rows = []
     jitters: dict[str, list[float]] = {}
+    preempted: list[list[Any]] = []
+    steps_first: dict[str, dict[Any, float]] | None = None
+    steps_last: dict[str, dict[Any, float]] | None = None
     for k in range(args.repeat):
         for server_name, server, activity, what in cases:
             r = p99_during(server, load, args, activity)
+            if server is srv and r["steps"][0] is not None:
+                # the steps' histogram moves only while reloads run: the windows' sum
+                steps_first = steps_first or r["steps"][0]
+                steps_last = r["steps"][1]
+            alone, during_n = r["preempted"]
+            preempted.append(
+                [
+                    k + 1,
+                    server_name,
+                    what,
+                    alone,
+                    during_n,
+                    f"{(during_n - alone) / counts[-1]:.2f}" if counts[-1] else "",
+                ]
+            )
             before, during = r["before"], r["during"]
             jitter = during["p99"] - before["p99"]
             jitters.setdefault(f"{server_name}, {what}", []).append(jitter)
@@ -552,7 +643,21 @@ def reloads_section(
     print(f"\nreload statuses: {sorted(set(statuses))} ({len(statuses)}); one reload alone: "
           f"median {burst * 1e3:.1f} ms; under load: median "
           f"{statistics.median(reload_times) * 1e3:.1f} ms, max "
-          f"{max(reload_times) * 1e3:.1f} ms")  # fmt: skip
+          f"{max(reload_times) * 1e3:.1f} ms; the reload client's CPU: median "
+          f"{statistics.median(client_cpu) * 1e3:.1f} ms per reload")  # fmt: skip
+    print(
+        "\n## The event loop switched out while it could run (involuntary context switches "
+        "of the serving process's main thread, per window)\n"
+    )
+    print(table(["run", "server", "alongside", "alone", "during", "more per reload"],
+                preempted))  # fmt: skip
+    if steps_first is not None and steps_last is not None:
+        print(
+            "\n## The event loop's steps of an admission during the reload windows "
+            "(this tree; clefprove_reload_loop_step_seconds, bucket bounds)\n"
+        )
+        print(table(["step", "count", "mean", "P99", "max", "over 1 ms"],
+                    step_rows(steps_first, steps_last)))  # fmt: skip
     sys.stdout.flush()
 
 
@@ -575,12 +680,14 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
     variant, example = variant_of_example(), EXAMPLE.read_bytes()
     hz = os.sysconf("SC_CLK_TCK")
     rows = []
+    extra = []
+    steps: list[list[Any]] = []
     for name, server in servers:
         pid = server.proc.pid
         for i in range(4):
             reload(server, variant if i % 2 == 0 else example)
         time.sleep(1.0)
-        lag0 = lag_buckets(server)
+        lag0, steps0, pre0 = lag_buckets(server), step_buckets(server), preemptions(pid)
         a = _thread_ticks(pid)
         t0 = time.perf_counter()
         for i in range(n):
@@ -589,7 +696,9 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
         time.sleep(2.0)  # the behaviour diffs after the last swaps
         b = _thread_ticks(pid)
         wall = time.perf_counter() - t0
-        lag1 = lag_buckets(server)
+        lag1, steps1, pre1 = lag_buckets(server), step_buckets(server), preemptions(pid)
+        if steps0 is not None and steps1 is not None and not steps:
+            steps = step_rows(steps0, steps1)
         # the same process idle (its timers: uvicorn's, the lag probe's), for as long, capped
         idle = min(wall, 30.0)
         time.sleep(idle)
@@ -601,11 +710,108 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
         rows.append([name, f"{main * 1e3:.2f} ms", f"{idle_rate * 1e3:.1f} ms/s",
                      f"{net * 1e3:.2f} ms", f"{rest * 1e3:.2f} ms", len(b) - 1,
                      lag_between(lag0, lag1)])  # fmt: skip
+        extra.append([name, f"{(pre1 - pre0) / n:.2f}"])
     print(f"\n## CPU time of the serving process per reload ({n} reloads, clock tick "
           f"{1e3 / hz:.0f} ms, so +-{1e3 / hz / n:.2f} ms)\n")  # fmt: skip
     print(table(["server", "event-loop thread", "idle loop", "event-loop thread less idle",
                  "other threads", "threads besides the loop", "loop lag max"], rows))  # fmt: skip
+    print("\n" + table(["server", "event loop switched out while it could run, per reload"],
+                       extra))  # fmt: skip
+    if steps:
+        print(
+            f"\n## The event loop's steps of an admission ({servers[0][0]}, these {n} "
+            "reloads; clefprove_reload_loop_step_seconds, bucket bounds)\n"
+        )
+        print(table(["step", "count", "mean", "P99", "max", "over 1 ms"], steps))
     sys.stdout.flush()
+
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+def switches_section(work: Path, niceness: int, n: int = 200) -> None:
+    """Who runs when the event loop is switched out while it could run, during *n* reloads
+    back to back (no other load from the benchmark): the kernel's ``sched_switch`` events of
+    the loop thread (tracefs, so root only), the next task named: the gate worker, the diff
+    worker, the reload client (a thread of this process at *niceness*), or another."""
+    switch = TRACEFS / "events" / "sched" / "sched_switch"
+    if not os.access(switch / "enable", os.W_OK):
+        print(f"\n(switches: needs root and tracefs at {TRACEFS}; skipped)")
+        return
+    srv = Server(EXAMPLE, work, "--cache", str(work / "cache-sw"), "--store", str(work / "s-sw"))
+    variant, example = variant_of_example(), EXAMPLE.read_bytes()
+    for i in range(4):  # the diff worker starts with the first diff
+        reload(srv, variant if i % 2 == 0 else example)
+    time.sleep(1.0)
+    pid = srv.proc.pid
+    workers = sorted(
+        int(entry)
+        for entry in os.listdir("/proc")
+        if entry.isdigit() and _parent(int(entry)) == pid and b"spawn_main" in _cmdline(entry)
+    )
+    names: dict[int, str] = {}
+    for k, w in enumerate(workers[:2]):  # started in this order
+        names[w] = ("gate worker", "diff worker")[k]
+
+    def put(name: str, value: str) -> None:
+        (TRACEFS / name).write_text(value)
+
+    put("tracing_on", "0")
+    put("trace", "")
+    put("buffer_size_kb", "8192")
+    (switch / "filter").write_text(f"prev_pid == {pid}")
+    (switch / "enable").write_text("1")
+    statuses: list[int] = []
+
+    def reloads() -> None:
+        names[threading.get_native_id()] = "reload client"
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+        for i in range(n):
+            statuses.append(reload(srv, variant if i % 2 == 0 else example)[0])
+
+    put("tracing_on", "1")
+    try:
+        t = threading.Thread(target=reloads)
+        t.start()
+        t.join()
+        time.sleep(0.5)
+    finally:
+        put("tracing_on", "0")
+        (switch / "enable").write_text("0")
+        (switch / "filter").write_text("0")
+    counts: dict[str, int] = {}
+    total = 0
+    with open(TRACEFS / "trace") as fh:
+        for line in fh:
+            m = re.search(r"prev_state=(\S+) ==> next_comm=(.+?) next_pid=(\d+)", line)
+            if m and m.group(1).startswith("R"):  # switched out while runnable
+                total += 1
+                name = names.get(int(m.group(3)), f"other: {m.group(2)}")
+                counts[name] = counts.get(name, 0) + 1
+    put("trace", "")
+    srv.stop()
+    assert statuses == [200] * n, sorted(set(statuses))
+    print(f"\n## Who ran when the event loop was switched out while it could run ({n} reloads "
+          f"back to back, the client at nice {niceness}, sched_switch; {total} "
+          "switches)\n")  # fmt: skip
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+    print(table(["next task", "switches", "per reload"],
+                [[k, v, f"{v / n:.2f}"] for k, v in top]))  # fmt: skip
+    sys.stdout.flush()
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def swap_section(work: Path, repeat: int = 200) -> None:

@@ -33,6 +33,19 @@ LAG_BUCKETS = (
     0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 )  # fmt: skip
 
+#: The event loop's steps of an admission, the values of
+#: ``clefprove_reload_loop_step_seconds{step}`` (docs/serve.md, "Metrics").
+RELOAD_STEPS = (
+    "receive", "digest", "send", "read", "decode", "rebuild", "serve", "swap", "release",
+    "answer", "write", "bookkeeping", "diff",
+)  # fmt: skip
+
+#: Step buckets (seconds): a step takes microseconds; a stall is milliseconds.
+STEP_BUCKETS = (
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+    0.001, 0.002, 0.005, 0.01, 0.025, 0.1,
+)  # fmt: skip
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -81,6 +94,15 @@ class Metrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
+        steps = Histogram(
+            "clefprove_reload_loop_step_seconds",
+            "The event loop's time in each step of an admission (waits excluded).",
+            ["step"],
+            buckets=STEP_BUCKETS,
+            registry=r,
+        )
+        #: the children of ``clefprove_reload_loop_step_seconds``, by step
+        self.reload_steps = {step: steps.labels(step) for step in RELOAD_STEPS}
         for result in RELOAD_RESULTS:
             self.reloads.labels(result)
             self.rollbacks.labels(result)

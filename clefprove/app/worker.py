@@ -26,7 +26,9 @@ import multiprocessing
 import pickle
 import socket
 import struct
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 HEADER = struct.Struct("<QI")
@@ -145,10 +147,13 @@ class _Reply:
         self.got = 0
         self.payload: bytearray | None = None
         self.n_parts = 0
+        self.read_seconds = 0.0  # the loop's time in this callback, the decode excluded
+        self.decode_seconds = 0.0
 
     def readable(self) -> None:
         if self.future.done():
             return
+        t0 = time.perf_counter()
         try:
             while True:
                 left = self.view.nbytes - self.got
@@ -166,9 +171,15 @@ class _Reply:
                     if total:
                         continue
                 self.view.release()
-                self.future.set_result(decode(self.payload, self.n_parts))
+                t1 = time.perf_counter()
+                self.read_seconds += t1 - t0
+                t0 = t1
+                answer = decode(self.payload, self.n_parts)
+                self.decode_seconds = time.perf_counter() - t1
+                self.future.set_result(answer)
                 return
         except (BlockingIOError, InterruptedError):
+            self.read_seconds += time.perf_counter() - t0
             return
         except Exception as exc:  # a reset pipe, or a frame that does not decode
             self.future.set_exception(WorkerDied(repr(exc)) if isinstance(exc, OSError) else exc)
@@ -186,6 +197,9 @@ class Worker:
         self.process: Any = None
         self.sock: socket.socket | None = None
         self._closed = False
+        #: the event loop's share of the last :meth:`acall` (seconds): encoding and sending
+        #: the request, reading the answer off the pipe, decoding it
+        self.timing: Timing = Timing()
         self._start()
 
     def _start(self) -> None:
@@ -260,8 +274,11 @@ class Worker:
         loop.add_reader(fd, reply.readable)
         try:
             try:
+                t0 = time.perf_counter()
                 await loop.sock_sendall(sock, b"".join(encode((function, args), parts)))
+                sent = time.perf_counter() - t0  # the pipe's buffer takes it at once
                 (status, meta), out = await future
+                self.timing = Timing(sent, reply.read_seconds, reply.decode_seconds)
             finally:
                 loop.remove_reader(fd)  # before any close: the number may be reused
         except asyncio.CancelledError:
@@ -278,6 +295,15 @@ class Worker:
             self._start()
         assert self.sock is not None
         return self.sock
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The event loop's time in one :meth:`Worker.acall` (seconds), the wait excluded."""
+
+    send: float = 0.0
+    read: float = 0.0
+    decode: float = 0.0
 
 
 def _result(status: str, meta: Any) -> Any:

@@ -203,6 +203,16 @@ def test_accepted_reload_swaps_stores_and_rolls_back(serve, tmp_path) -> None:
         r = c.post("/rollback", headers=auth())
         assert r.status_code == 200 and srv.sha() == first
         assert c.get("/model").json()["history"] == [first]
+        # the loop's steps of each admission: the upload's and the rollback's (a swap each;
+        # only the upload has a body to receive and an answer timed as it is written)
+        steps = {
+            dict(k[1])["step"]: v
+            for k, v in _metrics(c).items()
+            if k[0] == "clefprove_reload_loop_step_seconds_count"
+        }
+        assert steps["swap"] == steps["release"] == steps["rebuild"] == steps["send"] == 2
+        assert steps["receive"] == steps["write"] == steps["answer"] == 1
+        assert steps["diff"] >= 1  # the first reload's diff; the rollback's may still run
         assert c.post("/rollback", headers={"Authorization": "Bearer x"}).status_code == 401
     want = {"method": "POST", "path": "/rollback", "status": 401}.items()
     deadline = time.monotonic() + 30  # the line is written after the answer: wait for it

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -124,6 +124,17 @@ def test_a_worker_dying_mid_call_is_reported_then_restarted(worker: Worker) -> N
         worker.call(die, (4,))
     worker.restart()
     assert worker.call(echo, (1,))[0][0] == 1
+
+
+def test_the_loop_share_of_a_call_is_timed(worker: Worker) -> None:
+    big = os.urandom(1 << 20)
+
+    async def main() -> None:
+        await worker.acall(echo, ("x",), [big])
+
+    asyncio.run(main())
+    t = worker.timing
+    assert t.send > 0 and t.read > 0 and t.decode > 0  # each step of the loop's share
 
 
 def sleepy(seconds: float) -> tuple[Any, list[bytes]]:
@@ -377,3 +388,44 @@ def test_a_large_served_model_walks_views_of_the_received_tables() -> None:
     blocks = sum(int(model.nodes["aux"][leaf]) for leaf in want)
     text = metrics.exposition().decode()
     assert float(_sample(text, 'clefprove_decisions_total{action="block"}')) == blocks
+
+
+# ---------------------------------------------------------------- behaviour diffs settle
+class _DiffWorker:
+    """Stands for the diff worker: records what it is asked (no process)."""
+
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def __init__(self, *args: Any) -> None:
+        from clefprove.app.worker import Timing
+
+        self.timing = Timing(1e-6, 1e-6, 1e-6)
+
+    async def acall(self, function: Any, args: tuple[Any, ...]) -> tuple[Any, list[Any]]:
+        old, new, _ = args
+        self.calls.append((old, new))
+        return {"from": old}, []
+
+    def close(self) -> None:
+        pass
+
+
+def test_only_the_last_of_reloads_back_to_back_gets_its_diff(monkeypatch, tmp_path) -> None:
+    from clefprove.app import service as service_module
+
+    monkeypatch.setattr(service_module, "Worker", _DiffWorker)  # the gate's and the diff's
+    monkeypatch.setattr(service_module, "DIFF_SETTLE", 0.05)
+    _DiffWorker.calls = []
+    svc = service_module.Service("m.clef", SETTINGS, ModelStore(tmp_path / "s"), None)
+
+    async def main() -> None:
+        # three swaps closer together than the settling time: only the last one's diff runs
+        tasks = [asyncio.create_task(svc._record_diff(a, b)) for a, b in ("AB", "BC", "CD")]
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        assert _DiffWorker.calls == [("C", "D")] and svc.diffs == {"D": {"from": "C"}}
+        await asyncio.wait_for(svc._record_diff("D", "E"), 60)  # alone: computed
+        assert _DiffWorker.calls == [("C", "D"), ("D", "E")] and svc.diffs["E"] == {"from": "D"}
+
+    asyncio.run(main())
+    text = svc.metrics.exposition().decode()
+    assert float(_sample(text, 'clefprove_reload_loop_step_seconds_count{step="diff"}')) == 2
