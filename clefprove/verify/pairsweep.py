@@ -27,6 +27,7 @@ that only ever *declines* to cover or to drop (the leaves then decide exactly). 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -52,6 +53,10 @@ LOW_DIM = 1
 #: The two-column count serves a block only when its breaking rank combinations number at
 #: least this many per leaf below it (it costs per leaf, descending costs per pair found).
 LOW_DIM_DENSITY = 8
+
+#: The dual descent replaces both nodes of a pair by their children at once when neither is a
+#: leaf and their active leaves differ by at most this factor (0: never, one node per step).
+SPLIT_BOTH = 8.0
 
 
 def stable_ok(
@@ -261,6 +266,16 @@ class PairSweep:
             self._miss_col[self.f] = c
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
+        self._rowbox: np.ndarray | None = None
+        #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
+        self.timing: dict[str, float] = {}
+
+    def _tick(self, name: str, t0: float, items: int = 0) -> float:
+        """Add the time since *t0* (and *items*) to phase *name*; the time now."""
+        t = time.perf_counter()
+        self.timing[name] = self.timing.get(name, 0.0) + (t - t0)
+        self.timing[name + " n"] = self.timing.get(name + " n", 0.0) + items
+        return t
 
     # ------------------------------------------------------------ per-node aggregates
 
@@ -452,6 +467,53 @@ class PairSweep:
                 ok &= np.any(u[v] & (mq[q] > 0), axis=1)
         return ok
 
+    def _row_box(self) -> np.ndarray:
+        """(rows, 2C) float64, C-contiguous: side 0's lo | hi on the non-f numeric columns, so
+        that a cell gathers one row per leaf instead of 4C scattered elements."""
+        if self._rowbox is None:
+            rows = self.pc.sides[0].rows
+            cols = list(self.pc.num_cols)
+            self._rowbox = np.ascontiguousarray(
+                np.concatenate([rows.lo[:, cols], rows.hi[:, cols]], axis=1)
+            )
+        return self._rowbox
+
+    def cell_ok(self, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+        """``pair_ok(0, 0, pa, pb)`` (the same test, same result), cheaper on many cells: the
+        action test first, then the boxes of the surviving pairs compared row-wise (one gather
+        of a packed row per leaf, every numeric column at once)."""
+        pc = self.pc
+        sa = pc.sides[0]
+        m: np.ndarray = sa.ok[pa] & sa.ok[pb]
+        ra, rb = self.rank_row[pa], self.rank_row[pb]
+        m &= (rb < ra) if self.monotone else (ra != rb)
+        k = np.flatnonzero(m)
+        if not k.size:
+            return m
+        qa, qb = pa[k], pb[k]
+        c = len(pc.num_cols)
+        if c:
+            box = self._row_box()
+            ba, bb = box[qa], box[qb]
+            hit = np.all((ba[:, :c] <= bb[:, c:]) & (bb[:, :c] <= ba[:, c:]), axis=1)
+        else:
+            hit = np.ones(k.size, dtype=bool)
+        for g in pc.cat_cols:
+            mg = pc.cat_f32[0].get(g)
+            if mg is not None:
+                sel = np.flatnonzero(hit)
+                hit[sel] = np.any((mg[qa[sel]] > 0) & (mg[qb[sel]] > 0), axis=1)
+        f = self.f
+        la, ha = sa.rows.lo, sa.rows.hi
+        if self.monotone:
+            hit &= la[qa, f] < ha[qb, f]
+        elif self.delta is not None:
+            sel = np.flatnonzero(hit)
+            xa, xb = qa[sel], qb[sel]
+            hit[sel] = stable_ok(la[xa, f], ha[xa, f], la[xb, f], ha[xb, f], self.delta)
+        m[k] = hit
+        return m
+
     def pair_ok(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
         """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
         pb narrowed by side j (without the symmetric forms' a < b)."""
@@ -532,7 +594,9 @@ class PairSweep:
         breaking actions; or every box below one meets every box below the other and is
         related) or both are leaves (the exact cell test).  None when the rows below some node
         are not one range (nodes not in pre-order): :meth:`count` then serves."""
+        t = time.perf_counter()
         agg = self.aggregates(0)
+        t = self._tick("aggregates", t)
         if not agg.contiguous:
             return None
         n = self.n_rows
@@ -554,18 +618,20 @@ class PairSweep:
             u, v = stack.pop()
             if not u.size:
                 continue
+            t = self._tick("descent", t, u.size)
             lu = self.kind[u] == NodeKind.LEAF
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
             if both.any():
                 ra, rb = self._cells(u[both], v[both])
-                ok = self.pair_ok(0, 0, ra, rb)
+                ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(ok))
                 one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 if not self.monotone:
                     one_rows.append((rb[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 keep = ~both
                 u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
+                t = self._tick("leaf pairs", t, ra.size)
             if not u.size:
                 continue
             cu, cv = cnt[u], cnt[v]
@@ -604,6 +670,7 @@ class PairSweep:
                     rest &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
                     rest &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
             n_miss = miss.sum(axis=1)
+            t = self._tick("filter", t)
             cov = rest & (n_miss == 0)
             if cov.any():
                 total += int(brk[cov].sum())
@@ -624,18 +691,20 @@ class PairSweep:
                     cols = np.asarray(self.pc.num_cols)[where].reshape(-1, k)
                     total += self._count_low(u[sel], v[sel], cols, one_rows)
             cov |= one
+            t = self._tick("blocks counted", t, int(np.count_nonzero(cov)))
             go = ok & ~cov
             # Small undecided blocks: every leaf-row pair below them tested at once (the cell
             # test), cheaper than descending node pair by node pair.
             cells = go & (agg.n_live[u] * agg.n_live[v] <= CELL_BLOCK)
             if cells.any():
                 ra, rb = self._cells(u[cells], v[cells])
-                cell_ok = self.pair_ok(0, 0, ra, rb)
+                cell_ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(cell_ok))
                 one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 if not self.monotone:
                     one_rows.append((rb[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 go &= ~cells
+                t = self._tick("cell blocks", t, ra.size)
             u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
             # Replace a node whose split is on a column where the pair is not yet met (its
             # children can be), else the one with more active leaves below (a leaf never).
@@ -646,17 +715,32 @@ class PairSweep:
             on_v = cut[np.arange(u.size), self._miss_col[self.feat[v]]] & ~lv
             larger = tot[u] >= tot[v]
             split_u = ~lu & (lv | (on_u & ~on_v) | ((on_u == on_v) & larger))
-            su, sv = u[split_u], v[~split_u]
-            u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
-            v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
+            # Both at once where the sides are comparable: the four grandchild pairs without
+            # the two intermediate ones (a quarter to a third of the node pairs on the
+            # benchmark trees; docs/performance.md, "relational").
+            tu, tv = tot[u], tot[v]
+            two = ~lu & ~lv & (tu <= SPLIT_BOTH * tv) & (tv <= SPLIT_BOTH * tu)
+            split_u &= ~two
+            split_v = ~split_u & ~two
+            su, sv, sb = u[split_u], v[split_v], np.flatnonzero(two)
+            ub, vb = u[sb], v[sb]
+            lb_u, rb_u, lb_v, rb_v = self.left[ub], self.right[ub], self.left[vb], self.right[vb]
+            u = np.concatenate(
+                [self.left[su], self.right[su], u[split_v], u[split_v], lb_u, lb_u, rb_u, rb_u]
+            )
+            v = np.concatenate(
+                [v[split_u], v[split_u], self.left[sv], self.right[sv], lb_v, rb_v, lb_v, rb_v]
+            )
             for k in range(0, u.size, DUAL_BATCH):
                 stack.append((u[k : k + DUAL_BATCH], v[k : k + DUAL_BATCH]))
             if sum(r.size for r, _ in one_rows) > 4 * DUAL_BATCH:
                 self._flush(one_rows, extra)
+            t = self._tick("split", t)
         # Per row: partners from ranges (by its own rank) and from leaf cells.
         acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
         totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
         self._flush(one_rows, extra)
+        self._tick("per-row totals", t)
         return total, totals + extra
 
     @staticmethod
@@ -679,6 +763,19 @@ class PairSweep:
         rows = np.repeat(start, length) + offs
         keep = self.pc.sides[0].ok[rows]
         return block[keep], rows[keep]
+
+    def _range_cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row below us[p], row below vs[p]) pair of live rows (active or not: the cell
+        test checks that), for pre-order nodes, whose live rows below form one range: cell t
+        of block p is (first_u + t // n_v, first_v + t % n_v)."""
+        agg = self.aggregates(0)
+        su, nu = agg.first_row[us], agg.n_live[us]
+        sv, nv = agg.first_row[vs], agg.n_live[vs]
+        size = nu * nv
+        blk = np.repeat(np.arange(us.size), size)
+        t = np.arange(blk.size) - np.repeat(np.cumsum(size) - size, size)
+        width = nv[blk]
+        return su[blk] + t // width, sv[blk] + t % width
 
     def _cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every (row below us[p], row below vs[p]) pair of active rows, block by block."""
