@@ -36,7 +36,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import tables
-from clefprove.model.types import NodeKind
+from clefprove.model.types import FeatureType, NodeKind
 
 #: Node pairs the dual descent steps at once (its per-pair temporaries are ~0.5 KB).
 DUAL_BATCH = 1 << 18
@@ -267,6 +267,7 @@ class PairSweep:
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
         self._rowbox: np.ndarray | None = None
+        self._codes: tuple[np.ndarray, np.ndarray, int] | None = None
         #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
         self.timing: dict[str, float] = {}
 
@@ -802,10 +803,9 @@ class PairSweep:
         in sorted ends (values replaced by their rank among all values of the column slot, so
         exact): see :func:`meet_counts`.  Appends (rows, partners) to *out* for both sides
         (symmetric forms) or the x side."""
-        lo, hi = self.pc.sides[0].rows.lo, self.pc.sides[0].rows.hi
+        code_lo, code_hi, span = self._end_codes()
         ba, ra = self._block_rows(us)
         bb, rb = self._block_rows(vs)
-        na = ra.size
         k = cols.shape[1]
         a_lo = np.empty((ra.size, k), dtype=np.int64)
         a_hi = np.empty_like(a_lo)
@@ -813,18 +813,37 @@ class PairSweep:
         b_hi = np.empty_like(b_lo)
         for d in range(k):
             ca, cb = cols[ba, d], cols[bb, d]
-            vals = np.concatenate([lo[ra, ca], hi[ra, ca], lo[rb, cb], hi[rb, cb]])
-            _, codes = np.unique(vals, return_inverse=True)
-            codes = codes.astype(np.int64).ravel()
-            a_lo[:, d], a_hi[:, d] = codes[:na], codes[na : 2 * na]
-            b_lo[:, d], b_hi[:, d] = codes[2 * na : 2 * na + rb.size], codes[2 * na + rb.size :]
+            a_lo[:, d], a_hi[:, d] = code_lo[ra, ca], code_hi[ra, ca]
+            b_lo[:, d], b_hi[:, d] = code_lo[rb, cb], code_hi[rb, cb]
         total = 0
         sides = [(ra, ba, a_lo, a_hi, rb, bb, b_lo, b_hi, True)]
         if not self.monotone:
             sides.append((rb, bb, b_lo, b_hi, ra, ba, a_lo, a_hi, False))
+        R = self.n_ranks
         for rx, bx, lx, hx, ry, by, ly, hy, count_it in sides:
             rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
             partners = np.zeros(rx.size, dtype=np.int64)
+            if k == 1:
+                # One sort per side for every rank: keys (block, rank, end code).
+                group = (by * R + rank_y) * span
+                klo = np.sort(group + ly[:, 0])
+                khi = np.sort(group + hy[:, 0])
+                for r in range(R):
+                    x = np.flatnonzero((r < rank_x) if self.monotone else (r != rank_x))
+                    if not x.size:
+                        continue
+                    g = (bx[x] * R + r) * span
+                    end = np.searchsorted(klo, g + span, "left")
+                    n_y = end - np.searchsorted(klo, g, "left")
+                    above = end - np.searchsorted(klo, g + hx[x, 0], "right")
+                    below = np.searchsorted(khi, g + lx[x, 0], "left") - np.searchsorted(
+                        khi, g, "left"
+                    )
+                    partners[x] += n_y - above - below
+                if count_it:
+                    total += int(partners.sum())
+                out.append((rx, partners))
+                continue
             for r in range(self.n_ranks):
                 brk = (r < rank_x) if self.monotone else (r != rank_x)
                 if not brk.any():
@@ -838,6 +857,28 @@ class PairSweep:
                 total += int(partners.sum())
             out.append((rx, partners))
         return total
+
+    def _end_codes(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Per row and numeric column of side 0: the rank of its ``lo`` and ``hi``
+        among all end values of that column (equal values, equal codes: comparisons between
+        codes of one column are those of the values, exactly), and one more than the largest
+        code."""
+        if self._codes is None:
+            rows = self.pc.sides[0].rows
+            n = self.n_rows
+            code_lo = np.zeros(rows.lo.shape, dtype=np.int64)
+            code_hi = np.zeros(rows.hi.shape, dtype=np.int64)
+            top = 0
+            for g, ft in enumerate(self.pc.model.features):
+                if ft.type is FeatureType.CATEGORICAL:
+                    continue
+                ends = np.concatenate([rows.lo[:, g], rows.hi[:, g]])
+                _, inv = np.unique(ends, return_inverse=True)
+                inv = inv.astype(np.int64).ravel()
+                code_lo[:, g], code_hi[:, g] = inv[:n], inv[n:]
+                top = max(top, int(inv.max(initial=0)) + 1)
+            self._codes = (code_lo, code_hi, top + 1)
+        return self._codes
 
     @staticmethod
     def _add_ranges(
