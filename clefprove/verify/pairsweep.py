@@ -201,6 +201,21 @@ def meet_counts(
     return out
 
 
+def _meets_sorted(
+    klo: np.ndarray, khi: np.ndarray, g: np.ndarray, lx: np.ndarray, hx: np.ndarray
+) -> np.ndarray:
+    """Per query: the entries of group key *g* (keys ``g + code``, sorted: *klo* over the
+    entries' lower ends, *khi* over their upper ends) whose closed interval meets
+    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``."""
+    out: np.ndarray = (
+        np.searchsorted(klo, g + hx, "right")
+        - np.searchsorted(klo, g, "left")
+        - np.searchsorted(khi, g + lx, "left")
+        + np.searchsorted(khi, g, "left")
+    )
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class _Aggregates:
     """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
@@ -272,8 +287,8 @@ class PairSweep:
         self.timing: dict[str, float] = {}
 
     def _tick(self, name: str, t0: float, items: int = 0) -> float:
-        """Add the time since *t0* (and *items*) to phase *name*; the time now."""
-        t = time.perf_counter()
+        """Add the CPU time since *t0* (and *items*) to phase *name*; the CPU time now."""
+        t = time.process_time()
         self.timing[name] = self.timing.get(name, 0.0) + (t - t0)
         self.timing[name + " n"] = self.timing.get(name + " n", 0.0) + items
         return t
@@ -595,7 +610,7 @@ class PairSweep:
         breaking actions; or every box below one meets every box below the other and is
         related) or both are leaves (the exact cell test).  None when the rows below some node
         are not one range (nodes not in pre-order): :meth:`count` then serves."""
-        t = time.perf_counter()
+        t = time.process_time()
         agg = self.aggregates(0)
         t = self._tick("aggregates", t)
         if not agg.contiguous:
@@ -624,7 +639,7 @@ class PairSweep:
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
             if both.any():
-                ra, rb = self._cells(u[both], v[both])
+                ra, rb = self._range_cells(u[both], v[both])
                 ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(ok))
                 one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
@@ -698,7 +713,7 @@ class PairSweep:
             # test), cheaper than descending node pair by node pair.
             cells = go & (agg.n_live[u] * agg.n_live[v] <= CELL_BLOCK)
             if cells.any():
-                ra, rb = self._cells(u[cells], v[cells])
+                ra, rb = self._range_cells(u[cells], v[cells])
                 cell_ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(cell_ok))
                 one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
@@ -819,27 +834,13 @@ class PairSweep:
         sides = [(ra, ba, a_lo, a_hi, rb, bb, b_lo, b_hi, True)]
         if not self.monotone:
             sides.append((rb, bb, b_lo, b_hi, ra, ba, a_lo, a_hi, False))
-        R = self.n_ranks
         for rx, bx, lx, hx, ry, by, ly, hy, count_it in sides:
             rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
             partners = np.zeros(rx.size, dtype=np.int64)
             if k == 1:
-                # One sort per side for every rank: keys (block, rank, end code).
-                group = (by * R + rank_y) * span
-                klo = np.sort(group + ly[:, 0])
-                khi = np.sort(group + hy[:, 0])
-                for r in range(R):
-                    x = np.flatnonzero((r < rank_x) if self.monotone else (r != rank_x))
-                    if not x.size:
-                        continue
-                    g = (bx[x] * R + r) * span
-                    end = np.searchsorted(klo, g + span, "left")
-                    n_y = end - np.searchsorted(klo, g, "left")
-                    above = end - np.searchsorted(klo, g + hx[x, 0], "right")
-                    below = np.searchsorted(khi, g + lx[x, 0], "left") - np.searchsorted(
-                        khi, g, "left"
-                    )
-                    partners[x] += n_y - above - below
+                partners = self._one_column(
+                    bx, lx[:, 0], hx[:, 0], rank_x, by, ly[:, 0], hy[:, 0], rank_y, span
+                )
                 if count_it:
                     total += int(partners.sum())
                 out.append((rx, partners))
@@ -857,6 +858,39 @@ class PairSweep:
                 total += int(partners.sum())
             out.append((rx, partners))
         return total
+
+    def _one_column(
+        self,
+        bx: np.ndarray,
+        lx: np.ndarray,
+        hx: np.ndarray,
+        rank_x: np.ndarray,
+        by: np.ndarray,
+        ly: np.ndarray,
+        hy: np.ndarray,
+        rank_y: np.ndarray,
+        span: int,
+    ) -> np.ndarray:
+        """Per x: the y of its block (``by == bx``) whose decision breaks the property with
+        x's and whose interval meets x's on one column, for integer end codes below *span*
+        (closed ends): ``#(ly <= hx) - #(hy < lx)`` (no y has both) by binary search in keys
+        (group, code) sorted once per side; the groups are (block, rank) for monotone (summed
+        over the lower ranks), else the block minus (block, own rank) (a different action)."""
+        R = self.n_ranks
+        if self.monotone:
+            gy = (by * R + rank_y) * span
+            klo, khi = np.sort(gy + ly), np.sort(gy + hy)
+            out = np.zeros(bx.size, dtype=np.int64)
+            for r in range(R):
+                x = np.flatnonzero(r < rank_x)
+                if x.size:
+                    out[x] += _meets_sorted(klo, khi, (bx[x] * R + r) * span, lx[x], hx[x])
+            return out
+        gy = by * span
+        out = _meets_sorted(np.sort(gy + ly), np.sort(gy + hy), bx * span, lx, hx)
+        gy = (by * R + rank_y) * span
+        out -= _meets_sorted(np.sort(gy + ly), np.sort(gy + hy), (bx * R + rank_x) * span, lx, hx)
+        return out
 
     def _end_codes(self) -> tuple[np.ndarray, np.ndarray, int]:
         """Per row and numeric column of side 0: the rank of its ``lo`` and ``hi``

@@ -203,8 +203,8 @@ def test_cell_test_on_packed_rows_equals_pair_test(data):
     ok = pc.sides[0].ok
     keep = ok[ra] & ok[rb]
     ca, cb = sweep._cells(us, vs)
-    assert sorted(zip(ra[keep].tolist(), rb[keep].tolist())) == sorted(
-        zip(ca.tolist(), cb.tolist())
+    assert sorted(zip(ra[keep].tolist(), rb[keep].tolist(), strict=True)) == sorted(
+        zip(ca.tolist(), cb.tolist(), strict=True)
     )
 
 
