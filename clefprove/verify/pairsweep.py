@@ -605,10 +605,10 @@ class PairSweep:
     def dual_count(self) -> tuple[int, np.ndarray] | None:
         """(number of violating pairs, per row the number of rows it pairs with) for one
         conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
-        every split on f, then the larger node of a pair is replaced by its children until
-        the pair is decided for all its leaves at once (disjoint hulls on some column, no
-        breaking actions; or every box below one meets every box below the other and is
-        related) or both are leaves (the exact cell test).  None when the rows below some node
+        every split on f, then one node of a pair is replaced by its children (both, when their
+        sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at once
+        (disjoint hulls on some column, no breaking actions; or every box below one meets every
+        box below the other and is related) or both are leaves (the exact cell test).  None when the rows below some node
         are not one range (nodes not in pre-order): :meth:`count` then serves."""
         t = time.process_time()
         agg = self.aggregates(0)
