@@ -608,8 +608,9 @@ class PairSweep:
         every split on f, then one node of a pair is replaced by its children (both, when their
         sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at once
         (disjoint hulls on some column, no breaking actions; or every box below one meets every
-        box below the other and is related) or both are leaves (the exact cell test).  None when the rows below some node
-        are not one range (nodes not in pre-order): :meth:`count` then serves."""
+        box below the other and is related) or both are leaves (the exact cell test).  None
+        when the rows below some node are not one range (nodes not in pre-order):
+        :meth:`count` then serves."""
         t = time.process_time()
         agg = self.aggregates(0)
         t = self._tick("aggregates", t)
