@@ -794,18 +794,6 @@ class PairSweep:
         width = nv[blk]
         return su[blk] + t // width, sv[blk] + t % width
 
-    def _cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every (row below us[p], row below vs[p]) pair of active rows, block by block."""
-        ba, ra = self._block_rows(us)
-        bb, rb = self._block_rows(vs)
-        nb = np.bincount(bb, minlength=us.size)
-        b_start = np.cumsum(nb) - nb  # bb is sorted: block p's rows of vs start there
-        rep = nb[ba]
-        pa = np.repeat(ra, rep)
-        offs = np.arange(pa.size) - np.repeat(np.cumsum(rep) - rep, rep)
-        pb = rb[np.repeat(b_start[ba], rep) + offs]
-        return pa, pb
-
     def _count_low(
         self,
         us: np.ndarray,

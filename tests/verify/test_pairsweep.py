@@ -178,7 +178,7 @@ def test_descent_split_rules_equal_matrix(data):
 def test_cell_test_on_packed_rows_equals_pair_test(data):
     """PairSweep.cell_ok (actions first, numeric columns from one packed row per leaf) gives
     pair_ok(0, 0)'s answer on every pair of leaf rows, and the range cells of node pairs are
-    the block cells plus inactive rows only."""
+    every pair of active rows below them (plus inactive rows only, which the test rejects)."""
     all_int = data.draw(st.booleans())
     model = data.draw(st.one_of(models(all_int=all_int), pair_models(all_int=all_int)))
     inv, severity = data.draw(relational_invariants(model))
@@ -202,10 +202,15 @@ def test_cell_test_on_packed_rows_equals_pair_test(data):
     ra, rb = sweep._range_cells(us, vs)
     ok = pc.sides[0].ok
     keep = ok[ra] & ok[rb]
-    ca, cb = sweep._cells(us, vs)
-    assert sorted(zip(ra[keep].tolist(), rb[keep].tolist(), strict=True)) == sorted(
-        zip(ca.tolist(), cb.tolist(), strict=True)
-    )
+    want = [
+        (a, b)
+        for u, v in zip(us.tolist(), vs.tolist(), strict=True)
+        for a in range(pc.boxes.size)
+        if ok[a] and _below(sweep, u, a)
+        for b in range(pc.boxes.size)
+        if ok[b] and _below(sweep, v, b)
+    ]
+    assert sorted(zip(ra[keep].tolist(), rb[keep].tolist(), strict=True)) == sorted(want)
 
 
 @pytest.mark.slow
