@@ -13,11 +13,17 @@ depth limit, and ExtraTree, on growing data; ``--big`` adds the 947K-node ExtraT
 descent against the descent before its cell blocks (``CELL_BLOCK = 0``) in the same run (and,
 with ``--matrix``, the pair matrix timed on evenly spaced row chunks and extrapolated), with the
 growth exponent in leaves between consecutive sizes and the peak RSS so far.
+
+``--scaling --against REV`` (e.g. ``--against 97446e5``) times ``box_pairs`` of this tree
+and of the package as committed at REV (``git archive`` into a temporary directory) in the
+same run, each in its own process per (tree, invariant), alternating, with the per-phase
+timers of the dual descent (``PairSweep.timing``) and each process's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+if os.environ.get("BENCH_PACKAGE_ROOT"):  # --against: the worker imports that package
+    sys.path.insert(0, os.environ["BENCH_PACKAGE_ROOT"])
 
 from bench.common import example_module, machine, table  # noqa: E402
 
@@ -92,6 +100,191 @@ def _descent_seconds(pc_of, cell_block: int) -> tuple[int, float]:
         return n_pairs, time.process_time() - t0
     finally:
         pairsweep.CELL_BLOCK = saved
+
+
+def _one(path: str, name: str) -> None:
+    """Worker of ``--against``: box_pairs of one invariant on one cached tree, as JSON."""
+    import json
+    import resource
+
+    import clefprove
+    from clefprove.dsl.loader import parse_text
+    from clefprove.model.loading import load_model
+    from clefprove.verify import pairsweep
+    from clefprove.verify.relational import EXTRA_CONFIRM, PairChecker, box_pairs, prepare
+
+    model = load_model(Path(path))
+    program = parse_text(SPEC3, model, "bench.inv")
+    (inv,) = [i for i in program.invariants if i.name == name]
+    timing: dict[str, float] = {}
+    if hasattr(pairsweep.PairSweep, "_tick"):  # keep the timers of the sweep box_pairs makes
+        original = pairsweep.PairSweep.__init__
+
+        def init(self, pc):  # type: ignore[no-untyped-def]
+            original(self, pc)
+            self.timing = timing
+
+        pairsweep.PairSweep.__init__ = init
+    t0 = time.process_time()
+    pc = PairChecker(model, prepare(model, inv, program.severity))
+    t1 = time.process_time()
+    n_pairs, first, _ = box_pairs(pc, 3 + EXTRA_CONFIRM)
+    t2 = time.process_time()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "pairs": n_pairs,
+                "first": [list(p) for p in first],
+                "checker": t1 - t0,
+                "cpu": t2 - t1,
+                "rss": rss,
+                "nodes": model.n_nodes,
+                "leaves": model.n_leaves,
+                "depth": model.max_depth,
+                "timing": timing,
+                "package": clefprove.__file__,
+            }
+        )
+    )
+
+
+def against(rev: str, big: bool) -> None:
+    """New against the package at *rev*, same run, one process per measurement."""
+    import json
+    import math
+
+    from bench.common import extra_tree_model
+
+    base = Path(tempfile.mkdtemp(prefix="bench-relational-base-"))
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "clefprove"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    # This tree's package as it is now (later edits do not reach the run's processes).
+    import shutil
+
+    here = Path(tempfile.mkdtemp(prefix="bench-relational-new-"))
+    shutil.copytree(ROOT / "clefprove", here / "clefprove")
+    cache = Path(tempfile.gettempdir()) / "clefprove-bench-trees"
+    cache.mkdir(exist_ok=True)
+    runs = [("cart", (125_000, 1_000_000)), ("extra", (40_000, 300_000))]
+    if big:
+        runs[1] = ("extra", (40_000, 300_000, 2_500_000))
+    names = [line.split()[1].rstrip(":") for line in SPEC3.splitlines() if line.startswith("inv")]
+
+    def run(root: Path, path: Path, name: str) -> dict:  # type: ignore[type-arg]
+        env = dict(os.environ, BENCH_PACKAGE_ROOT=str(root))
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__)), "--one", str(path), name],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out: dict = json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[type-arg]
+        assert Path(out["package"]).is_relative_to(root), (out["package"], root)
+        return out
+
+    out = []
+    phases = []
+    for kind, sizes in runs:
+        last: dict[str, tuple[int, float, float]] = {}
+        for rows in sizes:
+            where = Path("/tmp/perfcache") if rows >= 2_500_000 else cache
+            extra_tree_model(rows, cache=where, cart=kind == "cart")
+            path = where / f"{'cart' if kind == 'cart' else 'extra'}-{rows}-20261129.clef"
+            for name in names:
+                new = run(here, path, name)
+                old = run(base, path, name)
+                assert (new["pairs"], new["first"]) == (old["pairs"], old["first"]), name
+                leaves = new["leaves"]
+                growth = ""
+                if name in last:
+                    l0, t_new, t_old = last[name]
+                    lr = math.log(leaves / l0)
+                    growth = (
+                        f"{math.log(new['cpu'] / t_new) / lr:.2f} "
+                        f"({math.log(old['cpu'] / t_old) / lr:.2f})"
+                    )
+                last[name] = (leaves, new["cpu"], old["cpu"])
+                row = (
+                    kind,
+                    f"{new['nodes']:,}",
+                    new["depth"],
+                    name,
+                    f"{new['pairs']:,}",
+                    f"{new['cpu']:.2f}",
+                    f"{old['cpu']:.2f}",
+                    f"{old['cpu'] / new['cpu']:.2f}x",
+                    growth,
+                    f"{new['rss']:.0f} ({old['rss']:.0f})",
+                )
+                out.append(row)
+                t = new["timing"]
+                phases.append(
+                    (
+                        kind,
+                        f"{new['nodes']:,}",
+                        name,
+                        f"{new['cpu']:.2f}",
+                        *(
+                            f"{t.get(k, 0.0):.2f}"
+                            for k in (
+                                "aggregates",
+                                "filter",
+                                "blocks counted",
+                                "cell blocks",
+                                "leaf pairs",
+                                "split",
+                            )
+                        ),
+                        f"{t.get('descent n', 0):,.0f}",
+                        f"{t.get('cell blocks n', 0) + t.get('leaf pairs n', 0):,.0f}",
+                    )
+                )
+                print(" | ".join(map(str, row)), flush=True)
+    print()
+    print(machine())
+    print()
+    print(
+        table(
+            [
+                "tree",
+                "nodes",
+                "depth",
+                "invariant",
+                "violating pairs",
+                "new s (CPU)",
+                f"{rev} s (CPU)",
+                "speed-up",
+                f"growth exponent in leaves ({rev})",
+                f"peak RSS MiB ({rev})",
+            ],
+            out,
+        )
+    )
+    print()
+    print(
+        table(
+            [
+                "tree",
+                "nodes",
+                "invariant",
+                "new s (CPU)",
+                "aggregates s",
+                "filter s",
+                "blocks counted s",
+                "cell blocks s",
+                "leaf pairs s",
+                "split s",
+                "node pairs",
+                "cells tested",
+            ],
+            phases,
+        )
+    )
 
 
 def scaling(big: bool, with_matrix: bool) -> None:
@@ -186,7 +379,15 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true", help="large deep trees instead")
     ap.add_argument("--big", action="store_true", help="with --scaling: the 947K-node tree too")
     ap.add_argument("--matrix", action="store_true", help="with --scaling: time the matrix too")
+    ap.add_argument("--against", metavar="REV", help="with --scaling: against the package at REV")
+    ap.add_argument("--one", nargs=2, metavar=("MODEL", "INVARIANT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        _one(*args.one)
+        return
+    if args.scaling and args.against:
+        against(args.against, args.big)
+        return
     if args.scaling:
         scaling(args.big, args.matrix)
         return

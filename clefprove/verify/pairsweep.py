@@ -27,6 +27,7 @@ that only ever *declines* to cover or to drop (the leaves then decide exactly). 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -35,7 +36,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import tables
-from clefprove.model.types import NodeKind
+from clefprove.model.types import FeatureType, NodeKind
 
 #: Node pairs the dual descent steps at once (its per-pair temporaries are ~0.5 KB).
 DUAL_BATCH = 1 << 18
@@ -52,6 +53,10 @@ LOW_DIM = 1
 #: The two-column count serves a block only when its breaking rank combinations number at
 #: least this many per leaf below it (it costs per leaf, descending costs per pair found).
 LOW_DIM_DENSITY = 8
+
+#: The dual descent replaces both nodes of a pair by their children at once when neither is a
+#: leaf and their active leaves differ by at most this factor (0: never, one node per step).
+SPLIT_BOTH = 8.0
 
 
 def stable_ok(
@@ -196,6 +201,21 @@ def meet_counts(
     return out
 
 
+def _meets_sorted(
+    klo: np.ndarray, khi: np.ndarray, g: np.ndarray, lx: np.ndarray, hx: np.ndarray
+) -> np.ndarray:
+    """Per query: the entries of group key *g* (keys ``g + code``, sorted: *klo* over the
+    entries' lower ends, *khi* over their upper ends) whose closed interval meets
+    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``."""
+    out: np.ndarray = (
+        np.searchsorted(klo, g + hx, "right")
+        - np.searchsorted(klo, g, "left")
+        - np.searchsorted(khi, g + lx, "left")
+        + np.searchsorted(khi, g, "left")
+    )
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class _Aggregates:
     """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
@@ -261,6 +281,17 @@ class PairSweep:
             self._miss_col[self.f] = c
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
+        self._rowbox: np.ndarray | None = None
+        self._codes: tuple[np.ndarray, np.ndarray, int] | None = None
+        #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
+        self.timing: dict[str, float] = {}
+
+    def _tick(self, name: str, t0: float, items: int = 0) -> float:
+        """Add the CPU time since *t0* (and *items*) to phase *name*; the CPU time now."""
+        t = time.process_time()
+        self.timing[name] = self.timing.get(name, 0.0) + (t - t0)
+        self.timing[name + " n"] = self.timing.get(name + " n", 0.0) + items
+        return t
 
     # ------------------------------------------------------------ per-node aggregates
 
@@ -452,6 +483,53 @@ class PairSweep:
                 ok &= np.any(u[v] & (mq[q] > 0), axis=1)
         return ok
 
+    def _row_box(self) -> np.ndarray:
+        """(rows, 2C) float64, C-contiguous: side 0's lo | hi on the non-f numeric columns, so
+        that a cell gathers one row per leaf instead of 4C scattered elements."""
+        if self._rowbox is None:
+            rows = self.pc.sides[0].rows
+            cols = list(self.pc.num_cols)
+            self._rowbox = np.ascontiguousarray(
+                np.concatenate([rows.lo[:, cols], rows.hi[:, cols]], axis=1)
+            )
+        return self._rowbox
+
+    def cell_ok(self, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+        """``pair_ok(0, 0, pa, pb)`` (the same test, same result), cheaper on many cells: the
+        action test first, then the boxes of the surviving pairs compared row-wise (one gather
+        of a packed row per leaf, every numeric column at once)."""
+        pc = self.pc
+        sa = pc.sides[0]
+        m: np.ndarray = sa.ok[pa] & sa.ok[pb]
+        ra, rb = self.rank_row[pa], self.rank_row[pb]
+        m &= (rb < ra) if self.monotone else (ra != rb)
+        k = np.flatnonzero(m)
+        if not k.size:
+            return m
+        qa, qb = pa[k], pb[k]
+        c = len(pc.num_cols)
+        if c:
+            box = self._row_box()
+            ba, bb = box[qa], box[qb]
+            hit = np.all((ba[:, :c] <= bb[:, c:]) & (bb[:, :c] <= ba[:, c:]), axis=1)
+        else:
+            hit = np.ones(k.size, dtype=bool)
+        for g in pc.cat_cols:
+            mg = pc.cat_f32[0].get(g)
+            if mg is not None:
+                sel = np.flatnonzero(hit)
+                hit[sel] = np.any((mg[qa[sel]] > 0) & (mg[qb[sel]] > 0), axis=1)
+        f = self.f
+        la, ha = sa.rows.lo, sa.rows.hi
+        if self.monotone:
+            hit &= la[qa, f] < ha[qb, f]
+        elif self.delta is not None:
+            sel = np.flatnonzero(hit)
+            xa, xb = qa[sel], qb[sel]
+            hit[sel] = stable_ok(la[xa, f], ha[xa, f], la[xb, f], ha[xb, f], self.delta)
+        m[k] = hit
+        return m
+
     def pair_ok(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
         """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
         pb narrowed by side j (without the symmetric forms' a < b)."""
@@ -527,12 +605,15 @@ class PairSweep:
     def dual_count(self) -> tuple[int, np.ndarray] | None:
         """(number of violating pairs, per row the number of rows it pairs with) for one
         conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
-        every split on f, then the larger node of a pair is replaced by its children until
-        the pair is decided for all its leaves at once (disjoint hulls on some column, no
-        breaking actions; or every box below one meets every box below the other and is
-        related) or both are leaves (the exact cell test).  None when the rows below some node
-        are not one range (nodes not in pre-order): :meth:`count` then serves."""
+        every split on f, then one node of a pair is replaced by its children (both, when their
+        sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at once
+        (disjoint hulls on some column, no breaking actions; or every box below one meets every
+        box below the other and is related) or both are leaves (the exact cell test).  None
+        when the rows below some node are not one range (nodes not in pre-order):
+        :meth:`count` then serves."""
+        t = time.process_time()
         agg = self.aggregates(0)
+        t = self._tick("aggregates", t)
         if not agg.contiguous:
             return None
         n = self.n_rows
@@ -554,18 +635,20 @@ class PairSweep:
             u, v = stack.pop()
             if not u.size:
                 continue
+            t = self._tick("descent", t, u.size)
             lu = self.kind[u] == NodeKind.LEAF
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
             if both.any():
-                ra, rb = self._cells(u[both], v[both])
-                ok = self.pair_ok(0, 0, ra, rb)
+                ra, rb = self._range_cells(u[both], v[both])
+                ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(ok))
                 one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 if not self.monotone:
                     one_rows.append((rb[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 keep = ~both
                 u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
+                t = self._tick("leaf pairs", t, ra.size)
             if not u.size:
                 continue
             cu, cv = cnt[u], cnt[v]
@@ -604,6 +687,7 @@ class PairSweep:
                     rest &= _surely(agg.max_lo[v, kf] - agg.min_hi[u, kf], self.delta, True)
                     rest &= _surely(agg.max_lo[u, kf] - agg.min_hi[v, kf], self.delta, True)
             n_miss = miss.sum(axis=1)
+            t = self._tick("filter", t)
             cov = rest & (n_miss == 0)
             if cov.any():
                 total += int(brk[cov].sum())
@@ -624,18 +708,20 @@ class PairSweep:
                     cols = np.asarray(self.pc.num_cols)[where].reshape(-1, k)
                     total += self._count_low(u[sel], v[sel], cols, one_rows)
             cov |= one
+            t = self._tick("blocks counted", t, int(np.count_nonzero(cov)))
             go = ok & ~cov
             # Small undecided blocks: every leaf-row pair below them tested at once (the cell
             # test), cheaper than descending node pair by node pair.
             cells = go & (agg.n_live[u] * agg.n_live[v] <= CELL_BLOCK)
             if cells.any():
-                ra, rb = self._cells(u[cells], v[cells])
-                cell_ok = self.pair_ok(0, 0, ra, rb)
+                ra, rb = self._range_cells(u[cells], v[cells])
+                cell_ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(cell_ok))
                 one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 if not self.monotone:
                     one_rows.append((rb[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 go &= ~cells
+                t = self._tick("cell blocks", t, ra.size)
             u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
             # Replace a node whose split is on a column where the pair is not yet met (its
             # children can be), else the one with more active leaves below (a leaf never).
@@ -646,17 +732,32 @@ class PairSweep:
             on_v = cut[np.arange(u.size), self._miss_col[self.feat[v]]] & ~lv
             larger = tot[u] >= tot[v]
             split_u = ~lu & (lv | (on_u & ~on_v) | ((on_u == on_v) & larger))
-            su, sv = u[split_u], v[~split_u]
-            u = np.concatenate([self.left[su], self.right[su], u[~split_u], u[~split_u]])
-            v = np.concatenate([v[split_u], v[split_u], self.left[sv], self.right[sv]])
+            # Both at once where the sides are comparable: the four grandchild pairs without
+            # the two intermediate ones (a quarter to a third of the node pairs on the
+            # benchmark trees; docs/performance.md, "relational").
+            tu, tv = tot[u], tot[v]
+            two = ~lu & ~lv & (tu <= SPLIT_BOTH * tv) & (tv <= SPLIT_BOTH * tu)
+            split_u &= ~two
+            split_v = ~split_u & ~two
+            su, sv, sb = u[split_u], v[split_v], np.flatnonzero(two)
+            ub, vb = u[sb], v[sb]
+            lb_u, rb_u, lb_v, rb_v = self.left[ub], self.right[ub], self.left[vb], self.right[vb]
+            u = np.concatenate(
+                [self.left[su], self.right[su], u[split_v], u[split_v], lb_u, lb_u, rb_u, rb_u]
+            )
+            v = np.concatenate(
+                [v[split_u], v[split_u], self.left[sv], self.right[sv], lb_v, rb_v, lb_v, rb_v]
+            )
             for k in range(0, u.size, DUAL_BATCH):
                 stack.append((u[k : k + DUAL_BATCH], v[k : k + DUAL_BATCH]))
             if sum(r.size for r, _ in one_rows) > 4 * DUAL_BATCH:
                 self._flush(one_rows, extra)
+            t = self._tick("split", t)
         # Per row: partners from ranges (by its own rank) and from leaf cells.
         acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
         totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
         self._flush(one_rows, extra)
+        self._tick("per-row totals", t)
         return total, totals + extra
 
     @staticmethod
@@ -680,17 +781,18 @@ class PairSweep:
         keep = self.pc.sides[0].ok[rows]
         return block[keep], rows[keep]
 
-    def _cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every (row below us[p], row below vs[p]) pair of active rows, block by block."""
-        ba, ra = self._block_rows(us)
-        bb, rb = self._block_rows(vs)
-        nb = np.bincount(bb, minlength=us.size)
-        b_start = np.cumsum(nb) - nb  # bb is sorted: block p's rows of vs start there
-        rep = nb[ba]
-        pa = np.repeat(ra, rep)
-        offs = np.arange(pa.size) - np.repeat(np.cumsum(rep) - rep, rep)
-        pb = rb[np.repeat(b_start[ba], rep) + offs]
-        return pa, pb
+    def _range_cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (row below us[p], row below vs[p]) pair of live rows (active or not: the cell
+        test checks that), for pre-order nodes, whose live rows below form one range: cell t
+        of block p is (first_u + t // n_v, first_v + t % n_v)."""
+        agg = self.aggregates(0)
+        su, nu = agg.first_row[us], agg.n_live[us]
+        sv, nv = agg.first_row[vs], agg.n_live[vs]
+        size = nu * nv
+        blk = np.repeat(np.arange(us.size), size)
+        t = np.arange(blk.size) - np.repeat(np.cumsum(size) - size, size)
+        width = nv[blk]
+        return su[blk] + t // width, sv[blk] + t % width
 
     def _count_low(
         self,
@@ -705,10 +807,9 @@ class PairSweep:
         in sorted ends (values replaced by their rank among all values of the column slot, so
         exact): see :func:`meet_counts`.  Appends (rows, partners) to *out* for both sides
         (symmetric forms) or the x side."""
-        lo, hi = self.pc.sides[0].rows.lo, self.pc.sides[0].rows.hi
+        code_lo, code_hi, span = self._end_codes()
         ba, ra = self._block_rows(us)
         bb, rb = self._block_rows(vs)
-        na = ra.size
         k = cols.shape[1]
         a_lo = np.empty((ra.size, k), dtype=np.int64)
         a_hi = np.empty_like(a_lo)
@@ -716,11 +817,8 @@ class PairSweep:
         b_hi = np.empty_like(b_lo)
         for d in range(k):
             ca, cb = cols[ba, d], cols[bb, d]
-            vals = np.concatenate([lo[ra, ca], hi[ra, ca], lo[rb, cb], hi[rb, cb]])
-            _, codes = np.unique(vals, return_inverse=True)
-            codes = codes.astype(np.int64).ravel()
-            a_lo[:, d], a_hi[:, d] = codes[:na], codes[na : 2 * na]
-            b_lo[:, d], b_hi[:, d] = codes[2 * na : 2 * na + rb.size], codes[2 * na + rb.size :]
+            a_lo[:, d], a_hi[:, d] = code_lo[ra, ca], code_hi[ra, ca]
+            b_lo[:, d], b_hi[:, d] = code_lo[rb, cb], code_hi[rb, cb]
         total = 0
         sides = [(ra, ba, a_lo, a_hi, rb, bb, b_lo, b_hi, True)]
         if not self.monotone:
@@ -728,6 +826,14 @@ class PairSweep:
         for rx, bx, lx, hx, ry, by, ly, hy, count_it in sides:
             rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
             partners = np.zeros(rx.size, dtype=np.int64)
+            if k == 1:
+                partners = self._one_column(
+                    bx, lx[:, 0], hx[:, 0], rank_x, by, ly[:, 0], hy[:, 0], rank_y, span
+                )
+                if count_it:
+                    total += int(partners.sum())
+                out.append((rx, partners))
+                continue
             for r in range(self.n_ranks):
                 brk = (r < rank_x) if self.monotone else (r != rank_x)
                 if not brk.any():
@@ -741,6 +847,61 @@ class PairSweep:
                 total += int(partners.sum())
             out.append((rx, partners))
         return total
+
+    def _one_column(
+        self,
+        bx: np.ndarray,
+        lx: np.ndarray,
+        hx: np.ndarray,
+        rank_x: np.ndarray,
+        by: np.ndarray,
+        ly: np.ndarray,
+        hy: np.ndarray,
+        rank_y: np.ndarray,
+        span: int,
+    ) -> np.ndarray:
+        """Per x: the y of its block (``by == bx``) whose decision breaks the property with
+        x's and whose interval meets x's on one column, for integer end codes below *span*
+        (closed ends): ``#(ly <= hx) - #(hy < lx)`` (no y has both) by binary search in keys
+        (group, code) sorted once per side; the groups are (block, rank) for monotone (summed
+        over the lower ranks), else the block minus (block, own rank) (a different action)."""
+        R = self.n_ranks
+        if self.monotone:
+            gy = (by * R + rank_y) * span
+            klo, khi = np.sort(gy + ly), np.sort(gy + hy)
+            out = np.zeros(bx.size, dtype=np.int64)
+            for r in range(R):
+                x = np.flatnonzero(r < rank_x)
+                if x.size:
+                    out[x] += _meets_sorted(klo, khi, (bx[x] * R + r) * span, lx[x], hx[x])
+            return out
+        gy = by * span
+        out = _meets_sorted(np.sort(gy + ly), np.sort(gy + hy), bx * span, lx, hx)
+        gy = (by * R + rank_y) * span
+        out -= _meets_sorted(np.sort(gy + ly), np.sort(gy + hy), (bx * R + rank_x) * span, lx, hx)
+        return out
+
+    def _end_codes(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Per row and numeric column of side 0: the rank of its ``lo`` and ``hi``
+        among all end values of that column (equal values, equal codes: comparisons between
+        codes of one column are those of the values, exactly), and one more than the largest
+        code."""
+        if self._codes is None:
+            rows = self.pc.sides[0].rows
+            n = self.n_rows
+            code_lo = np.zeros(rows.lo.shape, dtype=np.int64)
+            code_hi = np.zeros(rows.hi.shape, dtype=np.int64)
+            top = 0
+            for g, ft in enumerate(self.pc.model.features):
+                if ft.type is FeatureType.CATEGORICAL:
+                    continue
+                ends = np.concatenate([rows.lo[:, g], rows.hi[:, g]])
+                _, inv = np.unique(ends, return_inverse=True)
+                inv = inv.astype(np.int64).ravel()
+                code_lo[:, g], code_hi[:, g] = inv[:n], inv[n:]
+                top = max(top, int(inv.max(initial=0)) + 1)
+            self._codes = (code_lo, code_hi, top + 1)
+        return self._codes
 
     @staticmethod
     def _add_ranges(

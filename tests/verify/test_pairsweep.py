@@ -128,13 +128,89 @@ def test_descent_without_pre_order_nodes(data):
 def _same_as_matrix_every_mode(model, inv, severity) -> None:
     """The descent with the cell blocks off / everywhere and the two-column count on (for
     blocks of every size), against the matrix."""
-    saved = (pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY)
+    saved = (
+        pairsweep.CELL_BLOCK,
+        pairsweep.LOW_DIM,
+        pairsweep.LOW_DIM_DENSITY,
+        pairsweep.SPLIT_BOTH,
+    )
+    modes = ((0, 1, 0, 8.0), (1 << 40, 1, 0, 8.0), (0, 2, 0, 0.0), (4, 2, 2, 1e9), (0, 1, 0, 1e9))
     try:
-        for cells, low, density in ((0, 1, 0), (1 << 40, 1, 0), (0, 2, 0), (4, 2, 2)):
-            pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = cells, low, density
+        for mode in modes:
+            (
+                pairsweep.CELL_BLOCK,
+                pairsweep.LOW_DIM,
+                pairsweep.LOW_DIM_DENSITY,
+                pairsweep.SPLIT_BOTH,
+            ) = mode
             _same_as_matrix(model, inv, severity)
     finally:
-        pairsweep.CELL_BLOCK, pairsweep.LOW_DIM, pairsweep.LOW_DIM_DENSITY = saved
+        (
+            pairsweep.CELL_BLOCK,
+            pairsweep.LOW_DIM,
+            pairsweep.LOW_DIM_DENSITY,
+            pairsweep.SPLIT_BOTH,
+        ) = saved
+
+
+@pytest.mark.slow
+@SMALL
+@given(st.data())
+def test_descent_split_rules_equal_matrix(data):
+    """One node per step (SPLIT_BOTH = 0), both of every pair of non-leaves (a huge factor) and
+    the default, with the cell blocks off so that the descent reaches the leaves: the same
+    counts and first pairs as the matrix (int and float columns, categorical ones, 'when')."""
+    all_int = data.draw(st.booleans())
+    model = data.draw(pair_models(all_int=all_int, max_depth=6))
+    inv, severity = data.draw(relational_invariants(model))
+    saved = (pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH)
+    try:
+        for cells, both in ((0, 0.0), (0, 1e9), (0, 8.0), (16, 1.0)):
+            pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH = cells, both
+            _same_as_matrix(model, inv, severity)
+    finally:
+        pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH = saved
+
+
+@pytest.mark.slow
+@FAST
+@given(st.data())
+def test_cell_test_on_packed_rows_equals_pair_test(data):
+    """PairSweep.cell_ok (actions first, numeric columns from one packed row per leaf) gives
+    pair_ok(0, 0)'s answer on every pair of leaf rows, and the range cells of node pairs are
+    every pair of active rows below them (plus inactive rows only, which the test rejects)."""
+    all_int = data.draw(st.booleans())
+    model = data.draw(st.one_of(models(all_int=all_int), pair_models(all_int=all_int)))
+    inv, severity = data.draw(relational_invariants(model))
+    pc = PairChecker(model, prepare(model, inv, severity))
+    if not pc.sides:  # 'when' has no conjunction: no pair to test
+        return
+    sweep = pairsweep.PairSweep(pc)
+    n = pc.boxes.size
+    pa, pb = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
+    assert np.array_equal(sweep.cell_ok(pa, pb), sweep.pair_ok(0, 0, pa, pb))
+    agg = sweep.aggregates(0)
+    if not agg.contiguous:
+        return
+    nodes = np.flatnonzero(agg.n_live > 0)
+    if not nodes.size:
+        return
+    k = data.draw(st.integers(0, 5))
+    us = np.array(data.draw(st.lists(st.sampled_from(nodes.tolist()), min_size=k, max_size=k)))
+    vs = np.array(data.draw(st.lists(st.sampled_from(nodes.tolist()), min_size=k, max_size=k)))
+    us, vs = us.astype(np.int64), vs.astype(np.int64)
+    ra, rb = sweep._range_cells(us, vs)
+    ok = pc.sides[0].ok
+    keep = ok[ra] & ok[rb]
+    want = [
+        (a, b)
+        for u, v in zip(us.tolist(), vs.tolist(), strict=True)
+        for a in range(pc.boxes.size)
+        if ok[a] and _below(sweep, u, a)
+        for b in range(pc.boxes.size)
+        if ok[b] and _below(sweep, v, b)
+    ]
+    assert sorted(zip(ra[keep].tolist(), rb[keep].tolist(), strict=True)) == sorted(want)
 
 
 @pytest.mark.slow
