@@ -987,6 +987,31 @@ def check_program(
         return _check_program(cache, model, program, settings, counterexamples)
 
 
+def _relational(
+    cache: CacheStore,
+    model: Model,
+    program: ck.CheckedProgram,
+    settings: CheckOptions,
+    counterexamples: int,
+    todo: list[int],
+    rkeys: list[bytes],
+    results: list[InvariantResult | None],
+) -> None:
+    """The relational invariants *todo* decided on leaf pairs, as a fresh run does, their
+    results stored whole (docs/incremental.md, "Relational invariants")."""
+    from clefprove.verify.relational import check_relational  # only for such a program
+
+    boxes = leaf_boxes(model)
+    whole = []
+    for i in todo:
+        inv = program.invariants[i]
+        res = check_relational(model, inv, program.severity, settings, counterexamples, boxes)
+        results[i] = res
+        if _storable(res):
+            whole.append((rkeys[i], _to_json(res)))
+    cache.store((), whole, ())
+
+
 def _check_program(
     cache: CacheStore,
     model: Model,
@@ -999,15 +1024,24 @@ def _check_program(
     lap = _Lap(cache.timings)
     content = merkle.content_digest(model)
     lap("content digest")
-    rkeys = [result_key(inv, counterexamples, content, settings) for inv in invs]
+    # A relational result depends on the severity order too (monotone compares decisions).
+    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
+    rkeys = [
+        result_key(inv, counterexamples, rcontent if inv.is_relational else content, settings)
+        for inv in invs
+    ]
     stored = cache.lookup_results(rkeys)
     lap("whole results lookup")
     results: list[InvariantResult | None] = [None] * len(invs)
-    todo = [i for i, k in enumerate(rkeys) if k not in stored]
+    todo = [i for i, k in enumerate(rkeys) if k not in stored and not invs[i].is_relational]
     share = (time.perf_counter() - t_start) / max(1, len(invs))
     for i, k in enumerate(rkeys):
         if k in stored:
             results[i] = _from_json(stored[k], share)
+    pairs = [i for i, k in enumerate(rkeys) if k not in stored and invs[i].is_relational]
+    if pairs:
+        _relational(cache, model, program, settings, counterexamples, pairs, rkeys, results)
+        lap("relational")
     if todo:
         domain = merkle.domain_digest(model, program.severity)
         scopes = {i: scope_key(invs[i], domain) for i in todo}

@@ -8,9 +8,9 @@ Per invariant: decide every leaf (see :mod:`clefprove.verify.engine`), then
 * ``holds`` otherwise, with ``vacuous`` when no input in the domain satisfies ``when``.
 
 Relational invariants (``monotone``/``stable``/``independent``) are decided the same way on leaf
-*pairs* by :mod:`clefprove.verify.relational`, always afresh (never through the proof cache);
-on an ensemble, every invariant goes through the run strategy (relational results are whole
-results of the proof cache too).
+*pairs* by :mod:`clefprove.verify.relational`.  Every invariant goes through the run strategy;
+the proof cache keeps relational results as whole results (an unchanged model costs a lookup),
+on a single tree as on an ensemble.
 """
 
 from __future__ import annotations
@@ -96,10 +96,9 @@ def check(
 
     *invariants* is a CheckedProgram, checked invariants, or .inv file/directory paths.
     *options* (a :class:`CheckOptions`) replaces the keyword limits when given.  *cache* is
-    the run strategy for the non-relational invariants (a ``clefprove.incremental.ProofCache``
-    re-checks incrementally); without one, every leaf is decided afresh (:class:`FreshRun`).
-    Relational invariants are decided on leaf pairs (:mod:`clefprove.verify.relational`),
-    always afresh: the proof cache only sees the other invariants.
+    the run strategy (a ``clefprove.incremental.ProofCache`` re-checks incrementally); without
+    one, every leaf (every leaf pair of a relational invariant) is decided afresh
+    (:class:`FreshRun`).
     """
     start = time.perf_counter()
     mdl, path = _model(model)
@@ -128,59 +127,36 @@ def _check(
     progress: Callable[[int, int], None] | None,
     cache: RunStrategy | None,
 ) -> Report:
-    counterexamples = settings.counterexamples
-    total = len(program.invariants)
-    if isinstance(mdl, Ensemble):
-        # Ensembles: branch and bound per invariant (verify/ensemble.py; relational ones:
-        # verify/ensemble_rel.py), through the run strategy (the proof cache reuses whole
-        # results, and earlier partitions for the non-relational ones).
-        estrategy: RunStrategy = cache if cache is not None else FreshRun()
-        ensemble_results: list[InvariantResult] = []
-        for i, res in enumerate(estrategy.check_ensemble_program(mdl, program, settings)):
-            ensemble_results.append(res)
-            if progress is not None:
-                progress(i + 1, total)
-        info = _model_info(mdl, model_path or path)
-        eorder = tuple(f.name for f in mdl.features)
-        return Report(
-            info,
-            tuple(r.finished(eorder, lambda _leaf: ()) for r in ensemble_results),
-            time.perf_counter() - start,
-        )
-    relational = any(inv.is_relational for inv in program.invariants)
-    boxes = leaf_boxes(mdl) if cache is None or relational else None
-    strategy: RunStrategy = cache if cache is not None else FreshRun(boxes)
-    # Relational invariants are decided afresh here, merged back in program order.
-    plain = ck.CheckedProgram(
-        tuple(inv for inv in program.invariants if not inv.is_relational), program.severity
+    strategy: RunStrategy = cache if cache is not None else FreshRun()
+    # Ensembles: branch and bound per invariant (verify/ensemble.py; relational ones:
+    # verify/ensemble_rel.py); the proof cache reuses whole results, and earlier partitions
+    # for the non-relational ones.
+    decided = (
+        strategy.check_ensemble_program(mdl, program, settings)
+        if isinstance(mdl, Ensemble)
+        else strategy.check_program(mdl, program, settings)
     )
-    decided = iter(strategy.check_program(mdl, plain, settings))
     results: list[InvariantResult] = []
-    for i, inv in enumerate(program.invariants):
-        if inv.is_relational:
-            from clefprove.verify.relational import check_relational  # only when needed
-
-            assert boxes is not None
-            results.append(
-                check_relational(mdl, inv, program.severity, settings, counterexamples, boxes)
-            )
-        else:
-            results.append(next(decided))
+    for res in decided:
+        results.append(res)
         if progress is not None:
-            progress(i + 1, total)
-    info = _model_info(mdl, model_path or path)
-    # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
-    # output is the same whether a result was decided now or reused.
-    order = tuple(f.name for f in mdl.features)
+            progress(len(results), len(program.invariants))
     regions: dict[int, tuple[str, ...]] = {}
 
     def region_of(leaf: int) -> tuple[str, ...]:
+        if isinstance(mdl, Ensemble):  # an ensemble's leaf is one of many trees': no region
+            return ()
         if leaf not in regions:
             regions[leaf] = describe_region(mdl, leaf)
         return regions[leaf]
 
+    # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
+    # output is the same whether a result was decided now or reused.
+    order = tuple(f.name for f in mdl.features)
     return Report(
-        info, tuple(r.finished(order, region_of) for r in results), time.perf_counter() - start
+        _model_info(mdl, model_path or path),
+        tuple(r.finished(order, region_of) for r in results),
+        time.perf_counter() - start,
     )
 
 
@@ -197,9 +173,9 @@ def _model_info(model: Model | Ensemble, path: str) -> ModelInfo:
 
 
 class RunStrategy(Protocol):
-    """How :func:`check` decides the non-relational invariants of a program: afresh
-    (:class:`FreshRun`) or reusing proofs (``clefprove.incremental.ProofCache``).  Results come
-    in program order and equal a fresh run's."""
+    """How :func:`check` decides the invariants of a program: afresh (:class:`FreshRun`) or
+    reusing proofs (``clefprove.incremental.ProofCache``).  Results come in program order and
+    equal a fresh run's."""
 
     def check_program(
         self, model: Model, program: ck.CheckedProgram, options: CheckOptions
@@ -208,7 +184,7 @@ class RunStrategy(Protocol):
     def check_ensemble_program(
         self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
     ) -> Iterable[InvariantResult]:
-        """The same for a tree ensemble (relational invariants too)."""
+        """The same for a tree ensemble."""
         ...
 
 
@@ -222,8 +198,14 @@ class FreshRun:
         self, model: Model, program: ck.CheckedProgram, options: CheckOptions
     ) -> Iterator[InvariantResult]:
         boxes = self.boxes if self.boxes is not None else leaf_boxes(model)
+        k = options.counterexamples
         for inv in program.invariants:
-            yield check_invariant(model, inv, options, options.counterexamples, boxes)
+            if inv.is_relational:
+                from clefprove.verify.relational import check_relational  # only when needed
+
+                yield check_relational(model, inv, program.severity, options, k, boxes)
+            else:
+                yield check_invariant(model, inv, options, k, boxes)
 
     def check_ensemble_program(
         self, model: Ensemble, program: ck.CheckedProgram, options: CheckOptions
