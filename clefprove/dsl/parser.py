@@ -215,28 +215,24 @@ def _lex_fast(text: str) -> _Lexed | None:
         return None
     if not matches:
         return _Lexed([], [], [], [], [], [], [])
-    found = [(kind, m.start(kind), m.end(kind)) for m in matches if (kind := m.lastgroup)]
-    if len(found) != len(matches):
+    kinds: list[str] = [m.lastgroup for m in matches]  # type: ignore[misc]
+    if None in kinds:
         return None
-    kinds = [k for k, _, _ in found]
-    starts = [a for _, a, _ in found]
-    values = [text[a:b] for _, a, b in found]
+    spans = [m.span(k) for m, k in zip(matches, kinds, strict=True)]
+    starts = [a for a, _ in spans]
+    values = [text[a:b] for a, b in spans]
     if "\n" in "".join(values):
         return None
-    if callbacks:
-        retyped: dict[tuple[str, str], str] = {}
-        for i, kind in enumerate(kinds):
-            callback = callbacks.get(kind)
-            if callback is None:
-                continue
-            key = (kind, values[i])
-            new = retyped.get(key)
-            if new is None:
-                tok = callback(Token(kind, values[i]))
-                if str(tok) != values[i]:
-                    return None  # a callback that rewrites values: Lark's lexer does it
-                new = retyped[key] = tok.type
-            kinds[i] = new
+    for kind, callback in callbacks.items():
+        if kind not in kinds:
+            continue
+        retyped: dict[str, str] = {}
+        for value in {v for k, v in zip(kinds, values, strict=True) if k == kind}:
+            tok = callback(Token(kind, value))
+            if str(tok) != value:
+                return None  # a callback that rewrites values: Lark's lexer does it
+            retyped[value] = tok.type
+        kinds = [retyped[v] if k == kind else k for k, v in zip(kinds, values, strict=True)]
     line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
     if len(line_starts) == 1:
         lines = [1] * len(starts)

@@ -190,8 +190,8 @@ class Normalizer:
         against :func:`_compare_exact`).  None when the shortcut does not apply."""
         ((var, c),) = expr.terms
         k = expr.const
-        if not isinstance(c, Fraction | int) or not isinstance(k, Fraction | int):
-            return None
+        if type(c) not in _EXACT or type(k) not in _EXACT:  # (no ABC instance check)
+            return None  # (a subclass: the exact route)
         if c.denominator != 1 or (c.numerator != 1 and c.numerator != -1):
             return None
         try:
@@ -221,6 +221,9 @@ class Normalizer:
         if (upper and b < lo_d) or (not upper and b > hi_d):
             return FALSE
         return Bound(col, upper, float(b))
+
+
+_EXACT = (Fraction, int)
 
 
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:
