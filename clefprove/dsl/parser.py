@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 import math
 import re
@@ -131,9 +132,7 @@ def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | 
         pattern = "|".join(
             f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals if t.name != "WS"
         )
-        mre: re.Pattern[str] = scanner.re_.compile(
-            f"(?>{ws})?(?:{pattern})", scanner.g_regex_flags
-        )
+        mre: re.Pattern[str] = scanner.re_.compile(f"(?>{ws})?(?:{pattern})", scanner.g_regex_flags)
         return mre, dict(lexer.callback)
     except (AttributeError, TypeError, ValueError, re.error):
         return None
@@ -209,13 +208,13 @@ def _lex_fast(text: str) -> _Lexed | None:
     if scanner is None:
         return None
     mre, callbacks = scanner
-    matches = list(iter(mre.scanner(text).match, None))
+    matches = list(iter(mre.scanner(text).match, None))  # type: ignore[attr-defined]
     end = matches[-1].end() if matches else 0
     if text[end:].strip(" \t\f\r\n"):  # trailing whitespace is what no match takes
         return None
     if not matches:
         return _Lexed([], [], [], [], [], [], [])
-    kinds: list[str] = [m.lastgroup for m in matches]  # type: ignore[misc]
+    kinds: list[str] = [m.lastgroup for m in matches]
     if None in kinds:
         return None
     spans = [m.span(k) for m, k in zip(matches, kinds, strict=True)]
@@ -396,7 +395,7 @@ class _FileParser:
         items: list[ast.Item] = []
         broken: set[str] = set()
         broken_severity = False
-        for lo, hi in zip(bounds, bounds[1:], strict=False):
+        for lo, hi in itertools.pairwise(bounds):
             if lo == hi:
                 continue
             item = self._parse_item_fast(lexed, lo, hi)
@@ -873,9 +872,9 @@ class _Descent:
         return ast.Pos(self.file, self.lines[i], self.cols[i], self.end_lines[i], self.end_cols[i])
 
     def _span(self, first: int) -> ast.Pos:
-        last = self.i - 1
+        i = self.i - 1
         return ast.Pos(
-            self.file, self.lines[first], self.cols[first], self.end_lines[last], self.end_cols[last]
+            self.file, self.lines[first], self.cols[first], self.end_lines[i], self.end_cols[i]
         )
 
     def _enter(self) -> None:

@@ -36,8 +36,8 @@ from clefprove.model.importers.common import (
     build_ensemble,
     build_model,
     check_name,
-    file_digest,
     f32_lt_cuts,
+    file_digest,
     float32_condition,
     interval_split,
     model_name,
@@ -477,9 +477,7 @@ def _convert_ensemble(
     # threshold, whose cut (``float32_condition("BRANCH_LT", .)``, NaN: never true) comes
     # vectorised too (tests/model check f32_lt_cuts against the scalar cut)
     with np.errstate(over="ignore", invalid="ignore"):
-        c32 = np.array([c for a in arrays for c in a["conds"]], dtype=np.float64).astype(
-            np.float32
-        )
+        c32 = np.array([c for a in arrays for c in a["conds"]], dtype=np.float64).astype(np.float32)
     nan = np.isnan(c32)
     all_values: list[float] = c32.astype(np.float64).tolist()
     all_cuts: list[float] = f32_lt_cuts(np.where(nan, np.float32(0), c32)).tolist()
