@@ -123,7 +123,9 @@ def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | 
     whitespace terminal ``WS`` is an atomic prefix of every match instead of a token of its
     own: no other terminal but the catch-all ``BAD_CHAR`` (last) starts with a whitespace
     character, so a run of whitespace is what Lark's ``WS`` takes there, and one match is
-    one token that is not whitespace."""
+    one token that is not whitespace.  The whole optional prefix is atomic (``(?>(?:ws)?)``):
+    with ``(?>ws)?`` the regex could still skip it after the run when nothing follows (trailing
+    whitespace) and match its first character as ``BAD_CHAR``."""
     try:
         lexer = _keeping_lexer()
         scanner = lexer.scanner
@@ -132,7 +134,8 @@ def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | 
         pattern = "|".join(
             f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals if t.name != "WS"
         )
-        mre: re.Pattern[str] = scanner.re_.compile(f"(?>{ws})?(?:{pattern})", scanner.g_regex_flags)
+        master = f"(?>(?:{ws})?)(?:{pattern})"
+        mre: re.Pattern[str] = scanner.re_.compile(master, scanner.g_regex_flags)
         return mre, dict(lexer.callback)
     except (AttributeError, TypeError, ValueError, re.error):
         return None
