@@ -7,9 +7,10 @@ invariant text), **normal form** (``when and not ensure`` and the vacuity check'
 ``engine.prepare``), **tables** (the ensemble's leaf tables, once per model) and **search**
 (branch and bound, witnesses confirmed, the result).  Median milliseconds over the 10
 questions, each question a fresh model and a fresh invariant (as end to end).  Two tables: wall
-time, and the main thread's CPU time (``time.thread_time``: without the libraries' OpenMP
-threads that spin on after their own ``predict``), the steadier figure on a shared machine
-(the wall time of a loaded machine includes waiting for a core).
+time, and the main thread's CPU time (``time.thread_time``), the steadier figure on a shared
+machine (the wall time of a loaded machine includes waiting for a core).  The classes of the
+rows come from one single-threaded ``predict`` per model before the questions (as in
+``bench_ensembles.py``: no OpenMP team spinning on during the timings).
 
 Run: ``python bench/bench_ensemble_stages.py [--trees 10 200] [--kinds xgboost lightgbm forest]``.
 """
@@ -28,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_ensembles import QUERIES, _box, _features, _train  # noqa: E402
+from bench.bench_ensembles import QUERIES, _box, _features, _predict, _train  # noqa: E402
 from bench.common import machine, table  # noqa: E402
 
 
@@ -102,9 +103,9 @@ def main() -> None:
                 for which, clock in (("wall", time.perf_counter), ("cpu", time.thread_time)):
                     _clock = clock
                     per: dict[str, list[float]] = {s: [] for s in STAGES}
-                    for i, eps in QUERIES:
+                    classes = _predict(kind, clf, X[[i for i, _ in QUERIES]])
+                    for (i, eps), c in zip(QUERIES, classes.tolist(), strict=True):
                         lo, hi = _box(X, i, eps)
-                        c = int(clf.predict(X[i : i + 1])[0])
                         got = _stages(kind, clf, path, spec_path, feats, lo, hi, c, args.timeout)
                         for s in STAGES:
                             per[s].append(got[s])

@@ -25,6 +25,9 @@ from clefprove.model.types import Feature, FeatureType
 #: The relational ``ensure`` forms and their arities.
 RELATIONAL = {"monotone": 1, "stable": 2, "independent": 1}
 
+_ONE = Fraction(1)
+_MINUS_ONE = Fraction(-1)
+
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ORDER_OPS = {"<", "<=", ">", ">="}
 
@@ -201,6 +204,13 @@ class Checker:
         self.broken_here: frozenset[str] = frozenset()
         self.severity_declared = broken_severity
         self.features = {f.name: i for i, f in enumerate(model.features)}
+        # the names a comparison reads as a numeric feature (``_name``: not the decision's)
+        self.numeric = {
+            f.name: i
+            for i, f in enumerate(model.features)
+            if f.type in (FeatureType.INT, FeatureType.FLOAT)
+            and f.name not in ("action", "confidence")
+        }
         self.actions = {a: i for i, a in enumerate(model.actions)}
         self.sources = {f: t.split("\n") for f, t in (sources or {}).items()}
         self.diagnostics: list[Diagnostic] = []
@@ -450,8 +460,15 @@ class Checker:
 
     # ------------------------------------------------------------------ conditions
 
+    #: Take the shortcut for ``feature OP number`` (tests turn it off to compare the routes).
+    fast = True
+
     def _cond(self, expr: ast.Expr) -> ck.Formula:
         """*expr* as a condition."""
+        if type(expr) is ast.Compare and self.fast:
+            literal = self._literal(expr)
+            if literal is not None:
+                return literal
         match expr:
             case ast.Paren(inner):
                 return self._cond(inner)
@@ -480,6 +497,31 @@ class Checker:
             case _BoolLit(b):
                 return ck.Const(b)
         raise self.error(expr.pos, self._not_condition(expr, value))
+
+    def _literal(self, expr: ast.Compare) -> ck.Formula | None:
+        """``x OP k`` for a numeric feature *x* and a number *k* (a box literal) as
+        :meth:`_chain` builds it (``_compare`` of ``x`` and ``k``), without the intermediate
+        values; None for any other comparison."""
+        if len(expr.ops) != 1:
+            return None
+        left, right = expr.operands
+        if type(left) is not ast.Name or type(right) is not ast.Number:
+            return None
+        index = self.numeric.get(left.id)
+        if index is None:
+            return None
+        op = expr.ops[0]
+        k = right.value
+        # (``0 - k`` is ``-k`` and ``k - 0`` is ``k``: the same Fractions as ``_minus``'s)
+        if op == "<=":
+            return ck.Compare(ck.Linear(((index, _ONE),), -k), False)
+        if op == ">=":
+            return ck.Compare(ck.Linear(((index, _MINUS_ONE),), k), False)
+        if op == "<":
+            return ck.Compare(ck.Linear(((index, _ONE),), -k), True)
+        if op == ">":
+            return ck.Compare(ck.Linear(((index, _MINUS_ONE),), k), True)
+        return None
 
     def _all(self, args: Sequence[ast.Expr]) -> list[ck.Formula]:
         """Check every operand, reporting each one's mistakes before giving up."""

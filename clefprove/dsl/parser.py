@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import itertools
 import json
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -113,50 +115,145 @@ def _lex_all(text: str) -> Iterator[Token]:
 
 @cache
 def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | None:
-    """The keeping lexer's own terminal regex (the alternation Lark's scanner compiles, in its
-    order) and its callbacks (the keyword retyping of names); None where this Lark keeps its
-    scanner otherwise (the attributes read here are Lark 1.2-1.3's), and Lark's lexer is used."""
+    """The keeping lexer's own terminals as one master regex, and its callbacks (the keyword
+    retyping of names); None where this Lark keeps its scanner otherwise (the attributes read
+    here are Lark 1.2-1.3's), and Lark's lexer is used.
+
+    The regex is the alternation Lark's scanner compiles, in its order, except that the
+    whitespace terminal ``WS`` is an atomic prefix of every match instead of a token of its
+    own: no other terminal but the catch-all ``BAD_CHAR`` (last) starts with a whitespace
+    character, so a run of whitespace is what Lark's ``WS`` takes there, and one match is
+    one token that is not whitespace.  The whole optional prefix is atomic (``(?>(?:ws)?)``):
+    with ``(?>ws)?`` the regex could still skip it after the run when nothing follows (trailing
+    whitespace) and match its first character as ``BAD_CHAR``."""
     try:
         lexer = _keeping_lexer()
         scanner = lexer.scanner
-        pattern = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals)
-        mre: re.Pattern[str] = scanner.re_.compile(pattern, scanner.g_regex_flags)
+        terminals = scanner.terminals
+        (ws,) = [t.pattern.to_regexp() for t in terminals if t.name == "WS"]
+        pattern = "|".join(
+            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals if t.name != "WS"
+        )
+        master = f"(?>(?:{ws})?)(?:{pattern})"
+        mre: re.Pattern[str] = scanner.re_.compile(master, scanner.g_regex_flags)
         return mre, dict(lexer.callback)
-    except (AttributeError, TypeError, re.error):
+    except (AttributeError, TypeError, ValueError, re.error):
         return None
+
+
+_NEWLINE = re.compile("\n")
+
+
+@dataclass(frozen=True)
+class _Lexed:
+    """The tokens of a text that are not whitespace, as parallel lists (no token object per
+    token): type (after Lark's callbacks: keywords retyped), value, start offset, and the
+    line and column of the start and of the end, as Lark's ``Token`` has them."""
+
+    kinds: list[str]
+    values: list[str]
+    starts: list[int]
+    lines: list[int]
+    cols: list[int]
+    end_lines: list[int]
+    end_cols: list[int]
+
+    def token(self, i: int) -> Token:
+        """The Lark token *i* (for the Lark route and the error messages)."""
+        value = self.values[i]
+        start = self.starts[i]
+        return Token(
+            self.kinds[i],
+            value,
+            start,
+            self.lines[i],
+            self.cols[i],
+            self.end_lines[i],
+            self.end_cols[i],
+            start + len(value),
+        )
+
+    def tokens(self, lo: int, hi: int) -> list[Token]:
+        return [self.token(i) for i in range(lo, hi)]
+
+    def select(self, keep: list[int]) -> _Lexed:
+        return _Lexed(
+            [self.kinds[i] for i in keep],
+            [self.values[i] for i in keep],
+            [self.starts[i] for i in keep],
+            [self.lines[i] for i in keep],
+            [self.cols[i] for i in keep],
+            [self.end_lines[i] for i in keep],
+            [self.end_cols[i] for i in keep],
+        )
+
+    @staticmethod
+    def of_tokens(tokens: Sequence[Token]) -> _Lexed:
+        return _Lexed(
+            [t.type for t in tokens],
+            [str(t) for t in tokens],
+            [t.start_pos or 0 for t in tokens],
+            [t.line or 0 for t in tokens],
+            [t.column or 0 for t in tokens],
+            [t.end_line or 0 for t in tokens],
+            [t.end_column or 0 for t in tokens],
+        )
+
+
+def _lex_fast(text: str) -> _Lexed | None:
+    """The tokens of *text* that are not whitespace (comments included), as ``_lex_all``
+    gives them: same types, values and positions (tests/dsl check it).  The keeping lexer's
+    own master regex runs over the whole text at C speed (``scanner().match``, one match per
+    token); the rest is list comprehensions.  None where that does not apply (no scanner in
+    this Lark, a character no terminal matches, a token other than whitespace spanning
+    lines): then Lark's lexer does it."""
+    scanner = _scanner()
+    if scanner is None:
+        return None
+    mre, callbacks = scanner
+    matches = list(iter(mre.scanner(text).match, None))  # type: ignore[attr-defined]
+    end = matches[-1].end() if matches else 0
+    if text[end:].strip(" \t\f\r\n"):  # trailing whitespace is what no match takes
+        return None
+    if not matches:
+        return _Lexed([], [], [], [], [], [], [])
+    kinds: list[str] = [m.lastgroup for m in matches]
+    if None in kinds:
+        return None
+    spans = [m.span(k) for m, k in zip(matches, kinds, strict=True)]
+    starts = [a for a, _ in spans]
+    values = [text[a:b] for a, b in spans]
+    if "\n" in "".join(values):
+        return None
+    for kind, callback in callbacks.items():
+        if kind not in kinds:
+            continue
+        retyped: dict[str, str] = {}
+        for value in {v for k, v in zip(kinds, values, strict=True) if k == kind}:
+            tok = callback(Token(kind, value))
+            if str(tok) != value:
+                return None  # a callback that rewrites values: Lark's lexer does it
+            retyped[value] = tok.type
+        kinds = [retyped[v] if k == kind else k for k, v in zip(kinds, values, strict=True)]
+    line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+    if len(line_starts) == 1:
+        lines = [1] * len(starts)
+        cols = [s + 1 for s in starts]
+    else:
+        lines = [bisect_right(line_starts, s) for s in starts]
+        cols = [s - line_starts[n - 1] + 1 for s, n in zip(starts, lines, strict=True)]
+    end_cols = [c + len(v) for c, v in zip(cols, values, strict=True)]
+    return _Lexed(kinds, values, starts, lines, cols, lines, end_cols)
 
 
 def _lex_code(text: str) -> Iterator[Token]:
     """The tokens of *text* that are not whitespace (comments included), as
-    ``_lex_all`` gives them: same types, values and positions (tests/dsl check it), without a
-    token object per run of whitespace."""
-    scanner = _scanner()
-    if scanner is None:
+    ``_lex_all`` gives them: same types, values and positions (tests/dsl check it)."""
+    lexed = _lex_fast(text)
+    if lexed is None:
         yield from (t for t in _lex_all(text) if t.type != "WS")
         return
-    mre, callbacks = scanner
-    match = mre.match
-    pos, line, line_start, n = 0, 1, 0, len(text)
-    while pos < n:
-        m = match(text, pos)
-        if m is None:  # (no character is unmatched: BAD_CHAR) Lark says what it says
-            list(_lex_all(text))
-            raise AssertionError("the keeping lexer matched what its regex does not")
-        value = m.group()
-        kind = m.lastgroup
-        assert kind is not None
-        end = m.end()
-        column = pos - line_start + 1
-        start_line = line
-        newlines = value.count("\n")
-        if newlines:
-            line += newlines
-            line_start = pos + value.rindex("\n") + 1
-        if kind != "WS":
-            tok = Token(kind, value, pos, start_line, column, line, end - line_start + 1, end)
-            callback = callbacks.get(kind)
-            yield callback(tok) if callback is not None else tok
-        pos = end
+    yield from lexed.tokens(0, len(lexed.kinds))
 
 
 @dataclass(frozen=True)
@@ -283,9 +380,42 @@ class _FileParser:
         self.error(tok.line or 0, tok.column or 0, message)
 
     def run(self) -> ParseResult:
+        lexed = _lex_fast(self.text)
+        if lexed is None or not _BAD_KINDS.isdisjoint(lexed.kinds):
+            return self._run_tokens(list(_lex_code(self.text)))
+        comments: list[ast.Comment] = []
+        if "COMMENT" in lexed.kinds:
+            code: list[int] = []
+            for i, kind in enumerate(lexed.kinds):
+                if kind == "COMMENT":
+                    comments.append(ast.Comment(lexed.values[i].rstrip(), pos=self._tpos(lexed, i)))
+                else:
+                    code.append(i)
+            lexed = lexed.select(code)
+        kinds = lexed.kinds
+        n = len(kinds)
+        bounds = [0, *(i for i, k in enumerate(kinds) if k in _ITEM_KEYWORDS and i > 0), n]
+        items: list[ast.Item] = []
+        broken: set[str] = set()
+        broken_severity = False
+        for lo, hi in itertools.pairwise(bounds):
+            if lo == hi:
+                continue
+            item = self._parse_item_fast(lexed, lo, hi)
+            if item is not None:
+                items.append(item)
+            elif kinds[lo] == "SEVERITY":
+                broken_severity = True
+            elif hi - lo > 1 and kinds[lo + 1] == "NAME":
+                broken.add(lexed.values[lo + 1])
+        return self._result(items, comments, broken, broken_severity, lexed.lines, lexed.cols)
+
+    def _run_tokens(self, lexed: list[Token]) -> ParseResult:
+        """:meth:`run` over Lark tokens (a file with a lexical error, or a Lark whose scanner
+        is kept otherwise)."""
         tokens: list[Token] = []
         comments: list[ast.Comment] = []
-        for tok in _lex_code(self.text):
+        for tok in lexed:
             if tok.type == "COMMENT":
                 comments.append(ast.Comment(str(tok).rstrip(), pos=_pos(self.file, tok)))
                 continue
@@ -303,16 +433,45 @@ class _FileParser:
                 broken_severity = True
             elif len(chunk) > 1 and chunk[1].type == "NAME":
                 broken.add(str(chunk[1]))
+        lines = [t.line or 0 for t in tokens]
+        cols = [t.column or 0 for t in tokens]
+        return self._result(items, comments, broken, broken_severity, lines, cols)
+
+    def _result(
+        self,
+        items: list[ast.Item],
+        comments: list[ast.Comment],
+        broken: set[str],
+        broken_severity: bool,
+        lines: list[int],
+        cols: list[int],
+    ) -> ParseResult:
         blank = frozenset(i + 1 for i, line in enumerate(self.lines) if not line.strip())
-        starts: dict[int, int] = {}
-        for tok in tokens:
-            # lark types a token's line and column as Optional; a lexed token has both
-            starts.setdefault(tok.line, tok.column)  # type: ignore[arg-type]
+        # the column of the first token on each line (later ones overwritten by earlier ones)
+        starts = dict(zip(reversed(lines), reversed(cols), strict=True))
         program = ast.Program(
             self.file, tuple(items), tuple(comments), blank, tuple(sorted(starts.items()))
         )
         diagnostics = tuple(sorted(self.diagnostics, key=lambda d: (d.line, d.column)))
         return ParseResult(program, diagnostics, frozenset(broken), broken_severity)
+
+    def _tpos(self, lexed: _Lexed, i: int) -> ast.Pos:
+        return ast.Pos(
+            self.file, lexed.lines[i], lexed.cols[i], lexed.end_lines[i], lexed.end_cols[i]
+        )
+
+    def _parse_item_fast(self, lexed: _Lexed, lo: int, hi: int) -> ast.Item | None:
+        """:meth:`_parse_item` of the tokens *lo* to *hi* of *lexed*, Lark tokens made only
+        where Lark parses or words a mistake."""
+        following = lexed.token(hi) if hi < len(lexed.kinds) else None
+        if not self.fast or not _clean(lexed.kinds, lexed.values, lo, hi):
+            return self._parse_item(lexed.tokens(lo, hi), following)
+        mark = len(self.diagnostics)
+        try:
+            return _Descent(self, lexed, lo, hi).item()
+        except _NotFast:
+            del self.diagnostics[mark:]  # the Lark route reports them again
+        return self._parse_item_lark(lexed.tokens(lo, hi), following)
 
     @staticmethod
     def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:
@@ -430,7 +589,7 @@ class _FileParser:
         if self.fast:
             mark = len(self.diagnostics)
             try:
-                return _Descent(self, chunk).item()
+                return _Descent(self, _Lexed.of_tokens(chunk), 0, len(chunk)).item()
             except _NotFast:
                 del self.diagnostics[mark:]  # the Lark route reports them again
         return self._parse_item_lark(chunk, following)
@@ -646,42 +805,79 @@ _FAST_DEPTH = 16
 _COMPARE_OPS = frozenset({"LT", "LE", "GT", "GE", "EQ", "NE"})
 
 
+_BAD_KINDS = frozenset({"BAD_CHAR", "SINGLE_QUOTED", "UNTERMINATED_STRING"})
+_PAIRS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
+_BRACKET_KINDS = frozenset({*_OPEN, *_CLOSE})
+
+
+def _clean(kinds: list[str], values: list[str], lo: int, hi: int) -> bool:
+    """Whether ``_FileParser._precheck`` passes the item *lo* to *hi* without a word (the
+    file has no lexical error): it starts with an item keyword, its brackets match, nest at
+    most ``MAX_NESTING`` deep, and an invariant has its ``ensure``."""
+    if kinds[lo] not in _ITEM_KEYWORDS:
+        return False
+    part = kinds[lo:hi]
+    if kinds[lo] == "INVARIANT" and "ENSURE" not in part:
+        return False
+    stack: list[str] = []
+    for kind in part:
+        if kind not in _BRACKET_KINDS:
+            continue
+        if kind in _PAIRS:
+            stack.append(_PAIRS[kind])
+            if len(stack) > MAX_NESTING:
+                return False
+        elif not stack or stack.pop() != kind:
+            return False
+    return not stack
+
+
+#: What may follow a ``name OP number`` comparison for it to be the whole comparison (no
+#: sum, product, call or chain continues it).
+_LITERAL_END = frozenset({"AND", "OR", "IMPLIES", "ENSURE", "RPAR", "COMMA", "$END"})
+_OPERANDS = frozenset({"NAME", "NUMBER"})
+
+
 class _Descent:
-    """Recursive descent over one item's tokens, building exactly the AST (positions
-    included) that Lark's LALR parser and :class:`_Builder` build for grammar.lark.
+    """Recursive descent over one item's tokens (``lexed`` from *lo* to *hi*), building
+    exactly the AST (positions included) that Lark's LALR parser and :class:`_Builder` build
+    for grammar.lark.
 
-    It takes only items that parse: at the first token the grammar does not allow there it
-    raises :class:`_NotFast`, and the Lark route parses the item again and words the error;
+    It takes only items that parse and whose literals are well-formed: at the first token
+    the grammar does not allow there (or a malformed number, string or quoted name) it raises
+    :class:`_NotFast`, and the Lark route parses the item again and words the error;
     tests/dsl/test_fast_parser.py compares the two routes on generated and mutated files.  A
-    node spans its first token to its last, as ``propagate_positions`` gives it."""
+    node spans its first token to its last, as ``propagate_positions`` gives it.  A
+    comparison ``name OP number`` (``number OP name``, name and number alike) followed by
+    ``and``, ``or``, ... is built in one step (the box literals of a ``when``)."""
 
-    def __init__(self, owner: _FileParser, tokens: list[Token]) -> None:
-        self.owner = owner
+    def __init__(self, owner: _FileParser, lexed: _Lexed, lo: int, hi: int) -> None:
         self.file = owner.file
-        self.toks = tokens
+        self.kinds = [*lexed.kinds[lo:hi], "$END"]  # the sentinel: no bounds checks
+        self.values = lexed.values[lo:hi]
+        self.lines = lexed.lines[lo:hi]
+        self.cols = lexed.cols[lo:hi]
+        self.end_lines = lexed.end_lines[lo:hi]
+        self.end_cols = lexed.end_cols[lo:hi]
+        self.n = hi - lo
         self.i = 0
         self.depth = 0
-        self.lit = _Builder(owner)  # the literal checks (_ident, _number, _string)
 
     # tokens
-    def _peek(self) -> str:
-        return self.toks[self.i].type if self.i < len(self.toks) else "$END"
-
-    def _take(self, kind: str) -> Token:
-        if self.i >= len(self.toks) or self.toks[self.i].type != kind:
+    def _take(self, kind: str) -> int:
+        i = self.i
+        if self.kinds[i] != kind:
             raise _NotFast
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
+        self.i = i + 1
+        return i
 
-    def _span(self, first: Token) -> ast.Pos:
-        last = self.toks[self.i - 1]
+    def _tpos(self, i: int) -> ast.Pos:
+        return ast.Pos(self.file, self.lines[i], self.cols[i], self.end_lines[i], self.end_cols[i])
+
+    def _span(self, first: int) -> ast.Pos:
+        i = self.i - 1
         return ast.Pos(
-            self.file,
-            first.line or 0,
-            first.column or 0,
-            last.end_line or 0,
-            last.end_column or 0,
+            self.file, self.lines[first], self.cols[first], self.end_lines[i], self.end_cols[i]
         )
 
     def _enter(self) -> None:
@@ -689,9 +885,35 @@ class _Descent:
         if self.depth > _FAST_DEPTH:
             raise _NotFast
 
+    # literals (a malformed one: the Lark route words it)
+    def _ident(self, i: int) -> str:
+        text = self.values[i]
+        if self.kinds[i] != "QUOTED_NAME":
+            return text
+        if len(text) == 2:
+            raise _NotFast
+        return text[1:-1]
+
+    def _number(self, i: int) -> ast.Number:
+        text = self.values[i]
+        if not _NUMBER.match(text):
+            raise _NotFast
+        value = float(text)
+        if not math.isfinite(value):
+            raise _NotFast
+        return ast.Number(text, Fraction(value), pos=self._tpos(i))
+
+    def _string(self, i: int) -> str:
+        try:
+            value: str = json.loads(self.values[i])
+            value.encode("utf-8")
+        except (ValueError, UnicodeEncodeError):
+            raise _NotFast from None
+        return value
+
     # items
     def item(self) -> ast.Item:
-        kind = self._peek()
+        kind = self.kinds[0]
         if kind == "INVARIANT":
             out: ast.Item = self._invariant()
         elif kind == "LET":
@@ -700,97 +922,116 @@ class _Descent:
             out = self._severity()
         else:
             raise _NotFast
-        if self.i != len(self.toks):
+        if self.i != self.n:
             raise _NotFast
         return out
 
     def _severity(self) -> ast.Severity:
         first = self._take("SEVERITY")
         names = [self._ref()]
-        while self._peek() == "LT":
+        while self.kinds[self.i] == "LT":
             self.i += 1
             names.append(self._ref())
-        idents = tuple(ast.Ident(self.lit._ident(n), pos=_pos(self.file, n)) for n in names)
+        idents = tuple(ast.Ident(self._ident(n), pos=self._tpos(n)) for n in names)
         return ast.Severity(idents, pos=self._span(first))
 
-    def _ref(self) -> Token:
-        if self._peek() not in _NAMES:
+    def _ref(self) -> int:
+        i = self.i
+        if self.kinds[i] not in _NAMES:
             raise _NotFast
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
+        self.i = i + 1
+        return i
 
     def _let(self) -> ast.Let:
         first = self._take("LET")
         name = self._take("NAME")
         self._take("EQUAL")
         expr = self._expr()
-        return ast.Let(ast.Ident(str(name), pos=_pos(self.file, name)), expr, pos=self._span(first))
+        return ast.Let(
+            ast.Ident(self.values[name], pos=self._tpos(name)), expr, pos=self._span(first)
+        )
 
     def _invariant(self) -> ast.Invariant:
         first = self._take("INVARIANT")
         name = self._take("NAME")
         self._take("COLON")
         description = None
-        if self._peek() == "STRING":
+        if self.kinds[self.i] == "STRING":
             desc = self._take("STRING")
-            description = ast.String(self.lit._string(desc), pos=_pos(self.file, desc))
+            description = ast.String(self._string(desc), pos=self._tpos(desc))
         when = None
         when_pos = None
-        if self._peek() == "WHEN":
-            when_pos = _pos(self.file, self._take("WHEN"))
+        if self.kinds[self.i] == "WHEN":
+            when_pos = self._tpos(self._take("WHEN"))
             when = self._expr()
         ensure_kw = self._take("ENSURE")
         ensure = self._expr()
         return ast.Invariant(
-            ast.Ident(str(name), pos=_pos(self.file, name)),
+            ast.Ident(self.values[name], pos=self._tpos(name)),
             description,
             when,
             ensure,
             when_pos=when_pos,
-            ensure_pos=_pos(self.file, ensure_kw),
+            ensure_pos=self._tpos(ensure_kw),
             pos=self._span(first),
         )
 
     # boolean structure
     def _expr(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
+        first = self.i
         args = [self._or()]
-        while self._peek() == "IMPLIES":
+        while self.kinds[self.i] == "IMPLIES":
             self.i += 1
             args.append(self._or())
         if len(args) == 1:
             return args[0]
-        assert first is not None
         return ast.Implies(tuple(args), pos=self._span(first))
 
     def _or(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
+        first = self.i
         args = [self._and()]
-        while self._peek() == "OR":
+        while self.kinds[self.i] == "OR":
             self.i += 1
             args.append(self._and())
         if len(args) == 1:
             return args[0]
-        assert first is not None
         return ast.Or(tuple(args), pos=self._span(first))
 
     def _and(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
-        args = [self._not()]
-        while self._peek() == "AND":
+        first = self.i
+        kinds = self.kinds
+        args = [self._literal() or self._not()]
+        while kinds[self.i] == "AND":
             self.i += 1
-            args.append(self._not())
+            args.append(self._literal() or self._not())
         if len(args) == 1:
             return args[0]
-        assert first is not None
         return ast.And(tuple(args), pos=self._span(first))
 
+    def _literal(self) -> ast.Compare | None:
+        """``a OP b`` with a and b each a name or a number, ending there; None otherwise."""
+        i = self.i
+        kinds = self.kinds
+        if (
+            kinds[i] not in _OPERANDS
+            or kinds[i + 1] not in _COMPARE_OPS
+            or kinds[i + 2] not in _OPERANDS
+            or kinds[i + 3] not in _LITERAL_END
+        ):
+            return None
+        left = self._number(i) if kinds[i] == "NUMBER" else self._plain_name(i)
+        right = self._number(i + 2) if kinds[i + 2] == "NUMBER" else self._plain_name(i + 2)
+        self.i = i + 3
+        return ast.Compare((left, right), (self.values[i + 1],), pos=self._span(i))
+
+    def _plain_name(self, i: int) -> ast.Name:
+        return ast.Name(self.values[i], pos=self._tpos(i))
+
     def _not(self) -> ast.Expr:
-        nots: list[Token] = []
-        while self._peek() == "NOT":
+        nots: list[int] = []
+        while self.kinds[self.i] == "NOT":
             self._enter()
-            nots.append(self.toks[self.i])
+            nots.append(self.i)
             self.i += 1
         out = self._comparison()
         self.depth -= len(nots)
@@ -799,20 +1040,19 @@ class _Descent:
         return out
 
     def _comparison(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
+        first = self.i
         subject = self._sum()
-        kind = self._peek()
+        kind = self.kinds[self.i]
         negated = False
         if kind == "NOT":
             self.i += 1
-            if self._peek() != "IN":
+            if self.kinds[self.i] != "IN":
                 raise _NotFast
             negated = True
             kind = "IN"
         if kind == "IN":
             self.i += 1
-            assert first is not None
-            opener = self._peek()
+            opener = self.kinds[self.i]
             if opener == "LBRACE":
                 elements = self._set()
                 return ast.InSet(subject, elements, negated, pos=self._span(first))
@@ -824,20 +1064,19 @@ class _Descent:
             return subject
         operands = [subject]
         ops: list[str] = []
-        while self._peek() in _COMPARE_OPS:
-            ops.append(str(self.toks[self.i]))
+        while self.kinds[self.i] in _COMPARE_OPS:
+            ops.append(self.values[self.i])
             self.i += 1
             operands.append(self._sum())
-        assert first is not None
         return ast.Compare(tuple(operands), tuple(ops), pos=self._span(first))
 
     def _set(self) -> tuple[ast.Expr, ...]:
         self._take("LBRACE")
         self._enter()
         out: list[ast.Expr] = []
-        if self._peek() != "RBRACE":
+        if self.kinds[self.i] != "RBRACE":
             out.append(self._sum())
-            while self._peek() == "COMMA":
+            while self.kinds[self.i] == "COMMA":
                 self.i += 1
                 out.append(self._sum())
         self._take("RBRACE")
@@ -856,34 +1095,32 @@ class _Descent:
 
     # arithmetic
     def _sum(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
+        first = self.i
         head = self._product()
         rest: list[tuple[str, ast.Expr]] = []
-        while self._peek() in ("PLUS", "MINUS"):
-            op = str(self.toks[self.i])
+        while self.kinds[self.i] in ("PLUS", "MINUS"):
+            op = self.values[self.i]
             self.i += 1
             rest.append((op, self._product()))
         if not rest:
             return head
-        assert first is not None
         return ast.Sum(head, tuple(rest), pos=self._span(first))
 
     def _product(self) -> ast.Expr:
-        first = self.toks[self.i] if self.i < len(self.toks) else None
+        first = self.i
         factors = [self._unary()]
-        while self._peek() == "STAR":
+        while self.kinds[self.i] == "STAR":
             self.i += 1
             factors.append(self._unary())
         if len(factors) == 1:
             return factors[0]
-        assert first is not None
         return ast.Product(tuple(factors), pos=self._span(first))
 
     def _unary(self) -> ast.Expr:
-        minus: list[Token] = []
-        while self._peek() == "MINUS":
+        minus: list[int] = []
+        while self.kinds[self.i] == "MINUS":
             self._enter()
-            minus.append(self.toks[self.i])
+            minus.append(self.i)
             self.i += 1
         out = self._atom()
         self.depth -= len(minus)
@@ -892,40 +1129,40 @@ class _Descent:
         return out
 
     def _atom(self) -> ast.Expr:
-        if self.i >= len(self.toks):
+        i = self.i
+        kind = self.kinds[i]
+        if kind == "$END":
             raise _NotFast
-        tok = self.toks[self.i]
-        kind = tok.type
-        self.i += 1
+        self.i = i + 1
         if kind == "NUMBER":
-            return ast.Number(str(tok), self.lit._number(tok), pos=_pos(self.file, tok))
+            return self._number(i)
         if kind == "NAME":
-            if self._peek() == "LPAR":
-                return self._call(tok)
-            return ast.Name(str(tok), pos=_pos(self.file, tok))
+            if self.kinds[self.i] == "LPAR":
+                return self._call(i)
+            return ast.Name(self.values[i], pos=self._tpos(i))
         if kind == "QUOTED_NAME":
-            return ast.Name(self.lit._ident(tok), pos=_pos(self.file, tok))
+            return ast.Name(self._ident(i), pos=self._tpos(i))
         if kind == "STRING":
-            return ast.String(self.lit._string(tok), pos=_pos(self.file, tok))
+            return ast.String(self._string(i), pos=self._tpos(i))
         if kind == "TRUE" or kind == "FALSE":
-            return ast.BoolLit(kind == "TRUE", pos=_pos(self.file, tok))
+            return ast.BoolLit(kind == "TRUE", pos=self._tpos(i))
         if kind == "LPAR":
             self._enter()
             inner = self._expr()
             self._take("RPAR")
             self.depth -= 1
-            return ast.Paren(inner, pos=self._span(tok))
+            return ast.Paren(inner, pos=self._span(i))
         raise _NotFast
 
-    def _call(self, name: Token) -> ast.Call:
+    def _call(self, name: int) -> ast.Call:
         self._take("LPAR")
         self._enter()
         args: list[ast.Expr] = []
-        if self._peek() != "RPAR":
+        if self.kinds[self.i] != "RPAR":
             args.append(self._expr())
-            while self._peek() == "COMMA":
+            while self.kinds[self.i] == "COMMA":
                 self.i += 1
                 args.append(self._expr())
         self._take("RPAR")
         self.depth -= 1
-        return ast.Call(str(name), tuple(args), pos=self._span(name))
+        return ast.Call(self.values[name], tuple(args), pos=self._span(name))

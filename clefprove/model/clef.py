@@ -246,6 +246,23 @@ def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") ->
         raise ClefFormatError(f"{origin}: {exc}") from None
 
 
+def load_encoded(
+    data: bytes, features: tuple[Feature, ...], actions: tuple[str, ...], origin: str = "<bytes>"
+) -> Model | Ensemble:
+    """:func:`load_bytes` of the bytes this process just encoded (``encode_clef`` /
+    ``encode_ensemble``) from *features* and *actions*, themselves the output of
+    ``parse_features`` / ``parse_actions``: the metadata block is decoded but its features and
+    actions are not parsed again (``parse_features(feature_to_json(f)) == f``: tests/model
+    check the model equals the one :func:`load_bytes` gives); the digest, the header, the
+    section table and the node validation run as for any file."""
+    if len(data) < HEADER_SIZE + DIGEST_SIZE:
+        raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
+    try:
+        return _parse(data, origin, None, (features, actions))
+    except ClefFormatError as exc:
+        raise ClefFormatError(f"{origin}: {exc}") from None
+
+
 def load_admitted(
     data: bytes | bytearray | memoryview, sha256: str, origin: str = "<bytes>"
 ) -> Model | Ensemble:
@@ -284,9 +301,15 @@ def short_reason(head: bytes, size: int) -> str:
     return f"truncated: {size} bytes, a .clef file has at least {HEADER_SIZE + DIGEST_SIZE}"
 
 
-def _parse(buf: Any, origin: str, admitted: str | None = None) -> Model | Ensemble:
+def _parse(
+    buf: Any,
+    origin: str,
+    admitted: str | None = None,
+    encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+) -> Model | Ensemble:
     """*admitted*: the sha256 of bytes validated before (:func:`load_admitted`): the digest
-    and the node validation are skipped."""
+    and the node validation are skipped.  *encoded*: the parsed features and actions the
+    bytes were just encoded from (:func:`load_encoded`)."""
     size = len(buf)
     fields = HEADER.unpack_from(buf, 0)
     (
@@ -327,7 +350,7 @@ def _parse(buf: Any, origin: str, admitted: str | None = None) -> Model | Ensemb
         hasher.update(digest)  # the model's identity: the digest of the whole file (sha256sum's)
         sha256 = hasher.hexdigest()
     if version == ENSEMBLE_VERSION:
-        return _parse_ensemble(buf, fields, sha256, origin, admitted is None)
+        return _parse_ensemble(buf, fields, sha256, origin, admitted is None, encoded)
     if n_trees != 1:
         raise ClefFormatError(
             f"the file holds {n_trees} trees under format version 1, which holds one tree"
@@ -345,7 +368,7 @@ def _parse(buf: Any, origin: str, admitted: str | None = None) -> Model | Ensemb
     if max_depth > MAX_TREE_DEPTH:
         raise ClefFormatError(f"declared depth {max_depth} exceeds the limit of {MAX_TREE_DEPTH}")
 
-    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]))
+    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded)
     features, actions = meta["_features"], meta["_actions"]
     nodes = np.frombuffer(buf, dtype=NODE_DTYPE, count=n_nodes, offset=nodes_offset)
     membership = np.frombuffer(buf, dtype=np.uint8, count=member_size, offset=member_offset)
@@ -370,7 +393,11 @@ def _parse(buf: Any, origin: str, admitted: str | None = None) -> Model | Ensemb
     )
 
 
-def _parse_meta(raw: bytes) -> dict[str, Any]:
+def _parse_meta(
+    raw: bytes, encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None
+) -> dict[str, Any]:
+    """The metadata block; *encoded*: the parsed features and actions it was encoded from
+    (taken instead of parsing them again)."""
     from clefprove.errors import ModelSourceError
     from clefprove.model.features import check_name_clashes, parse_actions, parse_features
 
@@ -381,8 +408,11 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise ClefFormatError("metadata block is not a JSON object")
     try:
-        meta["_features"] = parse_features(meta.get("features"), "metadata.features")
-        meta["_actions"] = parse_actions(meta.get("actions"), "metadata.actions")
+        if encoded is not None:
+            meta["_features"], meta["_actions"] = encoded
+        else:
+            meta["_features"] = parse_features(meta.get("features"), "metadata.features")
+            meta["_actions"] = parse_actions(meta.get("actions"), "metadata.actions")
         check_name_clashes(meta["_features"], meta["_actions"])
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
@@ -397,7 +427,12 @@ def _parse_meta(raw: bytes) -> dict[str, Any]:
 
 
 def _parse_ensemble(
-    buf: Any, fields: tuple[Any, ...], sha256: str, origin: str, validate: bool = True
+    buf: Any,
+    fields: tuple[Any, ...],
+    sha256: str,
+    origin: str,
+    validate: bool = True,
+    encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
 ) -> Ensemble:
     """The rest of a v2 (ensemble) file, after magic, version, flags and digest (*validate*
     False: bytes validated before, :func:`load_admitted`)."""
@@ -419,7 +454,7 @@ def _parse_ensemble(
         or member_offset + member_size + DIGEST_SIZE != size
     ):
         raise ClefFormatError("section table does not match the file size (truncated or crafted)")
-    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]))
+    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded)
     features, actions = meta["_features"], meta["_actions"]
     combine = parse_combine(meta.get("ensemble"), len(actions))
     if member_offset - values_offset != 0 and (member_offset - values_offset) % (

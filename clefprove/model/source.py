@@ -216,12 +216,12 @@ def assemble_tree(
 ) -> Model:
     """A single-tree model from its pre-order node records (built from JSON source or by an
     importer), through the binary encoder and loader and their validation."""
-    from clefprove.model.clef import encode_clef, load_bytes
+    from clefprove.model.clef import encode_clef, load_encoded
 
     _check_names(name, version)
     check_name_clashes(features, actions)
     data = encode_clef(name, version, features, actions, nodes, membership, max_depth, meta)
-    model = load_bytes(data, origin=origin)
+    model = load_encoded(data, features, actions, origin=origin)
     assert isinstance(model, Model)
     return dataclasses.replace(model, from_source=True)
 
@@ -243,14 +243,15 @@ def assemble_ensemble(
     """An ensemble from its trees' pre-order node records and leaf value rows (built from JSON
     source or by an importer), through the binary encoder and loader and their validation."""
     from clefprove.errors import ClefFormatError
-    from clefprove.model.clef import encode_ensemble, load_bytes
+    from clefprove.model.clef import encode_ensemble, load_encoded
 
     _check_names(name, version)
     data = encode_ensemble(
         name, version, features, actions, nodes, membership, sizes, depths, values, combine, meta
     )
     try:
-        return dataclasses.replace(load_bytes(data, origin=origin), from_source=True)
+        model = load_encoded(data, features, actions, origin=origin)
+        return dataclasses.replace(model, from_source=True)
     except ClefFormatError as exc:  # value checks that depend on the whole ensemble
         raise ModelSourceError(str(exc).removeprefix(f"{origin}: ")) from None
 

@@ -149,9 +149,18 @@ def _tables(model: Ensemble) -> Tables:
     rows = nodes["aux"][leaves].astype(np.int64)
     assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
     tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
+    # the numeric splits' thresholds grouped by feature, each group in node order (a stable
+    # sort): per feature the array ``left_hi[numeric & (feat == i)]`` was, without a mask each
+    split_nodes = np.flatnonzero(numeric)
+    by_feature = split_nodes[np.argsort(feat[split_nodes], kind="stable")]
+    bounds = np.searchsorted(feat[by_feature], np.arange(len(model.features) + 1)).tolist()
+    grouped = left_hi[by_feature]
     cuts = []
     for i, feature in enumerate(model.features):
-        c = np.unique(left_hi[numeric & (feat == i)])
+        if bounds[i] == bounds[i + 1]:
+            cuts.append(np.empty(0, dtype=np.float64))
+            continue
+        c = np.unique(grouped[bounds[i] : bounds[i + 1]])
         cuts.append(c[(c >= feature.min) & (c < feature.max)])
     flat = Model(
         name=model.name,

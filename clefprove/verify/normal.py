@@ -91,16 +91,29 @@ class Normalizer:
         self.n_feat = len(model.features)
         self.n_actions = len(model.actions)
         self.integral = [f.is_integral for f in model.features] + [False]
-        self.dmin = [Fraction(f.min) for f in model.features] + [Fraction(0)]
-        self.dmax = [Fraction(f.max) for f in model.features] + [Fraction(1)]
         self.fmin = [float(f.min) for f in model.features] + [0.0]
         self.fmax = [float(f.max) for f in model.features] + [1.0]
+
+    @functools.cached_property
+    def dmin(self) -> list[Fraction]:
+        """The domain's lower ends as exact rationals (the exact route only: made on first use)."""
+        return [Fraction(f.min) for f in self.model.features] + [Fraction(0)]
+
+    @functools.cached_property
+    def dmax(self) -> list[Fraction]:
+        return [Fraction(f.max) for f in self.model.features] + [Fraction(1)]
 
     def col(self, var: int) -> int:
         return self.n_feat if var == ck.CONFIDENCE else var
 
     def nnf(self, f: object, neg: bool = False) -> object:
         """Negation normal form of *f* (negated when *neg*), simplified."""
+        if type(f) is ck.Compare:  # the commonest literal first (the case below, unmatched)
+            expr, strict = f.expr, f.strict
+            if neg:
+                expr = ck.Linear(tuple((v, -c) for v, c in expr.terms), -expr.const)
+                strict = not strict
+            return self._compare(expr, strict)
         match f:
             case ck.Const(value):
                 return ck.Const(value != neg)
@@ -190,21 +203,23 @@ class Normalizer:
         against :func:`_compare_exact`).  None when the shortcut does not apply."""
         ((var, c),) = expr.terms
         k = expr.const
-        if not isinstance(c, Fraction | int) or not isinstance(k, Fraction | int):
+        if type(c) not in _EXACT or type(k) not in _EXACT:  # (no ABC instance check)
+            return None  # (a subclass: the exact route)
+        cn = c.numerator
+        if c.denominator != 1 or (cn != 1 and cn != -1):
             return None
-        if c.denominator != 1 or (c.numerator != 1 and c.numerator != -1):
-            return None
+        kn, kd = k.numerator, k.denominator
         try:
-            q = -float(k) if c.numerator == 1 else float(k)
+            q = kn / kd  # float(k): the correctly rounded quotient (Rational.__float__'s)
         except OverflowError:
             return None
-        if not math.isfinite(q) or q.as_integer_ratio() != (
-            (-k.numerator, k.denominator) if c.numerator == 1 else (k.numerator, k.denominator)
-        ):
+        if cn == 1:
+            q, kn = -q, -kn
+        if not math.isfinite(q) or q.as_integer_ratio() != (kn, kd):
             return None  # -k/c is no float64: the exact route rounds it
         q += 0.0  # -0.0 -> 0.0, as float(Fraction(0))
         col = self.col(var)
-        upper = c.numerator == 1
+        upper = cn == 1
         lo_d, hi_d = self.fmin[col], self.fmax[col]
         b: float | int
         if self.integral[col]:
@@ -221,6 +236,9 @@ class Normalizer:
         if (upper and b < lo_d) or (not upper and b > hi_d):
             return FALSE
         return Bound(col, upper, float(b))
+
+
+_EXACT = (Fraction, int)
 
 
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:

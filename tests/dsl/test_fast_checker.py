@@ -1,5 +1,6 @@
 """The checker's shortcut for a comparison with a constant side (``checker._minus``) builds the
-linear term of the general route (``_Num.plus(..., -1).linear()``)."""
+linear term of the general route (``_Num.plus(..., -1).linear()``); its shortcut for a whole
+box literal ``feature OP number`` (``Checker._literal``) checks as the general route does."""
 
 from __future__ import annotations
 
@@ -28,3 +29,62 @@ def test_minus_equals_the_general_route(a: ch._Num, b: ch._Num) -> None:
     want = a.plus(b, -1).linear()
     assert got == want
     assert all(type(c) is Fraction for _, c in got.terms) and type(got.const) is Fraction
+
+
+# ---------------------------------------------------------------- the box-literal shortcut
+
+_NAMES = [
+    "client_rtt_ms",  # float
+    "tls_version",  # int
+    "is_tor",  # bool
+    "ua_family",  # categorical
+    "confidence",
+    "action",
+    "allow",  # an action name
+    "close",  # a let
+    "nope",  # unknown
+]
+_NUMBERS = ["0", "3", "0.25", "1e-300", "179769313486231570000000000000000000000", ".5", "7.0"]
+_OPS = ["<", "<=", ">", ">=", "==", "!="]
+_literal = st.builds(
+    lambda a, op, b, flip: f"{b} {op} {a}" if flip else f"{a} {op} {b}",
+    st.sampled_from(_NAMES),
+    st.sampled_from(_OPS),
+    st.sampled_from(_NUMBERS),
+    st.booleans(),
+)
+
+
+class _General(ch.Checker):
+    fast = False
+
+
+def _checked(cls: type[ch.Checker], model: object, text: str) -> tuple[object, ...]:
+    from clefprove.dsl.parser import parse_partial
+
+    program = parse_partial(text, "t.inv").program
+    checker = cls(model, {"t.inv": text})  # type: ignore[arg-type]
+    result = checker.check([program])
+    diags = tuple((d.line, d.column, d.message) for d in checker.diagnostics)
+    out = []
+    for inv in result.invariants:
+        out.append((inv.when, inv.ensure, _types(inv.when), inv.digest))
+    return tuple(out), diags
+
+
+def _types(f: object) -> object:
+    """The Python types inside a checked formula (``==`` alone would take 1 for Fraction(1))."""
+    if isinstance(f, tuple | list):
+        return tuple(_types(x) for x in f)
+    if hasattr(f, "__dataclass_fields__"):
+        return (type(f).__name__, *(_types(getattr(f, n)) for n in f.__dataclass_fields__))
+    return type(f).__name__
+
+
+@given(st.lists(_literal, min_size=1, max_size=6), st.sampled_from([" and ", " or "]))
+def test_box_literals_check_as_the_general_route(spec_model, literals, joiner) -> None:
+    text = (
+        "let close = client_rtt_ms < 5\n"
+        f"invariant t:\n  when {joiner.join(literals)}\n  ensure action == block\n"
+    )
+    assert _checked(ch.Checker, spec_model, text) == _checked(_General, spec_model, text)

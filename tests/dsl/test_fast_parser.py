@@ -106,6 +106,8 @@ CASES = [
     "",
     "\n\n   \n",
     "invariant t:\r\n  ensure\r\n x # c\r\n",
+    "invariant t:\n  ensure x \t \n  \t",  # trailing blanks: whitespace, never BAD_CHAR
+    "invariant t: ensure x ",
 ]
 
 

@@ -222,3 +222,27 @@ def test_ensembles_match_the_json_route(make: Any, binary: bool) -> None:
     want = compile_source(source)
     got = from_sklearn(clf, FEATURES, actions=actions, name="e", version="2.0.0")
     assert got.sha256 == want.sha256
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False)
+        | st.floats(-1e6, 1e6, width=32).map(float)
+        | st.sampled_from(EDGES),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_vectorised_float32_lt_cuts_equal_the_scalar_condition(ts: list[float]) -> None:
+    """The XGBoost importer's vectorised cuts (``common.f32_lt_cuts`` of float32(t)) are the
+    scalar ``float32_condition("BRANCH_LT", t)``'s, bit for bit."""
+    from clefprove.model.importers.common import INF, f32_lt_cuts, float32_condition
+
+    with np.errstate(over="ignore"):
+        t32 = np.array(ts, dtype=np.float64).astype(np.float32)
+    got = f32_lt_cuts(t32)
+    for t, g in zip(ts, got, strict=True):
+        want = float32_condition("BRANCH_LT", t)
+        assert want.lo == -INF and not want.negate
+        assert float(g).hex() == want.hi.hex()

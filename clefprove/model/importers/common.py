@@ -81,6 +81,19 @@ def f32_lt_cut(t32: float) -> float:
     return _norm(float32_threshold(float(below)))
 
 
+def f32_lt_cuts(t32: np.ndarray) -> np.ndarray:
+    """:func:`f32_lt_cut` of every element of the float32 array *t32* (no NaN), vectorised
+    (tests/model check it against the scalar function)."""
+    from clefprove.model.sklearn import float32_thresholds
+
+    t32 = np.asarray(t32, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        below = np.nextafter(t32, np.float32(-np.inf))
+        cut = float32_thresholds(below.astype(np.float64))
+    cut = np.where(cut >= F64_MAX, INF, cut)
+    return np.where(t32 == np.float32(-np.inf), -INF, cut)
+
+
 def f64_leq_cut(t: float) -> float:
     return _norm(t)
 
@@ -528,7 +541,9 @@ def build_ensemble(
     from clefprove.model.source import compile_source
 
     try:
-        return _direct_ensemble(trees, features_json, actions, combine, spec, default_name, origin)
+        return _direct_ensemble(
+            trees, features_json, features, actions, combine, spec, default_name, origin
+        )
     except (_NotDirect, ModelSourceError):
         pass
     source: dict[str, Any] = {
@@ -566,6 +581,7 @@ class _NotDirect(Exception):
 def _direct_ensemble(
     trees: Sequence[Tree],
     features_json: list[dict[str, Any]],
+    features: tuple[Feature, ...],
     actions: list[str],
     combine: dict[str, Any],
     spec: FeatureSpec | None,
@@ -578,8 +594,9 @@ def _direct_ensemble(
     value rows that ``source._EnsembleBuilder`` makes of that JSON, then the same
     ``assemble_ensemble`` (encoder, loader and their validation).  Raises :class:`_NotDirect`
     on anything the JSON builder would reject (a non-finite number, a value row of the wrong
-    width, an action leaf, a too deep or too large tree): that route then reports it."""
-    from clefprove.model.features import parse_actions, parse_features
+    width, an action leaf, a too deep or too large tree): that route then reports it.
+    *features* are ``parse_features(features_json)`` (the caller's: not parsed again)."""
+    from clefprove.model.features import parse_actions
     from clefprove.model.source import assemble_ensemble, ensemble_combine
     from clefprove.model.types import NODE_DTYPE, NodeKind
 
@@ -587,7 +604,7 @@ def _direct_ensemble(
         raise _NotDirect
     name = spec.name if spec and spec.name else default_name
     version = spec.version if spec and spec.version else "0.0.0"
-    feats = parse_features(features_json)
+    feats = features
     acts = parse_actions(actions)
     comb = ensemble_combine(combine, len(acts))
     outputs = comb.outputs
@@ -604,8 +621,9 @@ def _direct_ensemble(
     for tree in trees:
         records: list[list[Any]] = []
         max_depth = 0
-        # (tree, what the path knows, depth in the emitted tree, parent whose right to patch)
-        stack: list[tuple[Tree, tuple[_Range, ...], int, int]] = [(tree, start, 0, -1)]
+        # (tree, what the path knows beyond *start*: feature -> range, depth in the emitted
+        # tree, parent whose right to patch)
+        stack: list[tuple[Tree, dict[int, _Range], int, int]] = [(tree, {}, 0, -1)]
         emitted = 0
         while stack:
             t, known, depth, parent = stack.pop()
@@ -619,7 +637,10 @@ def _direct_ensemble(
                 max_depth = depth
             while not isinstance(t, Leaf | ValueLeaf):
                 f = feats[t.feature]
-                side, k_left, k_right = _decide(f, known[t.feature], t)
+                range_ = known.get(t.feature)
+                side, k_left, k_right = _decide(
+                    f, start[t.feature] if range_ is None else range_, t
+                )
                 if side == "left":
                     t = t.left
                 elif side == "right":
@@ -668,8 +689,8 @@ def _direct_ensemble(
                 if not math.isfinite(thr):
                     raise _NotDirect
                 records.append([thr, index + 1, 0, 0, t.feature, num_kind, depth])
-            left_known = (*known[: t.feature], k_left, *known[t.feature + 1 :])
-            right_known = (*known[: t.feature], k_right, *known[t.feature + 1 :])
+            left_known = {**known, t.feature: k_left}
+            right_known = {**known, t.feature: k_right}
             stack.append((t.right, right_known, depth + 1, index))
             stack.append((t.left, left_known, depth + 1, -1))
         all_records.extend(tuple(r) for r in records)

@@ -25,7 +25,10 @@ import numpy as np
 from clefprove.errors import ImportModelError
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
+    INF,
+    NEVER,
     FeatureSpec,
+    Interval,
     Leaf,
     SetSplit,
     Tree,
@@ -33,6 +36,7 @@ from clefprove.model.importers.common import (
     build_ensemble,
     build_model,
     check_name,
+    f32_lt_cuts,
     file_digest,
     float32_condition,
     interval_split,
@@ -469,35 +473,48 @@ def _convert_ensemble(
     feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
     require_categorical(feats, cat_features, "XGBoost")
     actions = resolve_actions(spec, list(range(max(k, 2))))
+    # float32(condition) of every node of every tree at once: a leaf's value, a split's
+    # threshold, whose cut (``float32_condition("BRANCH_LT", .)``, NaN: never true) comes
+    # vectorised too (tests/model check f32_lt_cuts against the scalar cut)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c32 = np.array([c for a in arrays for c in a["conds"]], dtype=np.float64).astype(np.float32)
+    nan = np.isnan(c32)
+    all_values: list[float] = c32.astype(np.float64).tolist()
+    all_cuts: list[float] = f32_lt_cuts(np.where(nan, np.float32(0), c32)).tolist()
+    all_nans: list[bool] = nan.tolist()
     converted = []
+    offset = 0
     for t, a in enumerate(arrays):
-        lefts, rights, indices, conds, types, cats = (
-            a["lefts"],
-            a["rights"],
-            a["indices"],
-            a["conds"],
-            a["types"],
-            a["cats"],
-        )
         group = info[t]
+        end = offset + len(a["conds"])
+        leaf_values = all_values[offset:end]
+        cuts = all_cuts[offset:end]
+        nans = all_nans[offset:end]
+        offset = end
 
         def make(
-            i: int, left: Tree | None, right: Tree | None, a: dict[str, Any] = a, g: int = group
+            i: int,
+            left: Tree | None,
+            right: Tree | None,
+            a: dict[str, Any] = a,
+            g: int = group,
+            leaf_values: list[float] = leaf_values,
+            cuts: list[float] = cuts,
+            nans: list[bool] = nans,
         ) -> Tree:
             if left is None or right is None:
                 out = [0.0] * k
-                out[g] = float(np.float32(a["conds"][i]))
+                out[g] = leaf_values[i]
                 return ValueLeaf(tuple(out))
             if a["types"][i] == 1:
                 codes = frozenset(a["cats"].get(i, ()))
                 return SetSplit(a["indices"][i], codes, right, left)
-            cond = float32_condition("BRANCH_LT", a["conds"][i])
+            cond = NEVER if nans[i] else Interval(-INF, cuts[i])
             return interval_split(a["indices"][i], cond, left, right)
 
         def children(i: int, a: dict[str, Any] = a) -> tuple[int, int] | None:
             return None if a["lefts"][i] == -1 else (a["lefts"][i], a["rights"][i])
 
-        del lefts, rights, indices, conds, types, cats
         converted.append(walk(0, children, make))
     combine = {
         "arithmetic": "float32",
