@@ -65,8 +65,7 @@ def test_pair_copies_do_not_share_cached_bounds():
     }
     for ensure, broken in cases.items():
         text = (
-            "severity allow < challenge < block\n"
-            f"invariant r:\n  when {WHEN}\n  ensure {ensure}\n"
+            f"severity allow < challenge < block\ninvariant r:\n  when {WHEN}\n  ensure {ensure}\n"
         )
         result = check(model, parse_text(text, model)).results[0]
         expected = "violated" if _brute(broken) else "holds"
