@@ -17,8 +17,8 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """Files named by *paths*: a directory means every ``*.inv`` below it, in sorted order.
 
     Order is that of the arguments; inside a directory, sorted by relative path (stable across
-    machines).  A file named twice is kept once.  A missing path, or a directory without any
-    ``.inv`` file, is an error.
+    machines).  A file named twice is kept once.  A missing path, a directory without any
+    ``.inv`` file, or a dangling symbolic link named ``*.inv`` below a directory is an error.
     """
     if not paths:
         raise ClefproveError("no invariant files given")
@@ -27,8 +27,14 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
+            below = list(path.rglob(f"*{SUFFIX}"))
+            for p in below:
+                if p.is_symlink() and not p.exists():  # never skip an invariant file silently
+                    raise ClefproveError(
+                        f"{p}: symbolic link to {os.readlink(p)}, which does not exist"
+                    )
             found = sorted(
-                (p for p in path.rglob(f"*{SUFFIX}") if p.is_file()),
+                (p for p in below if p.is_file()),
                 key=lambda p: p.relative_to(path).as_posix(),
             )
             if not found:
