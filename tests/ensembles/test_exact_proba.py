@@ -81,6 +81,7 @@ def test_sklearn_gradient_boosting_binary_probabilities_bit_for_bit():
 lgb = pytest.importorskip("lightgbm")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("data", "objective"),
     [("iris", "multiclass"), ("breast_cancer", "binary"), ("wine", "multiclass")],
@@ -107,6 +108,7 @@ def test_lightgbm_probabilities_bit_for_bit(tmp_path: Path, data: str, objective
 xgb = pytest.importorskip("xgboost")
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="XGBoost's softmax sums the float32 exponentials in a double (common/math.h "
