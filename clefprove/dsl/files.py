@@ -18,7 +18,8 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
     Order is that of the arguments; inside a directory, sorted by relative path (stable across
     machines).  A file named twice is kept once.  A missing path, a directory without any
-    ``.inv`` file, or a dangling symbolic link named ``*.inv`` below a directory is an error.
+    ``.inv`` file, or a dangling symbolic link named ``*.inv`` below a directory (not a link
+    loop) is an error.
     """
     if not paths:
         raise ClefproveError("no invariant files given")
@@ -29,7 +30,7 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         if path.is_dir():
             below = list(path.rglob(f"*{SUFFIX}"))
             for p in below:
-                if p.is_symlink() and not p.exists():  # never skip an invariant file silently
+                if _dangling(p):  # never skip a missing invariant file silently
                     raise ClefproveError(
                         f"{p}: symbolic link to {os.readlink(p)}, which does not exist"
                     )
@@ -49,6 +50,20 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
                 seen.add(key)
                 out.append(p)
     return out
+
+
+def _dangling(path: Path) -> bool:
+    """A symbolic link whose target does not exist (a link loop is not dangling: it is skipped
+    like every other entry that is not a regular file)."""
+    if not path.is_symlink():
+        return False
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
