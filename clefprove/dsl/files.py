@@ -17,8 +17,9 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """Files named by *paths*: a directory means every ``*.inv`` below it, in sorted order.
 
     Order is that of the arguments; inside a directory, sorted by relative path (stable across
-    machines).  A file named twice is kept once.  A missing path, or a directory without any
-    ``.inv`` file, is an error.
+    machines).  A file named twice is kept once.  A missing path, a directory without any
+    ``.inv`` file, or a dangling symbolic link named ``*.inv`` below a directory (not a link
+    loop) is an error.
     """
     if not paths:
         raise ClefproveError("no invariant files given")
@@ -27,8 +28,14 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
+            below = list(path.rglob(f"*{SUFFIX}"))
+            for p in below:
+                if _dangling(p):  # never skip a missing invariant file silently
+                    raise ClefproveError(
+                        f"{p}: symbolic link to {os.readlink(p)}, which does not exist"
+                    )
             found = sorted(
-                (p for p in path.rglob(f"*{SUFFIX}") if p.is_file()),
+                (p for p in below if p.is_file()),
                 key=lambda p: p.relative_to(path).as_posix(),
             )
             if not found:
@@ -43,6 +50,20 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
                 seen.add(key)
                 out.append(p)
     return out
+
+
+def _dangling(path: Path) -> bool:
+    """A symbolic link whose target does not exist (a link loop is not dangling: it is skipped
+    like every other entry that is not a regular file)."""
+    if not path.is_symlink():
+        return False
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

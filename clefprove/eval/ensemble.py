@@ -121,6 +121,8 @@ def _exp(x: np.ndarray) -> np.ndarray:
     (numpy's own float32 exp is not always correctly rounded), except within
     :data:`_NEAR_MIDPOINT` ulp of a rounding midpoint, where ``expf`` may round the other way
     and is called itself (a few elements in a hundred)."""
+    if x.dtype == np.float64:
+        return _exp64(x)
     if x.dtype != np.float32:
         out: np.ndarray = np.exp(x)
         return out
@@ -135,6 +137,23 @@ def _exp(x: np.ndarray) -> np.ndarray:
         for i in hard.tolist():
             flat_e[i] = fn(float(flat_x[i]))
     return e32
+
+
+#: ``log(DBL_MAX)``: above it ``exp`` overflows (``math.exp`` raises instead of returning inf).
+_LOG_MAX = 709.782712893384
+
+
+def _exp64(x: np.ndarray) -> np.ndarray:
+    """float64 exp exactly as the C library's ``exp`` returns it, which is what LightGBM's
+    ``std::exp``, scipy's ``expit`` and scikit-learn's loss functions call: numpy's own float64
+    ``exp`` (a SIMD implementation) differs from it in the last bit for a few percent of
+    arguments, and the probabilities would inherit that.  ``math.exp`` is the C library's."""
+    flat = x.reshape(-1)
+    big = flat > _LOG_MAX
+    safe = np.where(big, 0.0, flat)
+    out = np.fromiter(map(math.exp, safe.tolist()), dtype=np.float64, count=flat.size)
+    out[big] = math.inf
+    return out.reshape(x.shape)
 
 
 def onnx_logistic(v: np.ndarray) -> np.ndarray:

@@ -71,7 +71,7 @@ from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
-from clefprove.verify.options import CheckOptions
+from clefprove.verify.options import CheckOptions, json_safe
 from clefprove.verify.verdicts import (
     HOLDS,
     Counterexample,
@@ -509,7 +509,7 @@ def alone_key(leaf_key: bytes, scope: bytes, settings: CheckOptions) -> bytes:
     """Key of the witness a solver of its own gives for one leaf (:func:`engine.
     isolated_witness`): the leaf's key (its record and box), the invariant in its domain, and
     the solver limits that witness is found within."""
-    limits = json.dumps([settings.timeout, settings.rlimit], allow_nan=False)
+    limits = json.dumps([json_safe(settings.timeout), settings.rlimit], allow_nan=False)
     return hashlib.sha256(b"alone\0" + leaf_key + scope + limits.encode()).digest()
 
 

@@ -38,7 +38,8 @@ def render_text(res: GateResult, verbose: bool = False) -> str:
             lines.append(
                 f"         counterexample {json.dumps(c.input, allow_nan=False)} -> {c.action}"
             )
-            lines.append(f"         region {' and '.join(c.region or c.path)}")
+            if c.region or c.path:  # an ensemble's counterexample has neither
+                lines.append(f"         region {' and '.join(c.region or c.path)}")
             if verbose:
                 lines.append(f"         path {' and '.join(c.path)}")
     if res.diff is not None:

@@ -86,7 +86,9 @@ class _Encoder:
                 self.vars.append(z3.Real(f"x{i}", self.ctx))
             else:
                 self.vars.append(z3.Int(f"x{i}", self.ctx))
-        # Bounds recur from leaf to leaf (siblings share all but one): build each once.
+        # Bounds recur from leaf to leaf (siblings share all but one): build each once.  Keyed
+        # by the variable's Z3 id, not its feature index: smt/pairs.py swaps ``vars`` to encode
+        # the second copy x'_f, which must not get the bounds built for x_f (nor the reverse).
         self.bounds: dict[tuple[int, float, bool], z3.BoolRef] = {}
         s = z3.Solver(ctx=self.ctx)
         s.set("random_seed", SEED)
@@ -100,14 +102,14 @@ class _Encoder:
         self.tab = tables(model)
 
     def _le(self, i: int, v: float) -> z3.BoolRef:
-        key = (i, v, True)
+        key = (self.vars[i].get_id(), v, True)
         got = self.bounds.get(key)
         if got is None:
             got = self.bounds[key] = self._le_new(i, v)
         return got
 
     def _ge(self, i: int, v: float) -> z3.BoolRef:
-        key = (i, v, False)
+        key = (self.vars[i].get_id(), v, False)
         got = self.bounds.get(key)
         if got is None:
             got = self.bounds[key] = self._ge_new(i, v)

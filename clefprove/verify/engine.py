@@ -251,10 +251,17 @@ def _solve_chunk(
     return smt_paths.solve(model, when, ensure, queries, limits)
 
 
+#: Z3's largest timeout (an unsigned int of milliseconds).
+_Z3_MAX_MS = 2**32 - 1
+
+
 def _limits(settings: CheckOptions, tag: str) -> Limits:
     from clefprove.smt.paths import Limits
 
-    ms = 0 if settings.timeout is None else max(1, int(settings.timeout * 1000))
+    t = settings.timeout
+    # Z3's timeout is an unsigned 32-bit count of ms; beyond it (an infinite timeout
+    # included) there is no limit, which 0 says.
+    ms = 0 if t is None or t * 1000 >= _Z3_MAX_MS else max(1, int(t * 1000))
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in tag)
     return Limits(timeout_ms=ms, rlimit=settings.rlimit, smtlib_dir=settings.smtlib_dir, tag=safe)
 

@@ -31,6 +31,14 @@ def _option(default: Any, affects: Affects) -> Any:
     return field(default=default, metadata={_AFFECTS: affects})
 
 
+def json_safe(value: object) -> object:
+    """*value* for a cache key's JSON: an infinite timeout ("no limit") as the string "inf"
+    (JSON has no infinity; NaN is refused by the options themselves)."""
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return str(value)
+    return value
+
+
 @dataclass(frozen=True)
 class CheckOptions:
     """Limits and switches of one check (validated on construction)."""
@@ -67,7 +75,7 @@ class CheckOptions:
         wanted = set(affects)
         return json.dumps(
             [
-                [f.name, getattr(self, f.name)]
+                [f.name, json_safe(getattr(self, f.name))]
                 for f in fields(self)
                 if f.metadata[_AFFECTS] in wanted
             ],

@@ -604,6 +604,16 @@ BAD_OPTIONS = [
 ]
 
 
+@pytest.mark.parametrize("command", ["check", "gate", "report"])
+def test_an_infinite_timeout_is_no_limit(work: Path, command: str) -> None:
+    """``--timeout inf`` means no limit (it was exit 4: the cache key's JSON has no inf)."""
+    argv = [command, "model.clef", "edge.inv", "--timeout", "inf"]
+    argv += ["-o", str(work / "r.html")] if command == "report" else ["--cache", str(work / "c")]
+    res = clefprove(*argv, cwd=work)
+    assert res.returncode == 1, res.stderr.decode()
+    assert b"Traceback" not in res.stderr and b"internal error" not in res.stderr
+
+
 @pytest.mark.parametrize("option", BAD_OPTIONS, ids=" ".join)
 @pytest.mark.parametrize("command", ["check", "gate", "report"])
 def test_bad_option_values(work: Path, command: str, option: list[str]) -> None:

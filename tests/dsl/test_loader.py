@@ -35,6 +35,18 @@ def test_missing_path_and_empty_directory(spec_model, tmp_path: Path) -> None:
         expand_paths([])
 
 
+def test_a_dangling_inv_link_in_a_directory_is_an_error(spec_model, tmp_path: Path) -> None:
+    """A CI gate must not pass on fewer invariants because one file is missing: a symbolic
+    link named *.inv whose target is gone (a submodule not checked out) was skipped silently."""
+    (tmp_path / "a.inv").write_text(INV.format(name="a"))
+    (tmp_path / "critical.inv").symlink_to(tmp_path / "gone" / "critical.inv")
+    with pytest.raises(ClefproveError, match=r"critical\.inv: .*does not exist"):
+        load_invariants([tmp_path], spec_model)
+    (tmp_path / "critical.inv").unlink()
+    (tmp_path / "sub.inv").mkdir()  # a directory named *.inv, itself without files: ignored
+    assert [i.name for i in load_invariants([tmp_path], spec_model).invariants] == ["a"]
+
+
 def test_unreadable_file_is_one_line(
     spec_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

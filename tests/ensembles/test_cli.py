@@ -154,6 +154,16 @@ def test_gate_on_an_ensemble(toy, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_gate_on_an_ensemble_prints_no_empty_region(toy, tmp_path):
+    clef, _ = toy
+    inv = tmp_path / "bad.inv"
+    inv.write_text("invariant never_block:\n  ensure action != block\n")
+    r = run_cli("gate", clef, inv)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "counterexample {" in r.stdout
+    assert all(line.strip() != "region" for line in r.stdout.splitlines()), r.stdout
+
+
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9])
 def test_truncated_ensemble_files_exit_2_in_one_line(toy, tmp_path, cut):
     clef, inv = toy

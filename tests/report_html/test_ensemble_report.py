@@ -106,3 +106,35 @@ def test_chromium_draws_the_ensemble_report(toy_report, tmp_path):
     rgb = decode_png(png.read_bytes())[:, :, :3].reshape(-1, 3)
     colours, counts = np.unique(rgb, axis=0, return_counts=True)
     assert len(colours) >= 100 and counts.max() / counts.sum() < 0.95
+
+
+def test_relational_pair_on_an_ensemble_is_reported(tmp_path):
+    """A violated relational invariant on an ensemble: each side of the pair is an ensemble
+    decision (no leaf, no path), shown with its probabilities (was exit 4 from the template)."""
+    clef = tmp_path / "toy.clef"
+    assert main(["compile", str(TOY), "-o", str(clef)]) == 0
+    inv = tmp_path / "ind.inv"
+    inv.write_text("invariant tor_irrelevant:\n  ensure independent(is_tor)\n")
+    out = tmp_path / "r.json"
+    assert main(["check", str(clef), str(inv), "--format", "json", "-o", str(out)]) == 1
+    pairs = json.loads(out.read_text())["results"][0]["counterexamples"]
+    actions = [[d["action"] for d in p["decisions"]] for p in pairs]
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", str(clef), str(inv), "-o", str(html)]) == 1
+    assert main(["report", str(clef), str(inv), "-o", str(md)]) == 1
+    root, _ = parse(html.read_text())
+    cexs = [d for d in root.find_all("div") if d.has_class("cex") and d.has_class("pair")]
+    chosen = [
+        [
+            _cells(r)[0].split()[0]
+            for t in cex.find_all("table")
+            if t.has_class("probabilities")
+            for r in t.find_all("tr")
+            if r.has_class("chosen")
+        ]
+        for cex in cexs
+    ]
+    assert chosen == actions and len(actions) >= 1
+    text = md.read_text()
+    assert "leaf #-1" not in text and "leaf #-1" not in html.read_text()
+    assert text.count("(decided) |") == 2 * len(actions)

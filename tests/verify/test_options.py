@@ -78,3 +78,29 @@ def test_the_api_validates_like_the_cli(spec_model):
         clefprove.check(spec_model, program, counterexamples=-1)
     report = clefprove.check(spec_model, program, options=CheckOptions(counterexamples=0))
     assert report.results[0].status == "violated" and report.results[0].counterexamples == ()
+
+
+def test_an_infinite_timeout_runs_with_the_cache_and_the_solver(spec_model, tmp_path):
+    """``timeout=inf`` (no limit) has a cache key and reaches Z3 as 'no timeout' (it was a
+    ValueError from the key's JSON and an OverflowError from the milliseconds)."""
+    from clefprove.incremental import ProofCache
+    from clefprove.verify.engine import _limits
+
+    inf = CheckOptions(timeout=float("inf"))
+    assert inf.result_identity != CheckOptions().result_identity
+    assert inf.result_identity != CheckOptions(timeout=1e300).result_identity
+    assert _limits(inf, "t").timeout_ms == 0
+    assert _limits(CheckOptions(timeout=1e300), "t").timeout_ms == 0  # beyond Z3's uint
+    assert _limits(CheckOptions(timeout=2.5), "t").timeout_ms == 2500
+    program = parse_text(
+        "invariant t: ensure action != block\n"
+        "invariant s:\n  when path_depth + 2 * tls_version >= 1540 and path_depth <= 70\n"
+        "  ensure stable(path_depth, 1)\n",
+        spec_model,
+    )
+    fresh = clefprove.check(spec_model, program, options=inf)
+    cache = ProofCache(tmp_path / "cache")
+    cached = clefprove.check(spec_model, program, options=inf, cache=cache)
+    again = clefprove.check(spec_model, program, options=inf, cache=cache)
+    statuses = [[r.status for r in rep.results] for rep in (fresh, cached, again)]
+    assert statuses[0] == statuses[1] == statuses[2]
