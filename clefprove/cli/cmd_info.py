@@ -87,6 +87,7 @@ def _combine_text(c: Any) -> str:
     link = {
         "logistic": "sigmoid",
         "softmax": "softmax",
+        "softmax_f64_sum": "softmax (sum in float64)",
         "identity": "averaged probabilities",
         "onnx_logistic": "onnxruntime's sigmoid",
         "complement": "score is p1",

@@ -188,12 +188,13 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
             return np.stack((onnx_logistic(-z), onnx_logistic(z)), axis=1)
         if combine.link is Link.COMPLEMENT:
             return np.stack((one - s[:, 0], s[:, 0]), axis=1)
-        if combine.link is Link.SOFTMAX:
+        if combine.link in (Link.SOFTMAX, Link.SOFTMAX_F64_SUM):
             e = _exp(s - s.max(axis=1, keepdims=True))
-            total = e[:, 0].copy()
+            wide = combine.link is Link.SOFTMAX_F64_SUM
+            total = e[:, 0].astype(np.float64) if wide else e[:, 0].copy()
             for k in range(1, e.shape[1]):
-                total += e[:, k]
-            p: np.ndarray = e / total[:, None]
+                total += e[:, k]  # in class order, as the libraries add them
+            p: np.ndarray = e / total.astype(dt)[:, None]
             return p
     return s
 

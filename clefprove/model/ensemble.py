@@ -11,8 +11,9 @@ How a decision is made (:class:`Combine`, docs/format.md "Ensembles"):
    (XGBoost) or float64 (everything else): the order matters for float32 sums;
 2. ``s = s / divisor`` (random-forest averaging; 1 means none);
 3. probabilities by the link: ``logistic`` (one column: ``p1 = 1 / (1 + exp(-scale * s))``,
-   ``[1 - p1, p1]``), ``softmax`` (``exp(s - max) / sum``), ``identity`` (``s`` are already
-   probabilities, e.g. averaged per-tree class shares), and for ONNX models (one column)
+   ``[1 - p1, p1]``), ``softmax`` (``exp(s - max) / sum``; ``softmax_f64_sum``: the sum taken
+   in float64 and rounded back, XGBoost's), ``identity`` (``s`` are already probabilities,
+   e.g. averaged per-tree class shares), and for ONNX models (one column)
    ``onnx_logistic`` (onnxruntime's ``[L(-s), L(s)]``) or ``complement`` (``[1 - s, s]``);
 4. the class by the decision rule: ``proba`` (argmax of the probabilities, first index on
    ties, as numpy's argmax), ``half`` (class 1 iff ``p1 > 0.5``: ``XGBClassifier.predict``),
@@ -46,6 +47,9 @@ class Arithmetic(enum.StrEnum):
 class Link(enum.StrEnum):
     LOGISTIC = "logistic"
     SOFTMAX = "softmax"
+    #: XGBoost's softmax (``common::Softmax``): the exponentials in the arithmetic's precision,
+    #: summed in float64, the sum rounded to that precision, then each divided by it
+    SOFTMAX_F64_SUM = "softmax_f64_sum"
     IDENTITY = "identity"
     #: onnxruntime's logistic: ``p1 = L(s)``, ``p0 = L(-s)`` with ``L(v) = 1 / (1 + exp(-|v|))``
     #: for ``v >= 0`` and ``1 - L(-v)`` below (``ComputeLogistic``), one output

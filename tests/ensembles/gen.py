@@ -48,7 +48,7 @@ def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margi
     """Random ensembles; with *margin*, only the margin rule (decisions without exp)."""
     features = draw(feature_specs(all_int))
     extra = [] if margin else ["identity", "onnx_logistic", "complement"]
-    link = draw(st.sampled_from(["logistic", "softmax", *extra]))
+    link = draw(st.sampled_from(["logistic", "softmax", "softmax_f64_sum", *extra]))
     single = link in ("logistic", "onnx_logistic", "complement")
     n_actions = 2 if single else draw(st.integers(2, 4))
     outputs = 1 if single else n_actions
@@ -56,6 +56,7 @@ def ensembles(draw, all_int: bool, max_trees: int = 4, max_depth: int = 3, margi
     rules = {
         "logistic": ["half", "proba", "margin"],
         "softmax": ["proba", "margin"],
+        "softmax_f64_sum": ["proba", "margin"],
         "identity": ["proba", "margin"],
         # onnxruntime's binary classifier (ONNX imports)
         "onnx_logistic": ["positive", "score_half", "proba"],

@@ -109,12 +109,6 @@ xgb = pytest.importorskip("xgboost")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="XGBoost's softmax sums the float32 exponentials in a double (common/math.h "
-    "Softmax: double wsum), clefprove in float32; the importer must mark the combine "
-    "(reported to the lead: model/importers is another engineer's)",
-)
 def test_xgboost_multiclass_probabilities_bit_for_bit(tmp_path: Path):
     X, y = load_iris(return_X_y=True)
     clf = xgb.XGBClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)

@@ -518,7 +518,7 @@ def _convert_ensemble(
         converted.append(walk(0, children, make))
     combine = {
         "arithmetic": "float32",
-        "link": "logistic" if k == 1 else "softmax",
+        "link": "logistic" if k == 1 else "softmax_f64_sum",
         "rule": {"binary:logistic": "half", "multi:softprob": "proba"}.get(objective, "margin"),
         "base": margins,
     }
