@@ -56,18 +56,16 @@ EDGES = [
     -(2.0**52) - 0.5,
     4503599627370495.5,
 ]
+#: Lists of thresholds: any float, float32 values, and the edges above.
+THRESHOLD_LISTS = st.lists(
+    st.floats(allow_nan=False) | st.floats(-1e6, 1e6, width=32).map(float) | st.sampled_from(EDGES),
+    min_size=1,
+    max_size=40,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.floats(allow_nan=False)
-        | st.floats(-1e6, 1e6, width=32).map(float)
-        | st.sampled_from(EDGES),
-        min_size=1,
-        max_size=40,
-    )
-)
+@given(THRESHOLD_LISTS)
 def test_vectorised_thresholds_equal_the_scalar_rule(ts: list[float]) -> None:
     got = float32_thresholds(np.array(ts))
     want = [float32_threshold(t) for t in ts]
@@ -225,15 +223,7 @@ def test_ensembles_match_the_json_route(make: Any, binary: bool) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.floats(allow_nan=False)
-        | st.floats(-1e6, 1e6, width=32).map(float)
-        | st.sampled_from(EDGES),
-        min_size=1,
-        max_size=40,
-    )
-)
+@given(THRESHOLD_LISTS)
 def test_vectorised_float32_lt_cuts_equal_the_scalar_condition(ts: list[float]) -> None:
     """The XGBoost importer's vectorised cuts (``common.f32_lt_cuts`` of float32(t)) are the
     scalar ``float32_condition("BRANCH_LT", t)``'s, bit for bit."""
