@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import multiprocessing
-import os
 import pickle
 import socket
 import struct
@@ -41,44 +39,6 @@ CHUNK = 1 << 20
 SOCKET_BUFFER = 4 << 20
 
 Buffer = bytes | bytearray | memoryview
-
-
-def _current_cpu() -> Callable[[], int] | None:
-    """glibc's ``sched_getcpu`` (the CPU the calling thread runs on), or None without it."""
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sched_getcpu
-    except (AttributeError, OSError):
-        return None
-    function.restype = ctypes.c_int
-    function.argtypes = []
-    return function
-
-
-class CpuSeparation:
-    """Keeps a worker off the CPU that the event loop runs on when it hands the worker a job.
-
-    Woken by the job, a worker at nice 19 still gets a slice of the CPU it is placed on, and
-    the scheduler tends to place it on the waker's: the loop then waits 2-25 ms for its core
-    (docs/serve.md, "Reload latency jitter").  With the loop's CPU out of the worker's
-    affinity mask the worker runs elsewhere.  A no-op with a single allowed CPU or without
-    ``sched_getcpu``."""
-
-    def __init__(self) -> None:
-        self.allowed = (
-            frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
-        )
-        self._getcpu = _current_cpu() if len(self.allowed) > 1 else None
-
-    def apply(self, pid: int | None) -> None:
-        """Before waking the worker *pid*: all allowed CPUs but the caller's."""
-        if self._getcpu is None or pid is None:
-            return
-        cpu = self._getcpu()
-        others = self.allowed - {cpu}
-        if cpu < 0 or not others:
-            return
-        with contextlib.suppress(OSError):  # the worker just died: the call reports it
-            os.sched_setaffinity(pid, others)
 
 
 class WorkerDied(Exception):
@@ -240,7 +200,6 @@ class Worker:
         #: the event loop's share of the last :meth:`acall` (seconds): encoding and sending
         #: the request, reading the answer off the pipe, decoding it
         self.timing: Timing = Timing()
-        self._separation = CpuSeparation()
         self._start()
 
     def _start(self) -> None:
@@ -316,7 +275,6 @@ class Worker:
         try:
             try:
                 t0 = time.perf_counter()
-                self._separation.apply(self.pid)
                 await loop.sock_sendall(sock, b"".join(encode((function, args), parts)))
                 sent = time.perf_counter() - t0  # the pipe's buffer takes it at once
                 (status, meta), out = await future

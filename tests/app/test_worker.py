@@ -137,24 +137,6 @@ def test_the_loop_share_of_a_call_is_timed(worker: Worker) -> None:
     assert t.send > 0 and t.read > 0 and t.decode > 0  # each step of the loop's share
 
 
-def where(meta: Any) -> tuple[Any, list[bytes]]:
-    return sorted(os.sched_getaffinity(0)), []
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-def test_a_loop_call_keeps_the_worker_off_the_loops_cpu(worker: Worker) -> None:
-    allowed = os.sched_getaffinity(0)
-
-    async def main() -> list[list[int]]:
-        return [(await worker.acall(where, (None,)))[0] for _ in range(5)]
-
-    for mask in asyncio.run(main()):  # all but one of the allowed CPUs: the loop's
-        assert set(mask) < allowed and len(mask) == len(allowed) - 1
-    # the blocking route (start-up, no loop to keep clear) leaves the mask as it is
-    worker.restart()
-    assert set(worker.call(where, (None,))[0]) == allowed
-
-
 def sleepy(seconds: float) -> tuple[Any, list[bytes]]:
     time.sleep(seconds)
     return os.getpid(), []
