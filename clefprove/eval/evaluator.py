@@ -63,7 +63,7 @@ from clefprove.model.types import Model, NodeKind
 DEFAULT_CHUNK_ROWS = 16384
 
 #: Tree levels evaluated in the heap layout (2**(levels+1) slots of derived tables).
-HEAP_LEVELS = 14
+HEAP_LEVELS = 12
 
 #: Below the heap levels, every this many levels the rows standing on a leaf are written out
 #: and dropped, when at least 1/COMPACT_FRACTION of the walking rows are done.
