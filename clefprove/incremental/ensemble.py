@@ -117,11 +117,7 @@ def _check_program(
     invs = program.invariants
     k = settings.counterexamples
     content = content_digest(model)
-    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
-    rkeys = [
-        walk.result_key(inv, k, rcontent if inv.is_relational else content, settings)
-        for inv in invs
-    ]
+    rkeys = walk.result_keys(program, k, content, settings)
     stored = cache.lookup_results(rkeys)
     domain = merkle.domain_digest(model, program.severity)
     pkeys = {

@@ -131,6 +131,19 @@ def result_key(
     return hashlib.sha256(text.encode()).digest()
 
 
+def result_keys(
+    program: ck.CheckedProgram, counterexamples: int, content: str, settings: CheckOptions
+) -> list[bytes]:
+    """:func:`result_key` of every invariant of *program* over a model whose content digest
+    is *content*; a relational result depends on the severity order too (monotone compares
+    decisions by it), so its key has the order as well."""
+    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
+    return [
+        result_key(inv, counterexamples, rcontent if inv.is_relational else content, settings)
+        for inv in program.invariants
+    ]
+
+
 # ---------------------------------------------------------------- the walk
 
 
@@ -1024,12 +1037,7 @@ def _check_program(
     lap = _Lap(cache.timings)
     content = merkle.content_digest(model)
     lap("content digest")
-    # A relational result depends on the severity order too (monotone compares decisions).
-    rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
-    rkeys = [
-        result_key(inv, counterexamples, rcontent if inv.is_relational else content, settings)
-        for inv in invs
-    ]
+    rkeys = result_keys(program, counterexamples, content, settings)
     stored = cache.lookup_results(rkeys)
     lap("whole results lookup")
     results: list[InvariantResult | None] = [None] * len(invs)
