@@ -111,12 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(exc.render())
         remove_stale_output(args)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        _say("clefprove: interrupted\n")
-        return EXIT_SIGINT
-    except Terminated:
-        _say("clefprove: terminated\n")
-        return EXIT_SIGTERM
+    except (KeyboardInterrupt, Terminated) as exc:
+        return _signalled(exc)
     except BrokenPipeError:
         discard_stdout()
         return EXIT_OK
@@ -146,14 +142,19 @@ def _signal_behind(exc: BaseException) -> int | None:
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, Terminated):
-            _say("clefprove: terminated\n")
-            return EXIT_SIGTERM
-        if isinstance(cur, KeyboardInterrupt):
-            _say("clefprove: interrupted\n")
-            return EXIT_SIGINT
+        if isinstance(cur, KeyboardInterrupt | Terminated):
+            return _signalled(cur)
         cur = cur.__cause__ or cur.__context__
     return None
+
+
+def _signalled(exc: BaseException) -> int:
+    """Say which signal ended the run (Ctrl-C or SIGTERM) and give its exit status."""
+    if isinstance(exc, Terminated):
+        _say("clefprove: terminated\n")
+        return EXIT_SIGTERM
+    _say("clefprove: interrupted\n")
+    return EXIT_SIGINT
 
 
 def _internal_error(exc: BaseException) -> int:
