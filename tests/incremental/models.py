@@ -118,3 +118,18 @@ def comparable(report: Report) -> tuple[str, list[int]]:
         r.pop("seconds")
         totals.append(r.pop("paths_checked") + r.pop("paths_reused"))
     return json.dumps(d, sort_keys=True), totals
+
+
+class CallCounter:
+    """Counts the calls of ``module.name`` (replaced through *monkeypatch*, calling through
+    to the real function): a spy on which results a run decides instead of reusing them."""
+
+    def __init__(self, monkeypatch: Any, module: Any, name: str) -> None:
+        self.calls = 0
+        real = getattr(module, name)
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)

@@ -21,22 +21,11 @@ from clefprove.verify.api import check
 from clefprove.verify.options import CheckOptions
 from tests.ensembles.gen import ensembles
 from tests.ensembles.test_relational import confirm_pairs, rel_invariants
+from tests.incremental import models as M
 from tests.incremental.test_ensemble_cache import _comparable, _toy, _with_values
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 OPTS = CheckOptions(timeout=30)
-
-
-class _Spy:
-    def __init__(self, monkeypatch) -> None:
-        self.calls = 0
-        real = ie.check_ensemble_relational
-
-        def spy(*args, **kwargs):
-            self.calls += 1
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(ie, "check_ensemble_relational", spy)
 
 
 @pytest.mark.slow
@@ -85,7 +74,7 @@ def _program(model, order="allow < challenge < block"):
 def test_a_stored_relational_result_is_one_lookup(tmp_path, monkeypatch):
     model = _toy()
     program = _program(model)
-    spy = _Spy(monkeypatch)
+    spy = M.CallCounter(monkeypatch, ie, "check_ensemble_relational")
     with ProofCache(tmp_path) as cache:
         cold = check(model, program, options=OPTS, cache=cache)
         assert spy.calls == 3

@@ -11,8 +11,6 @@ import copy
 import json
 from pathlib import Path
 
-import pytest
-
 from clefprove.dsl.loader import parse_text
 from clefprove.incremental import ProofCache
 from clefprove.model.clef import load
@@ -30,18 +28,6 @@ SWAPPED = SPEC_RELATIONAL.replace(
 )
 
 
-class _Spy:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        real = relational.check_relational
-
-        def spy(*args, **kwargs):
-            self.calls += 1
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(relational, "check_relational", spy)
-
-
 def _check(model, text: str, cache=None, k: int = 3):
     prog = parse_text(text, model, "inv/rel.inv")
     return check(model, prog, cache=cache, counterexamples=k)
@@ -50,7 +36,7 @@ def _check(model, text: str, cache=None, k: int = 3):
 def test_an_unchanged_model_reuses_every_relational_result(tmp_path, monkeypatch) -> None:
     model = load(EDGE)
     fresh = _check(model, SPEC_RELATIONAL)
-    spy = _Spy(monkeypatch)
+    spy = M.CallCounter(monkeypatch, relational, "check_relational")
     with ProofCache(tmp_path) as cache:
         first = _check(load(EDGE), SPEC_RELATIONAL, cache)
         assert spy.calls == 4
@@ -74,7 +60,7 @@ def test_another_model_severity_or_k_is_decided_again(tmp_path, monkeypatch) -> 
     other = compile_source(changed)
     with ProofCache(tmp_path) as cache:
         _check(model, SPEC_RELATIONAL, cache)
-        spy = _Spy(monkeypatch)
+        spy = M.CallCounter(monkeypatch, relational, "check_relational")
         for mdl, text, k in ((other, SPEC_RELATIONAL, 3), (model, SWAPPED, 3),
                              (model, SPEC_RELATIONAL, 1)):  # fmt: skip
             before = spy.calls
