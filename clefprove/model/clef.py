@@ -238,12 +238,7 @@ def load(path: str | os.PathLike[str]) -> Model | Ensemble:
 
 def load_bytes(data: bytes | bytearray | memoryview, origin: str = "<bytes>") -> Model | Ensemble:
     """Validate `.clef` bytes held in memory."""
-    if len(data) < HEADER_SIZE + DIGEST_SIZE:
-        raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
-    try:
-        return _parse(data, origin)
-    except ClefFormatError as exc:
-        raise ClefFormatError(f"{origin}: {exc}") from None
+    return _parse_held(data, origin)
 
 
 def load_encoded(
@@ -255,12 +250,7 @@ def load_encoded(
     actions are not parsed again (``parse_features(feature_to_json(f)) == f``: tests/model
     check the model equals the one :func:`load_bytes` gives); the digest, the header, the
     section table and the node validation run as for any file."""
-    if len(data) < HEADER_SIZE + DIGEST_SIZE:
-        raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
-    try:
-        return _parse(data, origin, None, (features, actions))
-    except ClefFormatError as exc:
-        raise ClefFormatError(f"{origin}: {exc}") from None
+    return _parse_held(data, origin, encoded=(features, actions))
 
 
 def load_admitted(
@@ -270,10 +260,20 @@ def load_admitted(
     process: the service's gate worker), identified by *sha256*, the digest of these very
     bytes that the caller computed itself: the header and the metadata are read, the arrays
     are views of *data*, and the validation of the nodes and the digest is not run again."""
+    return _parse_held(data, origin, sha256)
+
+
+def _parse_held(
+    data: bytes | bytearray | memoryview,
+    origin: str,
+    admitted: str | None = None,
+    encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+) -> Model | Ensemble:
+    """:func:`_parse` of bytes held in memory, its errors prefixed with *origin*."""
     if len(data) < HEADER_SIZE + DIGEST_SIZE:
         raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
     try:
-        return _parse(data, origin, sha256)
+        return _parse(data, origin, admitted, encoded)
     except ClefFormatError as exc:
         raise ClefFormatError(f"{origin}: {exc}") from None
 
