@@ -19,8 +19,31 @@ _FEATURE_KEYS = {
 }
 
 
+#: A run of at least this many equal path segments is written once with its count.
+_RUN = 4
+
+
+def _short_path(path: str) -> str:
+    """*path* with runs of one segment collapsed: ``tree.right.right.right.right`` is
+    ``tree(.right x4)``, so that an error deep in a tree stays one short line."""
+    parts = path.split(".")
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        j = i
+        while j < len(parts) and parts[j] == parts[i]:
+            j += 1
+        n = j - i
+        if n >= _RUN and i > 0:
+            out[-1] += f"(.{parts[i]} x{n})"
+        else:
+            out.extend(parts[i:j])
+        i = j
+    return ".".join(out)
+
+
 def _fail(path: str, message: str) -> ModelSourceError:
-    return ModelSourceError(f"{path}: {message}" if path else message)
+    return ModelSourceError(f"{_short_path(path)}: {message}" if path else message)
 
 
 def _is_number(v: Any) -> bool:

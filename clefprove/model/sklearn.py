@@ -378,6 +378,12 @@ _ROUTES = (
 def _ensemble_kind(model: Any) -> str | None:
     """'forest', 'boosted', or None for a single tree; other ensembles are refused."""
     name = type(model).__name__
+    library = type(model).__module__.partition(".")[0]
+    if library in ("xgboost", "lightgbm"):
+        raise ImportModelError(
+            f"{name} is a {library} model: save it with its library and run "
+            f"`clefprove import {library} FILE -o MODEL.clef`"
+        )
     if name in _FORESTS:
         return "forest"
     if name in _BOOSTED:

@@ -59,8 +59,9 @@ HOW_NONE = Decided.NONE
 PARALLEL_MIN_SOLVER_PATHS = 200
 
 #: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
-#: key, so that proofs stored by an older verifier are never reused.
-ENGINE_REVISION = 4
+#: key, so that proofs stored by an older verifier are never reused.  5: ensemble confidences
+#: computed with the C library's exp and XGBoost's float64 softmax sum.
+ENGINE_REVISION = 5
 
 
 #: The options of a check when none are given.

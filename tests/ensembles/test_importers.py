@@ -252,6 +252,19 @@ def test_xgboost_ensembles_decide_as_predict_100k(tmp_path, data, params):
 
 lgb = pytest.importorskip("lightgbm")
 
+
+def test_from_sklearn_names_the_import_route_for_xgboost_and_lightgbm():
+    X, y = _data("breast_cancer")
+    models = [
+        ("xgboost", xgb.XGBClassifier(n_estimators=2, max_depth=2)),
+        ("lightgbm", lgb.LGBMClassifier(n_estimators=2, max_depth=2, verbose=-1)),
+    ]
+    for library, clf in models:
+        clf.fit(X, y)
+        with pytest.raises(ImportModelError, match=f"clefprove import {library} FILE"):
+            clefprove.from_sklearn(clf, _wide(X.shape[1]), actions=["a", "b"])
+
+
 LGB = [
     ("breast_cancer", {"objective": "binary", "n_estimators": 10}),
     ("breast_cancer", {"objective": "binary", "n_estimators": 50, "max_depth": 6}),

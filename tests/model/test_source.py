@@ -109,7 +109,10 @@ def test_depth_limit(spec_source):
             "right": {"action": "block", "confidence": 1.0},
         }
     spec_source["tree"] = node
-    assert "deeper than the limit of 128" in _err(spec_source)
+    message = _err(spec_source)
+    assert "deeper than the limit of 128" in message
+    # The JSON path of the offending node is written with its run collapsed, one short line.
+    assert "tree(.left x129)" in message and len(message) < 120
 
 
 def test_depth_64_is_accepted(spec_source):
