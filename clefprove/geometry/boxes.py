@@ -17,7 +17,8 @@ Column ``F`` (one past the last feature) holds the leaf's confidence as the dege
 
 The boxes of every leaf below a node are computed level by level with numpy (no Python loop over
 nodes), starting from any node with any context box: :func:`leaf_boxes` is the unit the
-incremental checker calls per subtree.
+incremental checker calls per subtree.  A small whole tree is done from each leaf's ancestors
+instead, with the same ufuncs in the same order per bound (fewer numpy calls).
 """
 
 from __future__ import annotations
@@ -170,9 +171,20 @@ def _tables(model: Model) -> TreeTables:
 
 def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafBoxes:
     """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
+    ctx = context or Box.domain(model)
+    if root == 0:
+        kind = model.nodes["kind"]
+        pairs = int(model.nodes["depth"][kind == NodeKind.LEAF].sum())
+        if pairs <= ANCESTOR_PAIRS_MAX:
+            return _all_leaf_boxes(model, ctx)
+    return stepped_leaf_boxes(model, root, ctx)
+
+
+def stepped_leaf_boxes(model: Model, root: int, ctx: Box) -> LeafBoxes:
+    """:func:`leaf_boxes` by stepping down from *root* level by level (:func:`step_down`);
+    for a subtree, and the reference the whole tree's ancestor route is tested against."""
     tab = tables(model)
     kind = model.nodes["kind"]
-    ctx = context or Box.domain(model)
     n_feat = len(model.features)
 
     frontier = np.array([root], dtype=np.int64)
@@ -180,39 +192,19 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     hi = np.empty((1, n_feat + 1), dtype=np.float64)
     lo[0, :n_feat] = ctx.lo
     hi[0, :n_feat] = ctx.hi
-    # Code masks only for categorical features that a split tests or the context narrows; a
-    # feature without a mask ranges over its whole vocabulary (see ``cat_mask``).
-    cats = {f: m[None, :].copy() for f, m in ctx.cats.items() if f in tab.cat_split or not m.all()}
+    cats = _masked_cats(ctx, tab, 1)
     out_leaves: list[np.ndarray] = []
     out_lo: list[np.ndarray] = []
     out_hi: list[np.ndarray] = []
     out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cats}
-    # From the root every leaf is reached: each level's leaves go straight to their row (the
-    # leaf's rank in node order), so nothing is gathered up and sorted at the end.
-    whole = root == 0
-    if whole:
-        is_leaf_node = kind == NodeKind.LEAF
-        row_of = np.cumsum(is_leaf_node) - 1
-        n_rows = int(row_of[-1]) + 1 if row_of.size else 0
-        all_lo = np.empty((n_rows, n_feat + 1), dtype=np.float64)
-        all_hi = np.empty((n_rows, n_feat + 1), dtype=np.float64)
-        all_cats = {f: np.empty((n_rows, m.shape[1]), dtype=bool) for f, m in cats.items()}
-
     while frontier.size:
         is_leaf = kind[frontier] == NodeKind.LEAF
         if is_leaf.any():
-            if whole:
-                at = row_of[frontier[is_leaf]]
-                all_lo[at] = lo[is_leaf]
-                all_hi[at] = hi[is_leaf]
-                for f, m in cats.items():
-                    all_cats[f][at] = m[is_leaf]
-            else:
-                out_leaves.append(frontier[is_leaf])
-                out_lo.append(lo[is_leaf])
-                out_hi.append(hi[is_leaf])
-                for f, m in cats.items():
-                    out_cats[f].append(m[is_leaf])
+            out_leaves.append(frontier[is_leaf])
+            out_lo.append(lo[is_leaf])
+            out_hi.append(hi[is_leaf])
+            for f, m in cats.items():
+                out_cats[f].append(m[is_leaf])
         if is_leaf.all():
             break
         inner = ~is_leaf
@@ -220,9 +212,6 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
             model, frontier[inner], lo[inner], hi[inner], {f: m[inner] for f, m in cats.items()}
         )
 
-    if whole:
-        leaves = np.flatnonzero(is_leaf_node).astype(np.int64)
-        return complete_boxes(model, leaves, all_lo, all_hi, all_cats)
     leaves = np.concatenate(out_leaves) if out_leaves else np.empty(0, dtype=np.int64)
     order = np.argsort(leaves, kind="stable")
     leaves = leaves[order]
@@ -232,13 +221,91 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     return complete_boxes(model, leaves, lo, hi, cat_arrays)
 
 
+def _masked_cats(ctx: Box, tab: TreeTables, n: int) -> dict[int, np.ndarray]:
+    """*n* copies of the code masks of *ctx* that boxes carry: those of categorical features
+    that some split tests or the context narrows; a feature without a mask ranges over its
+    whole vocabulary (see ``cat_mask``)."""
+    return {
+        f: np.repeat(m[None, :], n, axis=0)
+        for f, m in ctx.cats.items()
+        if f in tab.cat_split or not m.all()
+    }
+
+
+#: Up to this many (leaf, ancestor) pairs (the sum of the leaves' depths), the whole tree's
+#: boxes are built from each leaf's ancestors (:func:`_all_leaf_boxes`: a few dozen numpy calls
+#: whatever the depth); above it stepping down level by level is cheaper, since a node's
+#: tightening is then shared by every leaf below it (docs/performance.md, "Fixed costs").
+ANCESTOR_PAIRS_MAX = 32_768
+
+
+def _all_leaf_boxes(model: Model, ctx: Box) -> LeafBoxes:
+    """Every leaf's box from the root, from its ancestors: the (leaf, ancestor) pairs are
+    collected by following parent links up from all leaves at once, then applied with one
+    ``ufunc.at`` per bound, root first for each leaf, as :func:`step_down` tightens level by
+    level (the same ufuncs in the same order per cell, so the same bits, signed zeros
+    included)."""
+    nodes = model.nodes
+    tab = tables(model)
+    kind = nodes["kind"]
+    n_feat = len(model.features)
+    width = n_feat + 1
+    leaves = np.flatnonzero(kind == NodeKind.LEAF).astype(np.int64)
+    n = leaves.size
+    lo = np.empty((n, width), dtype=np.float64)
+    hi = np.empty((n, width), dtype=np.float64)
+    lo[:, :n_feat] = ctx.lo
+    hi[:, :n_feat] = ctx.hi
+    cats = _masked_cats(ctx, tab, n)
+    left = nodes["left"]
+    rows = np.arange(n, dtype=np.int64)
+    child = leaves
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    while rows.size:
+        parent = tab.parent[child]
+        up = parent >= 0
+        if not up.all():
+            rows, child, parent = rows[up], child[up], parent[up]
+            if not rows.size:
+                break
+        steps.append((rows, parent, left[parent] == child))
+        child = parent
+    if steps:
+        steps.reverse()  # root first: each leaf's ancestors in path order
+        r = np.concatenate([s[0] for s in steps])
+        p = np.concatenate([s[1] for s in steps])
+        went_left = np.concatenate([s[2] for s in steps])
+        f = nodes["feature"][p].astype(np.int64)
+        numeric = kind[p] == NodeKind.NUMERIC
+        cell = r * width + f
+        sel = numeric & went_left
+        np.minimum.at(hi.reshape(-1), cell[sel], tab.left_hi[p[sel]])
+        sel = numeric & ~went_left
+        np.maximum.at(lo.reshape(-1), cell[sel], tab.right_lo[p[sel]])
+        categorical = ~numeric
+        for g, m in cats.items():
+            sel = np.flatnonzero(categorical & (f == g))
+            if sel.size:
+                member = model.membership[
+                    nodes["aux"][p[sel]].astype(np.int64)[:, None] + np.arange(m.shape[1])
+                ].astype(bool)
+                # A leaf's mask is the AND over its splits on g: group the splits by leaf.
+                at = r[sel]
+                order = np.argsort(at, kind="stable")
+                at = at[order]
+                keep = (member == went_left[sel][:, None])[order]
+                starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
+                m[at[starts]] &= np.logical_and.reduceat(keep, starts, axis=0)
+    return complete_boxes(model, leaves, lo, hi, cats)
+
+
 def step_down(
     model: Model, fr: np.ndarray, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """One exact step down for a batch: the children of the splits *fr* (all left children,
     then all right children) and their boxes, the rows of *lo*, *hi* (k, F) and *cats* (k, V)
     tightened by each split (integral features round, a float feature's right side starts at
-    the next float64 above the threshold).  Every box of the verifier is built by it."""
+    the next float64 above the threshold)."""
     nodes = model.nodes
     kind = nodes["kind"]
     tab = tables(model)

@@ -1,0 +1,72 @@
+"""The whole tree's leaf boxes from each leaf's ancestors against stepping down level by level."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.geometry import boxes as bx
+from clefprove.model.clef import load
+from clefprove.model.source import compile_source
+from tests.helpers import ROOT
+from tests.verify.gen import models
+
+
+@pytest.fixture(scope="module")
+def edge():
+    return load(ROOT / "examples" / "edge-allow-block.clef")
+
+
+def _same_bits(a: bx.LeafBoxes, b: bx.LeafBoxes) -> None:
+    assert np.array_equal(a.leaves, b.leaves)
+    assert a.lo.tobytes() == b.lo.tobytes() and a.hi.tobytes() == b.hi.tobytes()
+    assert a.cats.keys() == b.cats.keys()
+    for f in a.cats:
+        assert np.array_equal(a.cats[f], b.cats[f])
+    assert np.array_equal(a.actions, b.actions) and np.array_equal(a.feasible, b.feasible)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_ancestor_route_equals_stepping_down(data):
+    model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))
+    domain = bx.Box.domain(model)
+    _same_bits(bx._all_leaf_boxes(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
+
+
+def test_ancestor_route_on_the_example(edge):
+    model = edge
+    domain = bx.Box.domain(model)
+    _same_bits(bx._all_leaf_boxes(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
+    _same_bits(bx.leaf_boxes(model), bx.stepped_leaf_boxes(model, 0, domain))
+
+
+def test_signed_zeros_are_applied_in_path_order():
+    """min(-0.0, 0.0) keeps its second argument: the order of the tightenings decides the bits
+    of a bound, so both routes must apply a leaf's splits root first."""
+    feature = {"name": "x", "type": "float", "min": -1.0, "max": 1.0, "default": 0.0}
+
+    def leaf(a: str) -> dict:
+        return {"action": a, "confidence": 1.0}
+
+    tree = {
+        "feature": "x",
+        "threshold": 0.0,
+        "left": {"feature": "x", "threshold": -0.0, "left": leaf("allow"), "right": leaf("block")},
+        "right": leaf("block"),
+    }
+    model = compile_source({"features": [feature], "actions": ["allow", "block"], "tree": tree})
+    domain = bx.Box.domain(model)
+    fast = bx._all_leaf_boxes(model, domain)
+    _same_bits(fast, bx.stepped_leaf_boxes(model, 0, domain))
+    assert np.signbit(fast.hi[0, 0])  # the deeper split's -0.0 is the last word
+
+
+def test_leaf_boxes_takes_either_route_with_the_same_result(edge, monkeypatch):
+    domain = bx.Box.domain(edge)
+    fast = bx.leaf_boxes(edge)
+    monkeypatch.setattr(bx, "ANCESTOR_PAIRS_MAX", 0)  # every tree is past the pair budget
+    _same_bits(bx.leaf_boxes(edge), fast)
+    _same_bits(bx.stepped_leaf_boxes(edge, 0, domain), fast)
