@@ -236,6 +236,20 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
     raise TypeError(f"not a checked formula: {formula!r}")
 
 
+def mentions_decision(formula: Formula) -> bool:
+    """Whether *formula* reads the action or the confidence (so its truth needs the tree)."""
+    match formula:
+        case ActionIn():
+            return True
+        case Compare(expr, _):
+            return CONFIDENCE in expr.variables
+        case Not(arg):
+            return mentions_decision(arg)
+        case And(args) | Or(args):
+            return any(mentions_decision(a) for a in args)
+    return False
+
+
 def related(rel: Relational, a: float, b: float) -> bool:
     """Exact relation between the f-values of x and x' (monotone: a < b)."""
     match rel:

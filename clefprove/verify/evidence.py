@@ -5,6 +5,7 @@ relational ones (:mod:`clefprove.verify.relational`), so neither imports the oth
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,8 @@ def when_is_vacuous(
     """True only when ``when`` is proved unsatisfiable on the whole domain."""
     if prep.invariant.when == ck.Const(True):  # no 'when': satisfiable by every input
         return False
+    if _when_met_at_a_landmark(model, prep.invariant):
+        return False
     wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     n_feat = len(model.features)
     if nm.uses_decision(wprep.violation, n_feat):
@@ -44,6 +47,33 @@ def when_is_vacuous(
     else:
         pv = eg.decide(model, wprep, domain_boxes(model), settings)
     return bool(np.all(pv.status == eg.SAFE))
+
+
+def _when_met_at_a_landmark(model: Model, inv: ck.CheckedInvariant) -> bool:
+    """Whether ``when`` holds at one of a few inputs of the domain (the defaults, the lower and
+    upper corners, the middle): one such input proves it satisfiable, for the price of a few
+    exact evaluations instead of the box stages."""
+    feats = model.features
+    mid = [f.min / 2 + f.max / 2 for f in feats]  # no overflow at the float64 ends
+    mid = [math.floor(v) if f.is_integral else v for f, v in zip(feats, mid, strict=True)]
+    landmarks = [
+        [min(max(float(v), f.min), f.max) for f, v in zip(feats, point, strict=True)]
+        for point in (
+            [f.default for f in feats],
+            [f.min for f in feats],
+            [f.max for f in feats],
+            mid,
+        )
+    ]
+    decided = ck.mentions_decision(inv.when)
+    for x in landmarks:
+        action, confidence = -1, 0.0  # read only by a 'when' that mentions the decision
+        if decided:
+            d = evaluator_for(model).evaluate_one(np.array(x, dtype=np.float64))
+            action, confidence = int(d.action), float(d.confidence)
+        if ck.evaluate(inv.when, x, action, confidence):
+            return True
+    return False
 
 
 def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:

@@ -126,3 +126,28 @@ def test_through_the_dsl(data):
     result = check_invariant(model, inv)
     assert result.status == ("violated" if truth else "holds")
     _check_counterexamples(model, inv, result)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_when_landmarks_never_contradict_the_box_probe(data):
+    """A landmark input that satisfies ``when`` proves it satisfiable: the box probe (which
+    the landmarks only shortcut) never calls such a ``when`` vacuous, and the answer with the
+    shortcut is the probe's."""
+    from clefprove.verify import evidence as ev
+
+    model = data.draw(models(all_int=data.draw(st.booleans())))
+    inv = data.draw(invariants(model))
+    prep = eg.prepare(model, inv)
+    boxes = leaf_boxes(model)
+    settings_ = CheckOptions()
+    with_landmarks = ev.when_is_vacuous(model, prep, boxes, settings_)
+    met = ev._when_met_at_a_landmark(model, inv)
+    original = ev._when_met_at_a_landmark
+    try:
+        ev._when_met_at_a_landmark = lambda *_: False
+        probe = ev.when_is_vacuous(model, prep, boxes, settings_)
+    finally:
+        ev._when_met_at_a_landmark = original
+    assert with_landmarks == probe
+    assert not (met and probe)
