@@ -15,7 +15,11 @@ For scikit-learn trees of depth 8, 12, 16 and 20 trained on the example data
   features, ``code < k + 1`` for a prefix code set; the ``when`` box is half-open in the same way.
   Conversion time is included.  Veritas cannot express a linear ``when`` (n/a).
 
-Run: ``python bench/bench_check.py [--depths 8 12 16 20] [--repeat 5]``.
+With ``--fresh``, a column more: clefprove end to end with fresh objects (no memo carried over):
+load the ``.clef`` bytes, parse the invariant (with the file's severity and ``let`` lines) and
+check it, the issue-11 comparison with Veritas's end-to-end time (conversion plus search).
+
+Run: ``python bench/bench_check.py [--depths 8 12 16 20] [--repeat 5] [--fresh]``.
 """
 
 from __future__ import annotations
@@ -228,12 +232,24 @@ def main() -> None:
     ap.add_argument("--depths", type=int, nargs="+", default=[8, 12, 16, 20])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--fresh", action="store_true", help="also time load + parse + check")
     args = ap.parse_args()
 
     mk = example_module()
 
     from clefprove.dsl.loader import load_invariants, parse_text
+    from clefprove.model.clef import load_bytes, write_clef
     from clefprove.verify.api import check_invariant
+
+    spec = (ROOT / "invariants" / "edge.inv").read_text()
+    preamble = "".join(
+        line + "\n" for line in spec.splitlines() if line.startswith(("severity", "let "))
+    )
+
+    def fresh(data: bytes, text: str) -> object:
+        model = load_bytes(data)
+        (inv,) = parse_text(text, model, "one.inv").invariants
+        return check_invariant(model, inv)
 
     rows = []
     for depth in args.depths:
@@ -241,8 +257,14 @@ def main() -> None:
         program = load_invariants([ROOT / "invariants"], model)
         sev = "severity allow < challenge < rate_limit < block\n"
         extra = parse_text(sev + EXTRA, model, "bench.inv").invariants
+        data = write_clef(model)
         for inv in (*program.invariants, *extra):
             t_c, res = timed(lambda inv=inv, model=model: check_invariant(model, inv), args.repeat)
+            t_f = None
+            if args.fresh:
+                text = preamble + inv.source
+                t_f, res_f = timed(lambda d=data, t=text: fresh(d, t), args.repeat)
+                assert res_f.status == res.status
             reps = max(1, args.repeat // 2)
             t_n, v_n = timed(
                 lambda inv=inv, model=model: naive(model, inv), reps if depth < 16 else 1
@@ -268,30 +290,40 @@ def main() -> None:
                     t_w,
                     t_v if v_v is not None else None,
                     agree,
+                    t_f,
                 )
             )
             print(
                 f"depth {depth:2d} {inv.name:32s} {res.status:9s} clefprove {t_c * 1e3:8.2f} ms  "
                 f"naive {t_n * 1e3:9.1f} ms  whole {t_w * 1e3:8.1f} ms  "
-                f"veritas {'n/a' if v_v is None else f'{t_v * 1e3:7.2f} ms'}  agree={agree}",
+                f"veritas {'n/a' if v_v is None else f'{t_v * 1e3:7.2f} ms'}  agree={agree}"
+                + ("" if t_f is None else f"  fresh {t_f * 1e3:7.2f} ms"),
                 flush=True,
             )
     print()
+    fresh_head = " clefprove load + parse + check ms | fresh / Veritas |" if args.fresh else ""
     print(
         "| depth | nodes | invariant | verdict | clefprove ms | naive per-path Z3 ms "
-        "| whole-tree Z3 ms | Veritas, exact boundaries, ms | verdicts agree |"
+        "| whole-tree Z3 ms | Veritas, exact boundaries, ms | verdicts agree |" + fresh_head
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for d, n, name, st, c, nv, w, v, agree in rows:
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.fresh else ""))
+    for d, n, name, st, c, nv, w, v, agree, f in rows:
         vs = "n/a (linear when)" if v is None else f"{v * 1e3:.2f}"
         ok = "yes" if agree else "NO"
+        tail = ""
+        if f is not None:
+            tail = f" {f * 1e3:.2f} | {'n/a' if v is None else f'{f / v:.2f}'} |"
         print(
             f"| {d} | {n} | {name} | {st} | {c * 1e3:.2f} | {nv * 1e3:.1f} | {w * 1e3:.1f} "
-            f"| {vs} | {ok} |"
+            f"| {vs} | {ok} |" + tail
         )
     slower = [
         r for r in rows if not (r[4] < r[5] and r[4] < r[6] and (r[7] is None or r[4] < r[7]))
     ]
+    if args.fresh:
+        beaten = [r for r in rows if r[7] is not None and r[9] < r[7]]
+        compared = [r for r in rows if r[7] is not None]
+        print(f"fresh load + parse + check below Veritas on {len(beaten)}/{len(compared)} pairs")
     print()
     print(f"clefprove fastest on {len(rows) - len(slower)}/{len(rows)} (depth, invariant) pairs")
     for r in slower:
