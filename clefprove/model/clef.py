@@ -712,10 +712,17 @@ def _check_splits(
     bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
     if membership.size and int(membership.max()) > 1:
         raise ClefFormatError("categorical membership table holds values other than 0 and 1")
-    for i in np.flatnonzero(categorical):
-        f = features[int(feat[i])]
-        if not membership[int(aux[i]) : int(aux[i]) + len(f.values)].any():
-            raise ClefFormatError(f"{where(int(i))}: empty categorical set")
+    cat_nodes = np.flatnonzero(categorical)
+    if cat_nodes.size:
+        # Members per set from running totals (every set lies inside the table, checked above).
+        total = np.concatenate(([0], np.cumsum(membership, dtype=np.int64)))
+        start = aux[cat_nodes].astype(np.int64)
+        members = total[start + vocab[safe_feat[cat_nodes]]] - total[start]
+        empty = members == 0
+        if empty.any():
+            raise ClefFormatError(
+                f"{where(int(cat_nodes[np.argmax(empty)]))}: empty categorical set"
+            )
 
 
 def _feature_arrays(features: tuple[Feature, ...]) -> tuple[np.ndarray, np.ndarray]:

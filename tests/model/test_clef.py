@@ -39,6 +39,13 @@ def _patch_node(data: bytes, index: int, **fields) -> bytes:
     return _resign(bytes(buf))
 
 
+def _zero_membership(data: bytes) -> bytes:
+    """Every categorical set emptied (the membership table all zeros)."""
+    values = HEADER.unpack_from(data, 0)
+    size, offset = values[7], values[11]
+    return _resign(data[:offset] + bytes(size) + data[offset + size :])
+
+
 def _patch_header(data: bytes, field: int, value: int) -> bytes:
     values = list(HEADER.unpack_from(data, 0))
     values[field] = value
@@ -141,6 +148,7 @@ def test_resigned_random_node_bytes_never_crash(spec_model, data):
         (lambda d: _patch_node(d, 0, feature=17), "feature index out of range"),
         (lambda d: _patch_node(d, 0, feature=4), "numeric split on a categorical feature"),
         (lambda d: _patch_node(d, 2, aux=1000), "categorical set out of range"),
+        (_zero_membership, "node 2: empty categorical set"),
         (lambda d: _patch_node(d, 1, aux=9), "action index out of range"),
         (lambda d: _patch_node(d, 1, value=2.0), "confidence is NaN or outside"),
         (lambda d: _patch_node(d, 3, depth=7), "depth exceeds the declared maximum"),
