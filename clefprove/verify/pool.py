@@ -21,8 +21,8 @@ through one shared integer that the tasks poll (:func:`cancelled`).
 
 from __future__ import annotations
 
+import os
 import pickle
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -130,7 +130,7 @@ def current(jobs: int) -> Iterator[RunPool]:
 def shipped(model: Any) -> tuple[str, bytes]:
     """(token, pickle) of *model* for the workers (made once per model)."""
     return model.derived.get(  # type: ignore[no-any-return]
-        ("verify.pool.shipped",), lambda: (uuid.uuid4().hex, pickle.dumps(model))
+        ("verify.pool.shipped",), lambda: (os.urandom(16).hex(), pickle.dumps(model))
     )
 
 
