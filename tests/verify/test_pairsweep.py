@@ -133,8 +133,17 @@ def _same_as_matrix_every_mode(model, inv, severity) -> None:
         pairsweep.LOW_DIM,
         pairsweep.LOW_DIM_DENSITY,
         pairsweep.SPLIT_BOTH,
+        pairsweep.COMPRESS,
     )
-    modes = ((0, 1, 0, 8.0), (1 << 40, 1, 0, 8.0), (0, 2, 0, 0.0), (4, 2, 2, 1e9), (0, 1, 0, 1e9))
+    modes = (
+        (0, 1, 0, 8.0, True),
+        (0, 1, 0, 8.0, False),
+        (1 << 40, 1, 0, 8.0, True),
+        (0, 2, 0, 0.0, True),
+        (4, 2, 2, 1e9, False),
+        (0, 1, 0, 1e9, True),
+        (0, 0, 0, 8.0, True),
+    )
     try:
         for mode in modes:
             (
@@ -142,6 +151,7 @@ def _same_as_matrix_every_mode(model, inv, severity) -> None:
                 pairsweep.LOW_DIM,
                 pairsweep.LOW_DIM_DENSITY,
                 pairsweep.SPLIT_BOTH,
+                pairsweep.COMPRESS,
             ) = mode
             _same_as_matrix(model, inv, severity)
     finally:
@@ -150,6 +160,7 @@ def _same_as_matrix_every_mode(model, inv, severity) -> None:
             pairsweep.LOW_DIM,
             pairsweep.LOW_DIM_DENSITY,
             pairsweep.SPLIT_BOTH,
+            pairsweep.COMPRESS,
         ) = saved
 
 
@@ -163,13 +174,19 @@ def test_descent_split_rules_equal_matrix(data):
     all_int = data.draw(st.booleans())
     model = data.draw(pair_models(all_int=all_int, max_depth=6))
     inv, severity = data.draw(relational_invariants(model))
-    saved = (pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH)
+    saved = (pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH, pairsweep.COMPRESS)
     try:
-        for cells, both in ((0, 0.0), (0, 1e9), (0, 8.0), (16, 1.0)):
-            pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH = cells, both
+        for cells, both, chains in (
+            (0, 0.0, True),
+            (0, 0.0, False),
+            (0, 1e9, True),
+            (0, 8.0, True),
+            (16, 1.0, False),
+        ):
+            pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH, pairsweep.COMPRESS = cells, both, chains
             _same_as_matrix(model, inv, severity)
     finally:
-        pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH = saved
+        pairsweep.CELL_BLOCK, pairsweep.SPLIT_BOTH, pairsweep.COMPRESS = saved
 
 
 @pytest.mark.slow
@@ -322,8 +339,8 @@ def _numeric_models(draw):
 @given(st.data())
 def test_low_column_block_count_equals_brute_force(data):
     """PairSweep._count_low on real leaf boxes (int / float columns, open ends) and random
-    node pairs, one or two columns: the same count, per row too, as testing every pair of
-    rows below the two nodes on those columns and the actions."""
+    node pairs, one or two columns: the same count, per row of x too, as testing every pair
+    of rows below the two nodes on those columns and the actions."""
     model = data.draw(_numeric_models())
     inv, severity = data.draw(relational_invariants(model))
     inv = dataclasses.replace(inv, when=ck.Const(True))
@@ -361,9 +378,7 @@ def test_low_column_block_count_equals_brute_force(data):
                 meet = all(lo[b, c] <= hi[a, c] and lo[a, c] <= hi[b, c] for c in cols[p])
                 if brk and meet:
                     want_total += 1
-                    want[a] += 1
-                    if not sweep.monotone:
-                        want[b] += 1
+                    want[a] += 1  # per row of x only (u's rows), for every form
     assert total == want_total
     assert np.array_equal(got, want)
 
