@@ -58,6 +58,9 @@ LOW_DIM_DENSITY = 8
 #: leaf and their active leaves differ by at most this factor (0: never, one node per step).
 SPLIT_BOTH = 8.0
 
+#: Before the node-pair filter, each node of a pair moves down its chain of splits whose other
+#: child cannot meet the other node's hull (one column per step: ``PairSweep._compress``);
+#: False: the descent steps through them pair by pair (the tests hold both to the matrix).
 COMPRESS = True
 
 
@@ -285,7 +288,7 @@ class PairSweep:
         self._levels: list[np.ndarray] | None = None
         self._rowbox: np.ndarray | None = None
         self._hullbox: np.ndarray | None = None
-        self._splitcol: np.ndarray | None = None
+        self._splitcol: tuple[np.ndarray, np.ndarray] | None = None
         self._codes: tuple[np.ndarray, np.ndarray, int] | None = None
         #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
         self.timing: dict[str, float] = {}
@@ -789,16 +792,19 @@ class PairSweep:
         return self._hullbox
 
     def _compress(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The node pairs (u, v) with each node moved down, as long as it splits on a non-f
-        numeric column, to its only child whose leaves can meet the other node's hull on that
-        column (a child whose leaves all lie beyond the other's hull holds no partner of it);
-        pairs where neither child can are dropped.  Cheap steps (one column per step) instead
-        of the full node-pair filter for the chains of a deep tree."""
+        """The node pairs (u, v) with each node moved down, as long as it splits on a column
+        other than f, to its only child whose leaves can meet the other node's hull on that
+        column (numeric: the child's side of the threshold against the other's interval hull;
+        categorical: the codes of the child's leaves against the other's); a child whose
+        leaves all miss the other's hull holds no partner of it, and pairs where neither child
+        can are dropped.  Cheap steps (one column per step) instead of the full node-pair
+        filter for the chains of a deep tree."""
+        agg = self.aggregates(0)
         hull = self._hull()
         n_num = len(self.pc.num_cols)
         flat = hull.ravel()
         width = 2 * n_num
-        col_of = self._split_col()
+        col_of, cat_of = self._split_col()
         u, v = u.copy(), v.copy()
         alive = np.ones(u.size, dtype=bool)
         todo = np.arange(u.size)
@@ -808,30 +814,46 @@ class PairSweep:
                 na = a[todo]
                 c = col_of[na]
                 k = np.flatnonzero(c >= 0)
-                if not k.size:
-                    continue
-                na, tk = na[k], todo[k]
-                at = b[tk] * width + c[k]
-                kl = flat[at] <= self.left_hi[na]
-                kr = flat[at + n_num] >= self.right_lo[na]
-                one = kl != kr
-                a[tk[one]] = np.where(kl[one], self.left[na[one]], self.right[na[one]])
-                moved[k[one]] = True
-                gone = ~kl & ~kr
-                alive[tk[gone]] = False
-                moved[k[gone]] = False
+                parts = []
+                if k.size:
+                    at = b[todo[k]] * width + c[k]
+                    kl = flat[at] <= self.left_hi[na[k]]
+                    kr = flat[at + n_num] >= self.right_lo[na[k]]
+                    parts.append((k, kl, kr))
+                if agg.union:
+                    g_of = cat_of[na]
+                    kc = np.flatnonzero(g_of >= 0)
+                    for g in np.unique(g_of[kc]).tolist():
+                        k = kc[g_of[kc] == g]
+                        un = agg.union[g]
+                        ub = un[b[todo[k]]]
+                        kl = np.any(un[self.left[na[k]]] & ub, axis=1)
+                        kr = np.any(un[self.right[na[k]]] & ub, axis=1)
+                        parts.append((k, kl, kr))
+                for k, kl, kr in parts:
+                    nk, tk = na[k], todo[k]
+                    one = kl != kr
+                    a[tk[one]] = np.where(kl[one], self.left[nk[one]], self.right[nk[one]])
+                    moved[k[one]] = True
+                    gone = ~kl & ~kr
+                    alive[tk[gone]] = False
+                    moved[k[gone]] = False
             todo = todo[moved & alive[todo]]
         return u[alive], v[alive]
 
-    def _split_col(self) -> np.ndarray:
+    def _split_col(self) -> tuple[np.ndarray, np.ndarray]:
         """Per node: the index among ``num_cols`` of its split feature, for numeric splits on
-        a column other than f that some box restricts; -1 otherwise (leaves, categorical
-        splits, splits on f)."""
+        a column other than f that some box restricts, else -1; and the feature of
+        categorical splits on a column other than f that some box restricts, else -1."""
         if self._splitcol is None:
-            col = self._miss_col[np.maximum(self.feat, 0)]
+            feat = np.maximum(self.feat, 0)
+            col = self._miss_col[feat]
             ok = (self.kind == NodeKind.NUMERIC) & (self.feat != self.f)
             ok &= col < len(self.pc.num_cols)
-            self._splitcol = np.where(ok, col, -1)
+            cats = np.zeros(len(self.pc.model.features), dtype=bool)
+            cats[list(self.aggregates(0).union)] = True
+            cat = (self.kind == NodeKind.CATEGORICAL) & (self.feat != self.f) & cats[feat]
+            self._splitcol = (np.where(ok, col, -1), np.where(cat, self.feat, -1))
         return self._splitcol
 
     def _range_cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
