@@ -429,6 +429,7 @@ def _deep_models(draw, all_int: bool):
     return compile_source({"features": features, "actions": ACTIONS, "tree": tree})
 
 
+@pytest.mark.slow
 @SMALL
 @given(st.data())
 def test_deep_chains_compressed_equal_matrix_and_enumeration(data):
