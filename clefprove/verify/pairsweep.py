@@ -604,10 +604,13 @@ class PairSweep:
     # ------------------------------------------------------------ the dual descent
 
     def dual_count(self) -> tuple[int, np.ndarray] | None:
-        """(number of violating pairs, per row the number of rows it pairs with) for one
-        conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
-        every split on f, then one node of a pair is replaced by its children (both, when their
-        sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at once
+        """(number of violating pairs, per row the number of rows it pairs with as x; for
+        the symmetric forms the rows after it) for one conjunction and no linear literal, by
+        descending *pairs* of subtrees: (left, right) of every split on f, each pair first
+        compressed (:meth:`_compress`: chains of splits whose other child cannot meet the
+        other node skipped), then one node of a pair is replaced by its children (both, when
+        their sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at
+        once
         (disjoint hulls on some column, no breaking actions; or every box below one meets every
         box below the other and is related) or both are leaves (the exact cell test).  None
         when the rows below some node are not one range (nodes not in pre-order):
