@@ -211,13 +211,10 @@ def _meets_sorted(
 ) -> np.ndarray:
     """Per query: the entries of group key *g* (keys ``g + code``, sorted: *klo* over the
     entries' lower ends, *khi* over their upper ends) whose closed interval meets
-    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``."""
-    out: np.ndarray = (
-        np.searchsorted(klo, g + hx, "right")
-        - np.searchsorted(klo, g, "left")
-        - np.searchsorted(khi, g + lx, "left")
-        + np.searchsorted(khi, g, "left")
-    )
+    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``.  Codes lie in
+    ``[0, span)`` below the next group key, so both arrays hold the same number of keys below
+    ``g`` (the entries of the earlier groups), which cancels: two binary searches, not four."""
+    out: np.ndarray = np.searchsorted(klo, g + hx, "right") - np.searchsorted(khi, g + lx, "left")
     return out
 
 
