@@ -22,7 +22,9 @@ from clefprove.verify.relational import (
 )
 from tests.verify.gen import ACTIONS, feature_specs, models, trees
 from tests.verify.test_relational import (
+    assert_counterexamples_replay,
     exhaustive_violating_pairs,
+    fp_reference_violating_pairs,
     pair_models,
     relational_invariants,
 )
@@ -453,3 +455,27 @@ def test_deep_chains_compressed_equal_matrix_and_enumeration(data):
         n_sat, _, undecided = box_pairs(PairChecker(model, prep), 19, matrix_cells=0)
         if not undecided:
             assert n_sat == len(truth)
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_descent_on_float_domains_against_an_ieee_reference(data):
+    """The whole check through the descent (the pair matrix switched off), float columns: the
+    violating pairs Z3 counts with float64 as IEEE floating point, and every printed pair
+    replays through the evaluator."""
+    model = data.draw(pair_models(all_int=False, max_depth=3))
+    inv, severity = data.draw(relational_invariants(model))
+    ref = fp_reference_violating_pairs(model, inv, severity)
+    if ref is None:
+        return
+    saved = relational.MATRIX_CELLS
+    try:
+        relational.MATRIX_CELLS = 0
+        res = check_relational(model, inv, severity)
+    finally:
+        relational.MATRIX_CELLS = saved
+    assert res.unknown_paths == 0
+    assert res.violating_paths == ref
+    assert res.status == ("violated" if ref else "holds")
+    assert_counterexamples_replay(model, inv, severity, res)
