@@ -233,6 +233,7 @@ def against(rev: str, big: bool) -> None:
                             f"{t.get(k, 0.0):.2f}"
                             for k in (
                                 "aggregates",
+                                "compress",
                                 "filter",
                                 "blocks counted",
                                 "cell blocks",
@@ -274,6 +275,7 @@ def against(rev: str, big: bool) -> None:
                 "invariant",
                 "new s (CPU)",
                 "aggregates s",
+                "compress s",
                 "filter s",
                 "blocks counted s",
                 "cell blocks s",

@@ -58,6 +58,11 @@ LOW_DIM_DENSITY = 8
 #: leaf and their active leaves differ by at most this factor (0: never, one node per step).
 SPLIT_BOTH = 8.0
 
+#: Before the node-pair filter, each node of a pair moves down its chain of splits whose other
+#: child cannot meet the other node's hull (one column per step: ``PairSweep._compress``);
+#: False: the descent steps through them pair by pair (the tests hold both to the matrix).
+COMPRESS = True
+
 
 def stable_ok(
     lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, delta: Fraction
@@ -206,13 +211,10 @@ def _meets_sorted(
 ) -> np.ndarray:
     """Per query: the entries of group key *g* (keys ``g + code``, sorted: *klo* over the
     entries' lower ends, *khi* over their upper ends) whose closed interval meets
-    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``."""
-    out: np.ndarray = (
-        np.searchsorted(klo, g + hx, "right")
-        - np.searchsorted(klo, g, "left")
-        - np.searchsorted(khi, g + lx, "left")
-        + np.searchsorted(khi, g, "left")
-    )
+    ``[lx, hx]``: those with ``lo <= hx`` minus those with ``hi < lx``.  Codes lie in
+    ``[0, span)`` below the next group key, so both arrays hold the same number of keys below
+    ``g`` (the entries of the earlier groups), which cancels: two binary searches, not four."""
+    out: np.ndarray = np.searchsorted(klo, g + hx, "right") - np.searchsorted(khi, g + lx, "left")
     return out
 
 
@@ -282,6 +284,8 @@ class PairSweep:
         self._aggs: dict[int, _Aggregates] = {}
         self._levels: list[np.ndarray] | None = None
         self._rowbox: np.ndarray | None = None
+        self._hullbox: np.ndarray | None = None
+        self._splitcol: tuple[np.ndarray, np.ndarray] | None = None
         self._codes: tuple[np.ndarray, np.ndarray, int] | None = None
         #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
         self.timing: dict[str, float] = {}
@@ -349,16 +353,10 @@ class PairSweep:
         for level in self._internal_levels():
             lc, rc = self.left[level], self.right[level]
             pl, pr = packed[lc], packed[rc]
-            packed[level, : 2 * nc] = np.where(
-                np.arange(2 * nc) < nc,
-                np.maximum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
-                np.minimum(pl[:, : 2 * nc], pr[:, : 2 * nc]),
-            )
-            packed[level, 2 * nc :] = np.where(
-                np.arange(2 * nc) < nc,
-                np.minimum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
-                np.maximum(pl[:, 2 * nc :], pr[:, 2 * nc :]),
-            )
+            np.maximum(pl[:, :nc], pr[:, :nc], out=pl[:, :nc])
+            np.minimum(pl[:, nc : 3 * nc], pr[:, nc : 3 * nc], out=pl[:, nc : 3 * nc])
+            np.maximum(pl[:, 3 * nc :], pr[:, 3 * nc :], out=pl[:, 3 * nc :])
+            packed[level] = pl
             first_row[level] = np.minimum(first_row[lc], first_row[rc])
             last_row[level] = np.maximum(last_row[lc], last_row[rc])
             n_live[level] = n_live[lc] + n_live[rc]
@@ -603,10 +601,13 @@ class PairSweep:
     # ------------------------------------------------------------ the dual descent
 
     def dual_count(self) -> tuple[int, np.ndarray] | None:
-        """(number of violating pairs, per row the number of rows it pairs with) for one
-        conjunction and no linear literal, by descending *pairs* of subtrees: (left, right) of
-        every split on f, then one node of a pair is replaced by its children (both, when their
-        sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at once
+        """(number of violating pairs, per row the number of rows it pairs with as x; for
+        the symmetric forms the rows after it) for one conjunction and no linear literal, by
+        descending *pairs* of subtrees: (left, right) of every split on f, each pair first
+        compressed (:meth:`_compress`: chains of splits whose other child cannot meet the
+        other node skipped), then one node of a pair is replaced by its children (both, when
+        their sizes are within ``SPLIT_BOTH``) until the pair is decided for all its leaves at
+        once
         (disjoint hulls on some column, no breaking actions; or every box below one meets every
         box below the other and is related) or both are leaves (the exact cell test).  None
         when the rows below some node are not one range (nodes not in pre-order):
@@ -622,6 +623,12 @@ class PairSweep:
         cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
         splits = np.flatnonzero((self.kind != NodeKind.LEAF) & (self.feat == self.f))
         u, v = self.left[splits], self.right[splits]
+        if not self.monotone:
+            # Symmetric forms: x in the child with the earlier rows, so that every pair is
+            # met as (a, b) with a < b and the per-row totals need only the x side (the rows
+            # of a node are one range, its two children's disjoint ones).
+            swap = agg.first_row[v] < agg.first_row[u]
+            u, v = np.where(swap, v, u), np.where(swap, u, v)
         total = 0
         # Per-row partner counts through difference arrays over row ranges, one per rank.
         diff = np.zeros(R * (n + 1), dtype=np.int64)
@@ -636,6 +643,11 @@ class PairSweep:
             if not u.size:
                 continue
             t = self._tick("descent", t, u.size)
+            if COMPRESS:
+                u, v = self._compress(u, v)
+                t = self._tick("compress", t, u.size)
+                if not u.size:
+                    continue
             lu = self.kind[u] == NodeKind.LEAF
             lv = self.kind[v] == NodeKind.LEAF
             both = lu & lv
@@ -644,26 +656,17 @@ class PairSweep:
                 ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(ok))
                 one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
-                if not self.monotone:
-                    one_rows.append((rb[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 keep = ~both
                 u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
                 t = self._tick("leaf pairs", t, ra.size)
             if not u.size:
                 continue
             cu, cv = cnt[u], cnt[v]
-            if self.monotone:  # x in u (rank r), x' in v with a lower rank
-                w_u = agg.ranks[v, :R]  # per rank of u's rows: partners in v
-                w_v = None
-                brk = np.einsum("pr,pr->p", cu, w_u)
-            else:
-                w_u = tot[v][:, None] - cv
-                w_v = tot[u][:, None] - cu
-                brk = np.einsum("pr,pr->p", cu, w_u)
+            # Per rank of u's rows: partners in v (monotone: x' in v with a lower rank).
+            w_u = agg.ranks[v, :R] if self.monotone else tot[v][:, None] - cv
+            brk = np.einsum("pr,pr->p", cu, w_u)
             ok = brk > 0
             u, v, lu, lv, brk, w_u = u[ok], v[ok], lu[ok], lv[ok], brk[ok], w_u[ok]
-            if w_v is not None:
-                w_v = w_v[ok]
             nc, n_num = len(self.cols), len(self.pc.num_cols)
             bu, bv = agg.packed[u], agg.packed[v]
             # Hulls meet on every column (else no pair below), per column the cores meet.
@@ -692,8 +695,6 @@ class PairSweep:
             if cov.any():
                 total += int(brk[cov].sum())
                 self._add_ranges(diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
-                if w_v is not None:
-                    self._add_ranges(diff, agg.first_row[v[cov]], agg.n_live[v[cov]], w_v[cov], n)
             # Met on all columns but one: a one-dimensional interval count by sorting.
             # Only for blocks of comparable sides (or small ones): a large node met by many
             # small ones is cheaper to descend than to list once per small one.
@@ -718,8 +719,6 @@ class PairSweep:
                 cell_ok = self.cell_ok(ra, rb)
                 total += int(np.count_nonzero(cell_ok))
                 one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
-                if not self.monotone:
-                    one_rows.append((rb[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 go &= ~cells
                 t = self._tick("cell blocks", t, ra.size)
             u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
@@ -781,6 +780,82 @@ class PairSweep:
         keep = self.pc.sides[0].ok[rows]
         return block[keep], rows[keep]
 
+    def _hull(self) -> np.ndarray:
+        """(nodes, 2C) float64, C-contiguous: side 0's hull (smallest lo | largest hi) per node
+        on the non-f numeric columns (one gathered row per node)."""
+        if self._hullbox is None:
+            agg = self.aggregates(0)
+            nc, n_num = len(self.cols), len(self.pc.num_cols)
+            lo = agg.packed[:, 2 * nc : 2 * nc + n_num]
+            hi = agg.packed[:, 3 * nc : 3 * nc + n_num]
+            self._hullbox = np.ascontiguousarray(np.concatenate([lo, hi], axis=1))
+        return self._hullbox
+
+    def _compress(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The node pairs (u, v) with each node moved down, as long as it splits on a column
+        other than f, to its only child whose leaves can meet the other node's hull on that
+        column (numeric: the child's side of the threshold against the other's interval hull;
+        categorical: the codes of the child's leaves against the other's); a child whose
+        leaves all miss the other's hull holds no partner of it, and pairs where neither child
+        can are dropped.  Cheap steps (one column per step) instead of the full node-pair
+        filter for the chains of a deep tree."""
+        agg = self.aggregates(0)
+        hull = self._hull()
+        n_num = len(self.pc.num_cols)
+        flat = hull.ravel()
+        width = 2 * n_num
+        col_of, cat_of = self._split_col()
+        u, v = u.copy(), v.copy()
+        alive = np.ones(u.size, dtype=bool)
+        todo = np.arange(u.size)
+        while todo.size:
+            moved = np.zeros(todo.size, dtype=bool)
+            for a, b in ((u, v), (v, u)):
+                na = a[todo]
+                c = col_of[na]
+                k = np.flatnonzero(c >= 0)
+                parts = []
+                if k.size:
+                    at = b[todo[k]] * width + c[k]
+                    kl = flat[at] <= self.left_hi[na[k]]
+                    kr = flat[at + n_num] >= self.right_lo[na[k]]
+                    parts.append((k, kl, kr))
+                if agg.union:
+                    g_of = cat_of[na]
+                    kc = np.flatnonzero(g_of >= 0)
+                    for g in np.unique(g_of[kc]).tolist():
+                        k = kc[g_of[kc] == g]
+                        un = agg.union[g]
+                        ub = un[b[todo[k]]]
+                        kl = np.any(un[self.left[na[k]]] & ub, axis=1)
+                        kr = np.any(un[self.right[na[k]]] & ub, axis=1)
+                        parts.append((k, kl, kr))
+                for k, kl, kr in parts:
+                    nk, tk = na[k], todo[k]
+                    one = kl != kr
+                    a[tk[one]] = np.where(kl[one], self.left[nk[one]], self.right[nk[one]])
+                    moved[k[one]] = True
+                    gone = ~kl & ~kr
+                    alive[tk[gone]] = False
+                    moved[k[gone]] = False
+            todo = todo[moved & alive[todo]]
+        return u[alive], v[alive]
+
+    def _split_col(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: the index among ``num_cols`` of its split feature, for numeric splits on
+        a column other than f that some box restricts, else -1; and the feature of
+        categorical splits on a column other than f that some box restricts, else -1."""
+        if self._splitcol is None:
+            feat = np.maximum(self.feat, 0)
+            col = self._miss_col[feat]
+            ok = (self.kind == NodeKind.NUMERIC) & (self.feat != self.f)
+            ok &= col < len(self.pc.num_cols)
+            cats = np.zeros(len(self.pc.model.features), dtype=bool)
+            cats[list(self.aggregates(0).union)] = True
+            cat = (self.kind == NodeKind.CATEGORICAL) & (self.feat != self.f) & cats[feat]
+            self._splitcol = (np.where(ok, col, -1), np.where(cat, self.feat, -1))
+        return self._splitcol
+
     def _range_cells(self, us: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every (row below us[p], row below vs[p]) pair of live rows (active or not: the cell
         test checks that), for pre-order nodes, whose live rows below form one range: cell t
@@ -805,8 +880,8 @@ class PairSweep:
         columns cols[p] (one or two per block): per row of x, the breaking rows x' of its
         block whose intervals meet its own on those columns, counted per rank by binary search
         in sorted ends (values replaced by their rank among all values of the column slot, so
-        exact): see :func:`meet_counts`.  Appends (rows, partners) to *out* for both sides
-        (symmetric forms) or the x side."""
+        exact): see :func:`meet_counts`.  Appends (rows, partners) to *out* for the rows of x
+        (below us; for the symmetric forms the earlier rows of each pair)."""
         code_lo, code_hi, span = self._end_codes()
         ba, ra = self._block_rows(us)
         bb, rb = self._block_rows(vs)
@@ -819,33 +894,22 @@ class PairSweep:
             ca, cb = cols[ba, d], cols[bb, d]
             a_lo[:, d], a_hi[:, d] = code_lo[ra, ca], code_hi[ra, ca]
             b_lo[:, d], b_hi[:, d] = code_lo[rb, cb], code_hi[rb, cb]
-        total = 0
-        sides = [(ra, ba, a_lo, a_hi, rb, bb, b_lo, b_hi, True)]
-        if not self.monotone:
-            sides.append((rb, bb, b_lo, b_hi, ra, ba, a_lo, a_hi, False))
-        for rx, bx, lx, hx, ry, by, ly, hy, count_it in sides:
-            rank_x, rank_y = self.rank_row[rx], self.rank_row[ry]
-            partners = np.zeros(rx.size, dtype=np.int64)
-            if k == 1:
-                partners = self._one_column(
-                    bx, lx[:, 0], hx[:, 0], rank_x, by, ly[:, 0], hy[:, 0], rank_y, span
-                )
-                if count_it:
-                    total += int(partners.sum())
-                out.append((rx, partners))
-                continue
+        rank_x, rank_y = self.rank_row[ra], self.rank_row[rb]
+        if k == 1:
+            partners = self._one_column(
+                ba, a_lo[:, 0], a_hi[:, 0], rank_x, bb, b_lo[:, 0], b_hi[:, 0], rank_y, span
+            )
+        else:
+            partners = np.zeros(ra.size, dtype=np.int64)
             for r in range(self.n_ranks):
                 brk = (r < rank_x) if self.monotone else (r != rank_x)
-                if not brk.any():
-                    continue
                 sel = np.flatnonzero(rank_y == r)
-                if not sel.size:
+                if not brk.any() or not sel.size:
                     continue
                 x = np.flatnonzero(brk)
-                partners[x] += meet_counts(bx[x], lx[x], hx[x], by[sel], ly[sel], hy[sel])
-            if count_it:
-                total += int(partners.sum())
-            out.append((rx, partners))
+                partners[x] += meet_counts(ba[x], a_lo[x], a_hi[x], bb[sel], b_lo[sel], b_hi[sel])
+        out.append((ra, partners))
+        total = int(partners.sum())
         return total
 
     def _one_column(
