@@ -218,6 +218,9 @@ class Shipped:
     #: each table's offset there; else they are the frame's parts
     tables_file: str = ""
     offsets: tuple[int, ...] = ()
+    #: a multipart upload: where the model's bytes lie in the body the serving process holds
+    #: (offset, length), found by the worker, which parsed the form
+    span: tuple[int, int] | None = None
 
 
 #: From this many bytes of tables on, the worker writes them to a file that the serving
@@ -228,17 +231,76 @@ MAP_TABLES = 4 << 20
 TABLES_GLOB = "tables-*.bin"
 
 
+def model_from_multipart(body: bytes, content_type: str, limit: int) -> tuple[int, int]:
+    """Where the file of the multipart field ``model`` lies in *body* (offset, length), the
+    form parsed as Starlette parses it (in the gate worker; :class:`InputError` for a bad
+    form).  Any offset holding the very bytes will do: the serving process builds the model
+    from its own slice there, and swaps only if that slice's digest is the one gated."""
+    import asyncio
+
+    from starlette.datastructures import Headers
+    from starlette.formparsers import MultiPartException, MultiPartParser
+
+    from clefprove.errors import InputError
+
+    async def stream() -> Any:
+        yield body
+
+    async def parse() -> bytes:
+        headers = Headers({"content-type": content_type, "content-length": str(len(body))})
+        parser = MultiPartParser(headers, stream(), max_files=1, max_fields=16,
+                                 max_part_size=limit)  # fmt: skip
+        try:
+            form = await parser.parse()
+        except MultiPartException as exc:
+            raise InputError(f"bad multipart body: {exc.message}") from None
+        try:
+            field = form.get("model")
+            if field is None:
+                raise InputError("the multipart body has no field named 'model'")
+            if isinstance(field, str):
+                raise InputError(
+                    "the multipart field 'model' must be a file (curl -F model=@FILE)"
+                )
+            return await field.read()
+        finally:
+            await form.close()
+
+    data = asyncio.run(parse())
+    at = body.find(data)
+    if at < 0:  # pragma: no cover - a file part is a slice of its body
+        raise InputError("bad multipart body: the file is not a part of the body")
+    return at, len(data)
+
+
 def ship_admission(
-    settings: GateSettings, store_dir: str, origin: str, label: str, data: memoryview
+    settings: GateSettings,
+    store_dir: str,
+    origin: str,
+    label: str,
+    data: memoryview,
+    multipart: tuple[str, int] | None = None,
 ) -> tuple[Shipped, list[Any]]:
     """In the gate worker: stage *data* (the bytes the serving process was handed, the raw
     part of its request), admit it (:func:`admit_file`) and answer as a frame's metadata
-    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model."""
+    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model.
+
+    *multipart*: *data* is a multipart form's body (its content type and the model size
+    limit): the model is its file field ``model`` (``Shipped.span`` says where)."""
     import numpy as np
 
     from clefprove.app.store import ModelStore
+    from clefprove.errors import InputError
     from clefprove.eval.ensemble import EnsembleEvaluator
 
+    span: tuple[int, int] | None = None
+    if multipart is not None:
+        try:
+            span = model_from_multipart(bytes(data), *multipart)
+        except InputError as exc:
+            error = {"error": exc.one_line()}
+            return Shipped(Verdict(2, error=error["error"]), error), [encode_json(error)]
+        data = data[span[0] : span[0] + span[1]]
     store = ModelStore(store_dir, sweep=False)
     for stale in store.incoming.glob(TABLES_GLOB):  # mapped already, or never to be
         store.discard(stale)
@@ -250,7 +312,7 @@ def ship_admission(
     adm = admit_file(str(staged), settings, store_dir, origin, label)
     parts: list[Any] = [adm.response]
     if adm.evaluator is None:
-        return Shipped(adm.verdict, adm.body, adm.when), parts
+        return Shipped(adm.verdict, adm.body, adm.when, span=span), parts
     scalars, arrays = adm.evaluator.tables()
     spec = []
     for name, a in arrays.items():
@@ -258,7 +320,7 @@ def ship_admission(
         spec.append((name, a.dtype.str, tuple(a.shape)))
         parts.append(a.reshape(-1).view(np.uint8))
     kind = "ensemble" if isinstance(adm.evaluator, EnsembleEvaluator) else "tree"
-    shipped = Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec))
+    shipped = Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec), span=span)
     if sum(p.nbytes for p in parts[1:]) < MAP_TABLES:
         return shipped, parts
     import dataclasses
@@ -281,14 +343,34 @@ def ship_admission(
     return dataclasses.replace(shipped, tables_file=name, offsets=tuple(offsets)), parts[:1]
 
 
+def ship_form(
+    settings: GateSettings,
+    store_dir: str,
+    origin: str,
+    label: str,
+    content_type: str,
+    limit: int,
+    data: memoryview,
+) -> tuple[Shipped, list[Any]]:
+    """In the gate worker: :func:`ship_admission` of a multipart upload's body *data*."""
+    return ship_admission(settings, store_dir, origin, label, data, (content_type, limit))
+
+
 def received_admission(
-    shipped: Shipped, parts: list[memoryview], data: bytes, digest: str, label: str
+    shipped: Shipped,
+    parts: list[memoryview],
+    data: bytes | memoryview,
+    digest: str,
+    label: str,
+    like: Any = None,
 ) -> Admission:
     """In the serving process: the :class:`Admission` of a frame from
     :func:`ship_admission`, for the bytes *data* this process holds (their sha256, computed
     here, is *digest*).  An admitted model is built from *data* itself (:func:`load_admitted`:
     ``frombuffer`` views, no validation again: the worker validated these bytes, their digest
-    says so), its evaluator from the tables as they came (read-only views of the frame)."""
+    says so), its evaluator from the tables as they came (read-only views of the frame).
+    *like*: the model served until now (its parsed features and actions are taken when the
+    new metadata's are the same text)."""
     import numpy as np
 
     from clefprove.eval.ensemble import EnsembleEvaluator
@@ -300,7 +382,7 @@ def received_admission(
     v = shipped.verdict
     if not shipped.evaluator or not v.admitted or v.sha256 != digest:
         return Admission(v, shipped.body, response, shipped.when)
-    model = load_admitted(data, digest, label)
+    model = load_admitted(data, digest, label, like)
     tables: list[memoryview] = parts[1:]
     if shipped.tables_file:  # mapped: nothing copied, pages fault in as they are used
         import mmap

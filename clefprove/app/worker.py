@@ -266,10 +266,8 @@ class Worker:
         finally:
             theirs.close()
         doorbell = os.eventfd(0, os.EFD_CLOEXEC)
-        try:
+        with contextlib.suppress(OSError):  # the worker died at once: the first call says so
             socket.send_fds(mine, [b"d"], [doorbell])  # the worker keeps its own copy
-        except OSError:  # the worker died at once: the first call finds out
-            pass
         self.process, self.sock, self.doorbell = process, mine, doorbell
 
     @property
