@@ -118,9 +118,18 @@ def read_frame(sock: socket.socket) -> tuple[Any, list[memoryview]]:
 
 
 def write_frame(sock: socket.socket, meta: Any, parts: Sequence[Buffer] = ()) -> None:
-    for piece in encode(meta, parts):
-        if len(piece):
-            sock.sendall(piece)
+    """One frame on the blocking socket *sock*, gathered into as few ``sendmsg`` calls as
+    the socket's buffer allows (one, for a frame that fits): each write wakes the reader,
+    and the event loop would otherwise be woken once per part (16 times for the depth-12
+    example's answer)."""
+    pieces = [memoryview(p).cast("B") for p in encode(meta, parts) if len(p)]
+    while pieces:
+        sent = sock.sendmsg(pieces)
+        while pieces and sent >= pieces[0].nbytes:
+            sent -= pieces[0].nbytes
+            pieces.pop(0)
+        if sent:
+            pieces[0] = pieces[0][sent:]
 
 
 #: What a function run in a worker returns: metadata (pickled) and raw parts.
