@@ -259,9 +259,7 @@ def model_from_multipart(body: bytes, content_type: str, limit: int) -> tuple[in
             if field is None:
                 raise InputError("the multipart body has no field named 'model'")
             if isinstance(field, str):
-                raise InputError(
-                    "the multipart field 'model' must be a file (curl -F model=@FILE)"
-                )
+                raise InputError("the multipart field 'model' must be a file (curl -F model=@FILE)")
             return await field.read()
         finally:
             await form.close()

@@ -703,8 +703,10 @@ class DecideFastPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != "/decide" or scope["method"] != "POST":
-            if self.upload is not None and scope.get("path") == "/reload" and (
-                scope["type"] == "http" and scope["method"] == "POST"
+            if (
+                self.upload is not None
+                and scope.get("path") == "/reload"
+                and (scope["type"] == "http" and scope["method"] == "POST")
             ):
                 await self.upload(scope, receive, send)
                 return
