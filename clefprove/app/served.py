@@ -247,6 +247,8 @@ def serve_model(
         )
     else:
         assert isinstance(evaluator, Evaluator)
+        if model.n_nodes > WARM_NODES:
+            evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
         served = ServedModel(
             model,
             verdict,
@@ -257,24 +259,12 @@ def serve_model(
             counters,
             bounds,
             identity,
-            _leaf_actions(model),
+            evaluator.node_actions(),  # the walk's own table (no second tolist())
         )
-    if isinstance(evaluator, Evaluator) and model.n_nodes > WARM_NODES:
-        evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
     # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
     # first request after a swap.
     served.decide([encoder.values({})])
     return served
-
-
-def _leaf_actions(model: Model) -> Sequence[int]:
-    """Each node's action index: a list, or above :data:`WARM_NODES` nodes a memoryview of
-    an int64 array (no ``tolist()`` of every node on the event loop)."""
-    aux = model.nodes["aux"].astype(np.int64)
-    if model.n_nodes <= WARM_NODES:
-        leaves: list[int] = aux.tolist()
-        return leaves
-    return memoryview(aux.data).cast("B").cast("q")
 
 
 def one_line_input_error(exc: InputError, index: int | None) -> str:

@@ -18,7 +18,7 @@ import mmap
 import os
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -403,18 +403,33 @@ def _parse(
         membership.flags.writeable = False
     if admitted is None:
         _validate_nodes(nodes, membership, features, len(actions), max_depth)
-    return Model(
-        name=meta["name"],
-        version=meta["version"],
-        features=features,
-        actions=actions,
-        nodes=nodes,
-        membership=membership,
-        max_depth=int(max_depth),
-        sha256=sha256,
-        size=size,
-        metadata={k: v for k, v in meta.items() if not k.startswith("_")},
+    return _with_interface(
+        meta,
+        Model(
+            name=meta["name"],
+            version=meta["version"],
+            features=features,
+            actions=actions,
+            nodes=nodes,
+            membership=membership,
+            max_depth=int(max_depth),
+            sha256=sha256,
+            size=size,
+            metadata={k: v for k, v in meta.items() if not k.startswith("_")},
+        ),
     )
+
+
+M = TypeVar("M", Model, Ensemble)
+
+
+def _with_interface(meta: dict[str, Any], model: M) -> M:
+    """*model*, keeping the :func:`interface_text` its metadata was compared with (if it was:
+    ``load_admitted(..., like=...)``), for the comparison with the next model."""
+    text = meta.get("_interface")
+    if text is not None:
+        model.derived.get(("clef.interface_text",), lambda: text)
+    return model
 
 
 def _parse_meta(
@@ -434,12 +449,11 @@ def _parse_meta(
         raise ClefFormatError("metadata block is not valid JSON") from None
     if not isinstance(meta, dict):
         raise ClefFormatError("metadata block is not a JSON object")
-    if (
-        encoded is None
-        and like is not None
-        and interface_text(meta.get("features"), meta.get("actions")) == _interface_of(like)
-    ):
-        encoded = (like.features, like.actions)
+    if encoded is None and like is not None:
+        text = interface_text(meta.get("features"), meta.get("actions"))
+        if text == _interface_of(like):
+            encoded = (like.features, like.actions)
+        meta["_interface"] = text  # kept by the model (_with_interface): the next one's like
     try:
         if encoded is not None:
             meta["_features"], meta["_actions"] = encoded
@@ -522,7 +536,7 @@ def _parse_ensemble(
     if validate:
         _validate_ensemble(nodes, membership, values, features, combine, starts, sizes, depths,
                            leaves)  # fmt: skip
-    return Ensemble(
+    ensemble = Ensemble(
         name=meta["name"],
         version=meta["version"],
         features=features,
@@ -538,6 +552,7 @@ def _parse_ensemble(
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )
+    return _with_interface(meta, ensemble)
 
 
 def _validate_ensemble(
