@@ -122,6 +122,12 @@ def gate_file(path: str, settings: GateSettings, label: str | None = None) -> Ve
 
     The behaviour diff against the served model is not part of it (:func:`diff_files` runs
     after the swap): it never changes the verdict, and it costs more than a cached check."""
+    return _gate(path, settings, label)[0]
+
+
+def _gate(path: str, settings: GateSettings, label: str | None = None) -> tuple[Verdict, Any]:
+    """:func:`gate_file`, and the model it gated (validated once, with full validation; None
+    when the file is refused as invalid)."""
     from clefprove.app.gate import run_gate
     from clefprove.model.clef import load, load_bytes
 
@@ -134,22 +140,24 @@ def gate_file(path: str, settings: GateSettings, label: str | None = None) -> Ve
             program,
             None,
             _cache(settings.cache_dir),
+            loaded=model,  # validated just now: the gate does not read the file again
             jobs=settings.jobs,
             timeout=settings.timeout,
             rlimit=settings.rlimit,
             counterexamples=settings.counterexamples,
         )
     except ClefproveError as exc:
-        return Verdict(2, error=exc.one_line())
-    if res.sha256 != model.sha256:  # the file changed between the two reads: no verdict
-        return Verdict(4, error="internal error: the file changed while it was gated")
-    return Verdict(
+        return Verdict(2, error=exc.one_line()), None
+    if res.sha256 != model.sha256:  # pragma: no cover - the gate checked another model
+        return Verdict(4, error="internal error: the gate checked another model"), None
+    verdict = Verdict(
         res.exit_code,
         res.sha256,
         res.report.to_json_dict(),
         tuple((inv.name, inv.digest) for inv in program.invariants),
         res.seconds,
     )
+    return verdict, model
 
 
 def now() -> str:
@@ -171,11 +179,10 @@ def admit_file(
     gone afterwards (renamed into the store, or deleted).  Never raises for bad input."""
     from clefprove.app.prepared import prepare
     from clefprove.app.store import ModelStore
-    from clefprove.model.clef import load_bytes
 
     store = ModelStore(store_dir, sweep=False)
     try:
-        verdict = gate_file(staged, settings, label)
+        verdict, model = _gate(staged, settings, label)
         if verdict.exit_code in (2, 4):
             body: dict[str, Any] = {"error": verdict.error}
             return Admission(verdict, body, encode_json(body))
@@ -184,9 +191,9 @@ def admit_file(
         body["model"] = {**body["model"], "path": label}  # not the staging file's name
         if not verdict.admitted:
             return Admission(verdict, body, encode_json(body))
-        # A fresh copy for serving (the gate's copy carries the verifier's derived state).
-        model = load_bytes(Path(staged).read_bytes(), label)
-        if model.sha256 != verdict.sha256:  # the file changed under the gate: never serve it
+        # The gated model itself builds the evaluator's tables (validated once: the bytes
+        # were read once); the file kept in the store must still hold those very bytes.
+        if hashlib.sha256(Path(staged).read_bytes()).hexdigest() != verdict.sha256:
             error = {"error": "internal error: the staged file changed while it was gated"}
             return Admission(Verdict(4, error=error["error"]), error, encode_json(error))
         evaluator = prepare(model)

@@ -145,13 +145,19 @@ def _receive_doorbell(sock: socket.socket) -> int:
     return fds[0]
 
 
-def _await_request(doorbell: int, sock: socket.socket) -> bool:
-    """In the worker: block until the doorbell rings (True) or the serving process hangs up
-    (False).  The socket is polled for its hang-up only: a frame written into it wakes
-    nobody (:data:`select.POLLRDHUP`, no ``POLLIN``: the kernel filters the wake-up out)."""
+def _poller(doorbell: int, sock: socket.socket) -> select.poll:
+    """In the worker: what it waits on between requests (built once): the doorbell, and the
+    socket for its hang-up only: a frame written into the socket wakes nobody
+    (:data:`select.POLLRDHUP`, no ``POLLIN``: the kernel filters that wake-up out)."""
     poller = select.poll()
     poller.register(doorbell, select.POLLIN)
     poller.register(sock, select.POLLRDHUP)
+    return poller
+
+
+def _await_request(doorbell: int, poller: select.poll) -> bool:
+    """In the worker: block until the doorbell rings (True) or the serving process hangs up
+    (False)."""
     while True:
         try:
             events = poller.poll()
@@ -177,9 +183,10 @@ def worker_main(sock: socket.socket, init: Callable[..., None], initargs: tuple[
         doorbell = _receive_doorbell(sock)
     except (OSError, WorkerDied):
         return  # the serving process is gone already
+    poller = _poller(doorbell, sock)
     while True:
         try:
-            if not _await_request(doorbell, sock):
+            if not _await_request(doorbell, poller):
                 return
             (function, args), parts = read_frame(sock)
         except WorkerDied:
@@ -189,7 +196,9 @@ def worker_main(sock: socket.socket, init: Callable[..., None], initargs: tuple[
             reply: tuple[str, Any] = ("ok", meta)
         except Exception as exc:  # a bug in the function: reported, the worker lives on
             reply, out = ("error", repr(exc)), ()
-        del parts
+        del parts, function, args
+        # the answer last: it wakes the event loop, and the worker then only goes back to
+        # waiting (anything it did after, it would take the CPU back for)
         write_frame(sock, reply, out)
 
 
