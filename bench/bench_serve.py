@@ -13,6 +13,11 @@ Measured, in one run, against one server on the depth-12 example (examples/edge-
   it, the floor any design can reach on this machine: the same jitter of a bare uvicorn app
   while an unrelated CPU-bound process runs bursts as long as one reload, at nice 0 and at
   nice 19 (``--repeat`` times each, interleaved);
+* issue 14 as written (``reloads100``): exactly 100 consecutive reloads, safe and unsafe
+  alternating (each sent once the previous one answered), back to back and at
+  ``--cadence`` per second, over a wrk window exactly as long as they run, against a window
+  as long without them; the floor (bare uvicorn beside a nice-19 burner) in the same run,
+  for the same length;
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
