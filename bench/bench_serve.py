@@ -430,6 +430,10 @@ def main() -> None:
                     help="niceness of the benchmark's reloading thread (the client)")  # fmt: skip
     ap.add_argument("--window", type=float, default=10.0,
                     help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
+    ap.add_argument("--loop-reloads", type=int, default=100, metavar="N",
+                    help="loop-cpu: reloads per measurement")  # fmt: skip
+    ap.add_argument("--loop-rounds", type=int, default=1, metavar="K",
+                    help="loop-cpu: measurements per server, interleaved")  # fmt: skip
     ap.add_argument(
         "--cadence",
         type=float,
@@ -479,7 +483,7 @@ def main() -> None:
                 named = [("this tree", srv)]
                 if old is not None:
                     named.append((f"@{args.compare}", old))
-                loop_cpu_section(named, 100)
+                loop_cpu_section(named, args.loop_reloads, args.loop_rounds)
             srv.stop()
         if "switches" in parts:
             switches_section(work, args.reloader_nice)
@@ -841,7 +845,7 @@ def _thread_ticks(pid: int) -> dict[int, int]:
     return out
 
 
-def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
+def loop_cpu_section(servers: list[tuple[str, Server]], n: int, rounds: int = 1) -> None:
     """The serving process's CPU time per reload (no other load from the benchmark): its
     main thread (the event loop: whatever it spends there, decisions wait for) and its other
     threads (executor helpers), from /proc; independent of how busy the machine is, unlike
@@ -852,7 +856,9 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
     rows = []
     extra = []
     steps: list[list[Any]] = []
-    for name, server in servers:
+    runs = [(f"{name}, round {r + 1}" if rounds > 1 else name, server)
+            for r in range(rounds) for name, server in servers]  # fmt: skip
+    for name, server in runs:  # interleaved: each round measures every server once
         pid = server.proc.pid
         for i in range(4):
             reload(server, variant if i % 2 == 0 else example)
