@@ -13,6 +13,11 @@ Measured, in one run, against one server on the depth-12 example (examples/edge-
   it, the floor any design can reach on this machine: the same jitter of a bare uvicorn app
   while an unrelated CPU-bound process runs bursts as long as one reload, at nice 0 and at
   nice 19 (``--repeat`` times each, interleaved);
+* issue 14 as written (``reloads100``): exactly 100 consecutive reloads, safe and unsafe
+  alternating (each sent once the previous one answered), back to back and at
+  ``--cadence`` per second, over a wrk window exactly as long as they run, against a window
+  as long without them; the floor (bare uvicorn beside a nice-19 burner) in the same run,
+  for the same length;
 * reload time as a deploy pipeline sees it (the round trip of ``POST /reload``): the depth-12
   example cold (a server started with ``--no-cache``) and with the proof cache, and the same for
   a synthetic 131,071-node model (a complete depth-16 tree that never allows).
@@ -32,11 +37,13 @@ import asyncio
 import contextlib
 import copy
 import json
+import math
 import os
 import random
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -270,9 +277,15 @@ def lag_between(a: dict[float, float] | None, b: dict[float, float] | None) -> s
 
 
 def run_wrk(
-    server: Server, connections: int, seconds: float, rate: float | None = None
+    server: Server,
+    connections: int,
+    seconds: float,
+    rate: float | None = None,
+    until: threading.Event | None = None,
 ) -> dict[str, float]:
-    """wrk on POST /decide; *rate* (requests/s in all) paces every connection (Lua delay())."""
+    """wrk on POST /decide; *rate* (requests/s in all) paces every connection (Lua delay()).
+    *until*: stop wrk (SIGINT: it prints its figures as at the end of ``-d``) once that
+    event is set or *seconds* have passed, so a window need not be whole seconds."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
         fh.write(
             'wrk.method = "POST"\n'
@@ -283,24 +296,17 @@ def run_wrk(
             mean = connections * 1000.0 / rate
             fh.write(f"function delay() return math.random() * {2 * mean:.3f} end\n")
         script = fh.name
+    duration = max(1, round(seconds)) if until is None else max(2, math.ceil(seconds) + 60)
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout",
+               "10s", "-s", script, server.url + "/decide"]  # fmt: skip
     try:
-        out = subprocess.run(
-            [
-                "wrk",
-                "-t1",
-                f"-c{connections}",
-                f"-d{max(1, round(seconds))}s",
-                "--latency",
-                "--timeout",
-                "10s",
-                "-s",
-                script,
-                server.url + "/decide",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        if until is None:
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        else:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+            until.wait(seconds)
+            proc.send_signal(signal.SIGINT)
+            out = proc.communicate(timeout=120)[0]
     finally:
         os.unlink(script)
     lat = {p: _unit(v) for p, v in re.findall(r"^\s+(50|99)(?:\.0+)?%\s+(\S+)\s*$", out, re.M)}
@@ -424,12 +430,24 @@ def main() -> None:
                     help="niceness of the benchmark's reloading thread (the client)")  # fmt: skip
     ap.add_argument("--window", type=float, default=10.0,
                     help="seconds of each jitter window (long enough for 100 reloads)")  # fmt: skip
+    ap.add_argument("--loop-reloads", type=int, default=100, metavar="N",
+                    help="loop-cpu: reloads per measurement")  # fmt: skip
+    ap.add_argument("--loop-rounds", type=int, default=1, metavar="K",
+                    help="loop-cpu: measurements per server, interleaved")  # fmt: skip
+    ap.add_argument(
+        "--cadence",
+        type=float,
+        default=10.0,
+        metavar="PER_SECOND",
+        help="reloads100: a deploy pipeline's cadence (0: back to back only)",
+    )
     ap.add_argument(
         "--parts",
-        default="decide,reloads,loop-cpu,reload-time,swap,upload",
-        help="which sections to run (comma list: decide, reloads, loop-cpu, reload-time, "
-        "swap, upload; and switches, not by default: who runs when the loop is switched out, "
-        "from the kernel's sched_switch trace, as root)",
+        default="decide,reloads,reloads100,loop-cpu,reload-time,swap,upload",
+        help="which sections to run (comma list: decide, reloads, reloads100 (issue 14's 100 "
+        "consecutive reloads), loop-cpu, reload-time, swap, upload; and switches, not by "
+        "default: who runs when the loop is switched out, from the kernel's sched_switch "
+        "trace, as root)",
     )
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -442,11 +460,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     parts = set(args.parts.split(","))
     try:
-        if parts & {"decide", "reloads", "loop-cpu"}:
+        if parts & {"decide", "reloads", "reloads100", "loop-cpu"}:
             srv = Server(EXAMPLE, work, "--cache", str(work / "cache"), "--store", str(work / "s"))
             load(srv, 16, 2.0)  # warm-up
             old = None
-            if args.compare and parts & {"reloads", "loop-cpu"}:
+            if args.compare and parts & {"reloads", "reloads100", "loop-cpu"}:
                 tree = work / "compare"
                 tree.mkdir()
                 archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare],
@@ -459,11 +477,13 @@ def main() -> None:
                 decide_section(srv, load, args)
             if "reloads" in parts:
                 reloads_section(srv, load, args, old)
+            if "reloads100" in parts:
+                reloads100_section(srv, args, old)
             if "loop-cpu" in parts:
                 named = [("this tree", srv)]
                 if old is not None:
                     named.append((f"@{args.compare}", old))
-                loop_cpu_section(named, 100)
+                loop_cpu_section(named, args.loop_reloads, args.loop_rounds)
             srv.stop()
         if "switches" in parts:
             switches_section(work, args.reloader_nice)
@@ -513,13 +533,17 @@ while True:  # CPU-bound bursts, pure Python, like a gate run; a short pause bet
 """
 
 
-def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: Any) -> dict:
-    """The paced load at 1,000 connections for --window seconds, first alone, then with
-    *activity* (a callable taking a stop event) running from 0.5 s into the window (once
-    wrk's connections are open) to its end: two windows of the same length, one P99 each."""
+def p99_during(
+    server: Server, load: Any, args: argparse.Namespace, activity: Any, window: float | None = None
+) -> dict:
+    """The paced load at 1,000 connections for *window* seconds (default --window), first
+    alone, then with *activity* (a callable taking a stop event) running from 0.5 s into the
+    window (once wrk's connections are open) to its end: two windows of the same length, one
+    P99 each."""
     conns = 1000
+    window = args.window if window is None else window
     lag0, pre0 = lag_buckets(server), preemptions(server.proc.pid)
-    base = load(server, conns, args.window, args.rate)
+    base = load(server, conns, window, args.rate)
     lag1, pre1 = lag_buckets(server), preemptions(server.proc.pid)
     steps1 = step_buckets(server)
     stop = threading.Event()
@@ -531,7 +555,7 @@ def p99_during(server: Server, load: Any, args: argparse.Namespace, activity: An
     t = threading.Thread(target=run)
     t.start()
     try:
-        during = load(server, conns, args.window, args.rate)
+        during = load(server, conns, window, args.rate)
     finally:
         stop.set()
         t.join()
@@ -661,6 +685,156 @@ def reloads_section(
     sys.stdout.flush()
 
 
+UNSAFE = ROOT / "examples" / "edge-allow-block-1.0.0.clef"  # violates blocks_are_confident
+
+
+def soak_sequence(n: int) -> list[tuple[bytes, int]]:
+    """The issue's soak: *n* reloads alternating safe and unsafe models (the expected status
+    of each: 200, 409); the safe ones alternate between the example and its variant, so that
+    each of them swaps."""
+    safe, unsafe = [EXAMPLE.read_bytes(), variant_of_example()], UNSAFE.read_bytes()
+    return [(safe[(i // 2) % 2], 200) if i % 2 == 0 else (unsafe, 409) for i in range(n)]
+
+
+def p99_span(server: Server, args: argparse.Namespace, activity: Any, limit: float) -> dict:
+    """The paced load at 1,000 connections while *activity* (a callable taking a stop event,
+    returning when it is done) runs from 0.5 s into the window (once wrk's connections are
+    open): wrk is stopped as soon as it returns (at most *limit* seconds), so the window
+    lasts exactly as long as the activity; then the same load for the same length alone."""
+    conns, pid = 1000, server.proc.pid
+    stop, done = threading.Event(), threading.Event()
+    ran: list[float] = []
+
+    def run() -> None:
+        try:
+            if not stop.wait(0.5):
+                t = time.perf_counter()
+                activity(stop)
+                ran.append(time.perf_counter() - t)
+        finally:
+            done.set()
+
+    pre0 = preemptions(pid)
+    thread = threading.Thread(target=run)
+    t0 = time.perf_counter()
+    thread.start()
+    try:
+        during = run_wrk(server, conns, limit, args.rate, until=done)
+    finally:
+        stop.set()
+        thread.join()
+    window = time.perf_counter() - t0
+    pre1 = preemptions(pid)
+    alone = run_wrk(server, conns, window, args.rate, until=threading.Event())
+    pre2 = preemptions(pid)
+    return {"before": alone, "during": during, "window": window,
+            "ran": ran[0] if ran else float("nan"),
+            "preempted": (pre2 - pre1, pre1 - pre0)}  # fmt: skip
+
+
+def reloads100_section(
+    srv: Server, args: argparse.Namespace, old: Server | None = None, n: int = 100
+) -> None:
+    """Issue 14 as written: P99 jitter during exactly *n* consecutive reloads (each sent once
+    the previous one answered; safe and unsafe alternating), back to back and at a deploy
+    pipeline's cadence (``--cadence`` per second), over a wrk window exactly as long as the
+    reloads (wrk stopped with SIGINT when the last one answered), against a window of the
+    same length without reloads; the floor beside it, same run, same window length (this
+    tree's): the bare uvicorn app beside a nice-19 CPU-bound process running bursts as long
+    as one reload."""
+    import httpx
+
+    if not shutil.which("wrk"):
+        print("\n(reloads100: needs wrk; skipped)")
+        return
+    sequence = soak_sequence(n)
+    quiet = []
+    for i in range(12):  # one reload alone
+        data, want = sequence[i]
+        status, secs, _ = reload(srv, data)
+        assert status == want, status
+        quiet.append(secs)
+    one = statistics.median(quiet)
+    cadences: list[tuple[str, float | None]] = [("back to back", None)]
+    if args.cadence > 0:
+        cadences.append((f"paced at {args.cadence:g}/s", 1.0 / args.cadence))
+    ceiling = Baseline(httpx.post(srv.url + "/decide", content=BODY).content)
+    run_wrk(ceiling, 16, 2.0)
+    servers = [("clefprove serve", srv)]
+    if old is not None:
+        servers.append((f"clefprove serve @{args.compare}", old))
+    rows: list[list[Any]] = []
+    summary: dict[str, list[tuple[float, float]]] = {}
+    limit = 600.0  # a window's bound: 100 reloads take seconds, minutes on a loaded machine
+    for k in range(args.repeat):
+        for cadence, period in cadences:
+            floor_jitter = 0.0
+            for name, server in servers:
+                done: list[tuple[int, float]] = []  # (1 if the status was the expected one, s)
+
+                def reloads(
+                    stop: threading.Event,
+                    server: Server = server,
+                    done: list[tuple[int, float]] = done,
+                    period: float | None = period,
+                ) -> None:
+                    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.reloader_nice)
+                    t0 = time.perf_counter()
+                    for i, (data, want) in enumerate(sequence):
+                        if period is not None:  # a deploy pipeline's cadence
+                            wait = t0 + i * period - time.perf_counter()
+                            if wait > 0 and stop.wait(wait):
+                                break
+                        if stop.is_set():
+                            break
+                        status, secs, _ = reload(server, data)
+                        done.append((int(status == want), secs))
+
+                r = p99_span(server, args, reloads, limit)
+                if server is srv:  # the floor: the same window length, right after
+
+                    def burner(stop: threading.Event, seconds: float = r["ran"]) -> None:
+                        proc = subprocess.Popen([sys.executable, "-c", BURNER, str(one), "19"])
+                        stop.wait(seconds)
+                        proc.terminate()
+                        proc.wait()
+
+                    f = p99_span(ceiling, args, burner, limit)
+                    floor_jitter = f["during"]["p99"] - f["before"]["p99"]
+                before, during = r["before"], r["during"]
+                jitter = during["p99"] - before["p99"]
+                alone_sw, during_sw = r["preempted"]
+                ok = sum(g for g, _ in done)
+                case = f"{name}, {cadence}"
+                summary.setdefault(case, []).append((jitter, jitter - floor_jitter))
+                rows.append([k + 1, name, cadence, f"{ok}/{len(done)}",
+                             f"{r['ran']:.2f} s / {r['window']:.2f} s",
+                             f"{before['p99'] * 1e3:.2f} ms", f"{during['p99'] * 1e3:.2f} ms",
+                             f"{jitter * 1e3:+.2f} ms", f"{floor_jitter * 1e3:+.2f} ms",
+                             f"{(jitter - floor_jitter) * 1e3:+.2f} ms",
+                             int(before["failed"] + during["failed"]),
+                             f"{(during_sw - alone_sw) / max(len(done), 1):.2f}",
+                             f"{os.getloadavg()[0]:.2f}"])  # fmt: skip
+                print(" | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+    ceiling.stop()
+    print(f"\n## P99 jitter during {n} consecutive reloads (issue 14: safe and unsafe "
+          f"alternating, each sent once the previous one answered; 1,000 connections paced "
+          f"at {args.rate:,.0f}/s; a window as long as the reloads, against one as long "
+          f"without; the floor: bare uvicorn beside a nice-19 burner, {one * 1e3:.0f} ms "
+          f"bursts, same length, same run)\n")  # fmt: skip
+    print(table(["run", "server", "reloads", "answered as expected", "reloads ran / window",
+                 "P99 alone", "P99 during", "jitter", "floor jitter", "jitter - floor",
+                 "failed", "loop switched out more per reload", "load avg"], rows))  # fmt: skip
+    print("\n" + table(["case", "median jitter", "median jitter - floor", "min - floor",
+                        "max - floor"],
+                       [[case, f"{statistics.median(j for j, _ in v) * 1e3:+.2f} ms",
+                         f"{statistics.median(f for _, f in v) * 1e3:+.2f} ms",
+                         f"{min(f for _, f in v) * 1e3:+.2f} ms",
+                         f"{max(f for _, f in v) * 1e3:+.2f} ms"]
+                        for case, v in summary.items()]))  # fmt: skip
+    sys.stdout.flush()
+
+
 def _thread_ticks(pid: int) -> dict[int, int]:
     """CPU time (clock ticks, user + system) of every thread of process *pid*."""
     out = {}
@@ -671,7 +845,7 @@ def _thread_ticks(pid: int) -> dict[int, int]:
     return out
 
 
-def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
+def loop_cpu_section(servers: list[tuple[str, Server]], n: int, rounds: int = 1) -> None:
     """The serving process's CPU time per reload (no other load from the benchmark): its
     main thread (the event loop: whatever it spends there, decisions wait for) and its other
     threads (executor helpers), from /proc; independent of how busy the machine is, unlike
@@ -682,7 +856,9 @@ def loop_cpu_section(servers: list[tuple[str, Server]], n: int) -> None:
     rows = []
     extra = []
     steps: list[list[Any]] = []
-    for name, server in servers:
+    runs = [(f"{name}, round {r + 1}" if rounds > 1 else name, server)
+            for r in range(rounds) for name, server in servers]  # fmt: skip
+    for name, server in runs:  # interleaved: each round measures every server once
         pid = server.proc.pid
         for i in range(4):
             reload(server, variant if i % 2 == 0 else example)
@@ -908,10 +1084,12 @@ def swap_section(work: Path, repeat: int = 200) -> None:
 def upload_section(repeat: int = 200) -> None:
     """Receiving an upload in the serving process (Python side only; httptools parses in C):
     the body as uvicorn hands it over (64 KiB messages), read by this tree's ``_read_body``,
-    by Starlette's ``request.body()``, and into one bytearray; and the multipart parse."""
+    by Starlette's ``request.body()``, and into one bytearray; and the multipart parse (in
+    the gate worker since jitter4: ``model_from_multipart``, not on the loop)."""
     from starlette.requests import Request
 
-    from clefprove.app.service import _model_from_multipart, _read_body
+    from clefprove.app.admission import model_from_multipart
+    from clefprove.app.service import _read_body
 
     async def measure(data: bytes, how: str, multipart: bool) -> float:
         boundary = "bench-boundary-1234"
@@ -947,7 +1125,9 @@ def upload_section(repeat: int = 200) -> None:
                     buf += c
                 got = bytes(buf)
             if multipart:
-                got = await _model_from_multipart(request, got, 256 << 20)
+                ctype = dict(headers)[b"content-type"].decode()  # the gate worker parses it now
+                at, size = await asyncio.to_thread(model_from_multipart, got, ctype, 256 << 20)
+                got = got[at : at + size]
             runs.append(time.perf_counter() - t0)
             assert got == data
         return statistics.median(runs)

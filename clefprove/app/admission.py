@@ -122,6 +122,12 @@ def gate_file(path: str, settings: GateSettings, label: str | None = None) -> Ve
 
     The behaviour diff against the served model is not part of it (:func:`diff_files` runs
     after the swap): it never changes the verdict, and it costs more than a cached check."""
+    return _gate(path, settings, label)[0]
+
+
+def _gate(path: str, settings: GateSettings, label: str | None = None) -> tuple[Verdict, Any]:
+    """:func:`gate_file`, and the model it gated (validated once, with full validation; None
+    when the file is refused as invalid)."""
     from clefprove.app.gate import run_gate
     from clefprove.model.clef import load, load_bytes
 
@@ -134,22 +140,24 @@ def gate_file(path: str, settings: GateSettings, label: str | None = None) -> Ve
             program,
             None,
             _cache(settings.cache_dir),
+            loaded=model,  # validated just now: the gate does not read the file again
             jobs=settings.jobs,
             timeout=settings.timeout,
             rlimit=settings.rlimit,
             counterexamples=settings.counterexamples,
         )
     except ClefproveError as exc:
-        return Verdict(2, error=exc.one_line())
-    if res.sha256 != model.sha256:  # the file changed between the two reads: no verdict
-        return Verdict(4, error="internal error: the file changed while it was gated")
-    return Verdict(
+        return Verdict(2, error=exc.one_line()), None
+    if res.sha256 != model.sha256:  # pragma: no cover - the gate checked another model
+        return Verdict(4, error="internal error: the gate checked another model"), None
+    verdict = Verdict(
         res.exit_code,
         res.sha256,
         res.report.to_json_dict(),
         tuple((inv.name, inv.digest) for inv in program.invariants),
         res.seconds,
     )
+    return verdict, model
 
 
 def now() -> str:
@@ -171,11 +179,10 @@ def admit_file(
     gone afterwards (renamed into the store, or deleted).  Never raises for bad input."""
     from clefprove.app.prepared import prepare
     from clefprove.app.store import ModelStore
-    from clefprove.model.clef import load_bytes
 
     store = ModelStore(store_dir, sweep=False)
     try:
-        verdict = gate_file(staged, settings, label)
+        verdict, model = _gate(staged, settings, label)
         if verdict.exit_code in (2, 4):
             body: dict[str, Any] = {"error": verdict.error}
             return Admission(verdict, body, encode_json(body))
@@ -184,9 +191,9 @@ def admit_file(
         body["model"] = {**body["model"], "path": label}  # not the staging file's name
         if not verdict.admitted:
             return Admission(verdict, body, encode_json(body))
-        # A fresh copy for serving (the gate's copy carries the verifier's derived state).
-        model = load_bytes(Path(staged).read_bytes(), label)
-        if model.sha256 != verdict.sha256:  # the file changed under the gate: never serve it
+        # The gated model itself builds the evaluator's tables (validated once: the bytes
+        # were read once); the file kept in the store must still hold those very bytes.
+        if hashlib.sha256(Path(staged).read_bytes()).hexdigest() != verdict.sha256:
             error = {"error": "internal error: the staged file changed while it was gated"}
             return Admission(Verdict(4, error=error["error"]), error, encode_json(error))
         evaluator = prepare(model)
@@ -218,6 +225,9 @@ class Shipped:
     #: each table's offset there; else they are the frame's parts
     tables_file: str = ""
     offsets: tuple[int, ...] = ()
+    #: a multipart upload: where the model's bytes lie in the body the serving process holds
+    #: (offset, length), found by the worker, which parsed the form
+    span: tuple[int, int] | None = None
 
 
 #: From this many bytes of tables on, the worker writes them to a file that the serving
@@ -228,17 +238,74 @@ MAP_TABLES = 4 << 20
 TABLES_GLOB = "tables-*.bin"
 
 
+def model_from_multipart(body: bytes, content_type: str, limit: int) -> tuple[int, int]:
+    """Where the file of the multipart field ``model`` lies in *body* (offset, length), the
+    form parsed as Starlette parses it (in the gate worker; :class:`InputError` for a bad
+    form).  Any offset holding the very bytes will do: the serving process builds the model
+    from its own slice there, and swaps only if that slice's digest is the one gated."""
+    import asyncio
+
+    from starlette.datastructures import Headers
+    from starlette.formparsers import MultiPartException, MultiPartParser
+
+    from clefprove.errors import InputError
+
+    async def stream() -> Any:
+        yield body
+
+    async def parse() -> bytes:
+        headers = Headers({"content-type": content_type, "content-length": str(len(body))})
+        parser = MultiPartParser(headers, stream(), max_files=1, max_fields=16,
+                                 max_part_size=limit)  # fmt: skip
+        try:
+            form = await parser.parse()
+        except MultiPartException as exc:
+            raise InputError(f"bad multipart body: {exc.message}") from None
+        try:
+            field = form.get("model")
+            if field is None:
+                raise InputError("the multipart body has no field named 'model'")
+            if isinstance(field, str):
+                raise InputError("the multipart field 'model' must be a file (curl -F model=@FILE)")
+            return await field.read()
+        finally:
+            await form.close()
+
+    data = asyncio.run(parse())
+    at = body.find(data)
+    if at < 0:  # pragma: no cover - a file part is a slice of its body
+        raise InputError("bad multipart body: the file is not a part of the body")
+    return at, len(data)
+
+
 def ship_admission(
-    settings: GateSettings, store_dir: str, origin: str, label: str, data: memoryview
+    settings: GateSettings,
+    store_dir: str,
+    origin: str,
+    label: str,
+    data: memoryview,
+    multipart: tuple[str, int] | None = None,
 ) -> tuple[Shipped, list[Any]]:
     """In the gate worker: stage *data* (the bytes the serving process was handed, the raw
     part of its request), admit it (:func:`admit_file`) and answer as a frame's metadata
-    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model."""
+    and raw parts: the encoded answer, then the evaluator's tables, never a pickled model.
+
+    *multipart*: *data* is a multipart form's body (its content type and the model size
+    limit): the model is its file field ``model`` (``Shipped.span`` says where)."""
     import numpy as np
 
     from clefprove.app.store import ModelStore
+    from clefprove.errors import InputError
     from clefprove.eval.ensemble import EnsembleEvaluator
 
+    span: tuple[int, int] | None = None
+    if multipart is not None:
+        try:
+            span = model_from_multipart(bytes(data), *multipart)
+        except InputError as exc:
+            error = {"error": exc.one_line()}
+            return Shipped(Verdict(2, error=error["error"]), error), [encode_json(error)]
+        data = data[span[0] : span[0] + span[1]]
     store = ModelStore(store_dir, sweep=False)
     for stale in store.incoming.glob(TABLES_GLOB):  # mapped already, or never to be
         store.discard(stale)
@@ -250,7 +317,7 @@ def ship_admission(
     adm = admit_file(str(staged), settings, store_dir, origin, label)
     parts: list[Any] = [adm.response]
     if adm.evaluator is None:
-        return Shipped(adm.verdict, adm.body, adm.when), parts
+        return Shipped(adm.verdict, adm.body, adm.when, span=span), parts
     scalars, arrays = adm.evaluator.tables()
     spec = []
     for name, a in arrays.items():
@@ -258,7 +325,7 @@ def ship_admission(
         spec.append((name, a.dtype.str, tuple(a.shape)))
         parts.append(a.reshape(-1).view(np.uint8))
     kind = "ensemble" if isinstance(adm.evaluator, EnsembleEvaluator) else "tree"
-    shipped = Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec))
+    shipped = Shipped(adm.verdict, adm.body, adm.when, kind, scalars, tuple(spec), span=span)
     if sum(p.nbytes for p in parts[1:]) < MAP_TABLES:
         return shipped, parts
     import dataclasses
@@ -281,14 +348,34 @@ def ship_admission(
     return dataclasses.replace(shipped, tables_file=name, offsets=tuple(offsets)), parts[:1]
 
 
+def ship_form(
+    settings: GateSettings,
+    store_dir: str,
+    origin: str,
+    label: str,
+    content_type: str,
+    limit: int,
+    data: memoryview,
+) -> tuple[Shipped, list[Any]]:
+    """In the gate worker: :func:`ship_admission` of a multipart upload's body *data*."""
+    return ship_admission(settings, store_dir, origin, label, data, (content_type, limit))
+
+
 def received_admission(
-    shipped: Shipped, parts: list[memoryview], data: bytes, digest: str, label: str
+    shipped: Shipped,
+    parts: list[memoryview],
+    data: bytes | memoryview,
+    digest: str,
+    label: str,
+    like: Any = None,
 ) -> Admission:
     """In the serving process: the :class:`Admission` of a frame from
     :func:`ship_admission`, for the bytes *data* this process holds (their sha256, computed
     here, is *digest*).  An admitted model is built from *data* itself (:func:`load_admitted`:
     ``frombuffer`` views, no validation again: the worker validated these bytes, their digest
-    says so), its evaluator from the tables as they came (read-only views of the frame)."""
+    says so), its evaluator from the tables as they came (read-only views of the frame).
+    *like*: the model served until now (its parsed features and actions are taken when the
+    new metadata's are the same text)."""
     import numpy as np
 
     from clefprove.eval.ensemble import EnsembleEvaluator
@@ -300,7 +387,7 @@ def received_admission(
     v = shipped.verdict
     if not shipped.evaluator or not v.admitted or v.sha256 != digest:
         return Admission(v, shipped.body, response, shipped.when)
-    model = load_admitted(data, digest, label)
+    model = load_admitted(data, digest, label, like)
     tables: list[memoryview] = parts[1:]
     if shipped.tables_file:  # mapped: nothing copied, pages fault in as they are used
         import mmap

@@ -66,19 +66,22 @@ def run_gate(
     invariants: Sequence[str | os.PathLike[str]] | CheckedProgram,
     previous: str | os.PathLike[str] | None = None,
     cache: ProofCache | None = None,
+    loaded: Any = None,
     **check_options: Any,
 ) -> GateResult:
     """Run the gate (see module docstring); raises ClefproveError on bad input.
 
     *invariants* are .inv paths, or a program already checked against *new*'s features and
-    actions (a caller that gates many versions of one model parses the files once)."""
+    actions (a caller that gates many versions of one model parses the files once).
+    *loaded*: the model of the file *new*, loaded by the caller with full validation
+    (``load_bytes`` of the bytes it wrote there: the service's gate worker), not read again."""
     from clefprove.dsl.loader import load_invariants
     from clefprove.incremental.ensemble_diff import diff_models
     from clefprove.model.loading import load_any
     from clefprove.verify.api import check
 
     t0 = time.perf_counter()
-    model = load_any(new, clef_only=True)  # full validation, digest included
+    model = loaded if loaded is not None else load_any(new, clef_only=True)  # full validation
     old = load_any(previous) if previous is not None else None
     if old is not None and isinstance(old, Model) != isinstance(model, Model):
         diff_models(old, model, str(previous), str(new))  # refuses a tree against an ensemble

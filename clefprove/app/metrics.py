@@ -6,16 +6,18 @@ decision is one ``inc()`` on a prebuilt child, with no label lookup per request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 #: Reload outcomes, the values of ``clefprove_reloads_total{result}``.
@@ -81,12 +83,8 @@ class Metrics:
         self.rollbacks = Counter(
             "clefprove_rollbacks_total", "Rollback attempts, by result.", ["result"], registry=r
         )
-        self.model_info = Gauge(
-            "clefprove_model_info",
-            "The served model (value 1).",
-            ["name", "version", "sha256"],
-            registry=r,
-        )
+        self._info: tuple[str, str, str] | None = None
+        r.register(_ModelInfo(self))  # the served model, built when scraped
         self.loop_lag = Histogram(
             "clefprove_event_loop_lag_seconds",
             "How late a timer asked for every 20 ms ran on the event loop (a stall: the loop "
@@ -94,19 +92,12 @@ class Metrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
-        steps = Histogram(
-            "clefprove_reload_loop_step_seconds",
-            "The event loop's time in each step of an admission (waits excluded).",
-            ["step"],
-            buckets=STEP_BUCKETS,
-            registry=r,
-        )
         #: the children of ``clefprove_reload_loop_step_seconds``, by step
-        self.reload_steps = {step: steps.labels(step) for step in RELOAD_STEPS}
+        self.reload_steps = {step: LoopHistogram(STEP_BUCKETS) for step in RELOAD_STEPS}
+        r.register(_Steps(self.reload_steps))
         for result in RELOAD_RESULTS:
             self.reloads.labels(result)
             self.rollbacks.labels(result)
-        self._info: tuple[str, str, str] | None = None
 
     def bind_model(
         self, actions: Sequence[str], features: Sequence[str]
@@ -117,11 +108,69 @@ class Metrics:
         }
 
     def serve(self, name: str, version: str, sha256: str) -> None:
-        """Make ``clefprove_model_info`` name the served model only."""
-        if self._info is not None:
-            self.model_info.remove(*self._info)
+        """Make ``clefprove_model_info`` name the served model only (one assignment: the
+        series is built when ``/metrics`` is scraped, not at each swap)."""
         self._info = (name, version, sha256)
-        self.model_info.labels(*self._info).set(1)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class LoopHistogram:
+    """A histogram observed by the event loop only (no lock, one ``bisect`` and two
+    additions: a prometheus ``Histogram.observe`` takes a lock per bucket and sum, about
+    2-3 µs, a dozen times per admission), exported by a collector."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)  # the last: above every bound
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def buckets(self) -> list[tuple[str, float]]:
+        """Cumulative counts per upper bound, ``+Inf`` last (Prometheus' form)."""
+        out, total = [], 0
+        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += n
+            out.append(("+Inf" if bound == float("inf") else repr(float(bound)), float(total)))
+        return out
+
+
+class _Steps:
+    """The collector of ``clefprove_reload_loop_step_seconds{step}``."""
+
+    def __init__(self, steps: dict[str, LoopHistogram]) -> None:
+        self.steps = steps
+
+    def collect(self) -> Iterator[Any]:
+        family = HistogramMetricFamily(
+            "clefprove_reload_loop_step_seconds",
+            "The event loop's time in each step of an admission (waits excluded).",
+            labels=["step"],
+        )
+        for step, h in self.steps.items():
+            family.add_metric([step], h.buckets(), h.sum)
+        yield family
+
+
+class _ModelInfo:
+    """The collector of ``clefprove_model_info{name,version,sha256}``: 1 for the served
+    model (only that one)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Any]:
+        family = GaugeMetricFamily(
+            "clefprove_model_info", "The served model (value 1).",
+            labels=["name", "version", "sha256"],
+        )  # fmt: skip
+        info = self.metrics._info
+        if info is not None:
+            family.add_metric(list(info), 1.0)
+        yield family

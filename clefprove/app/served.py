@@ -10,6 +10,7 @@ request allocates nothing heavy.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -207,22 +208,37 @@ def serve_model(
     admitted_at: str,
     metrics: Any,
     evaluator: Evaluator | EnsembleEvaluator | None = None,
+    like: Served | None = None,
 ) -> Served:
     """Build the served form of an admitted *model*, every per-model table included
-    (*evaluator*: :func:`prepare`'s result for *model*, built elsewhere)."""
+    (*evaluator*: :func:`prepare`'s result for *model*, built elsewhere).  *like*: the model
+    served until now, whose encoder and metric children are shared when *model* has the very
+    same parsed features and actions (``load_admitted(..., like=...)``)."""
     if not verdict.admitted or verdict.sha256 != model.sha256:
         raise ValueError("only a model whose own bytes passed the gate is served")
     if evaluator is not None and evaluator.model is not model:
         raise ValueError("the evaluator was built for another model")
     if evaluator is None:
         evaluator = prepare(model)
-    encoder = RecordEncoder(model)
-    numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
-    counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])
+    counters: Sequence[Any]
+    if (
+        like is not None
+        and like.model.features is model.features
+        and like.model.actions is model.actions
+    ):
+        # the same parsed interface (load_admitted took it from *like*): the same encoder
+        # tables, metric children and bounds; only the encoder's model is this one
+        encoder = copy.copy(like.encoder)
+        encoder.model = model
+        counters, bounds = like.action_counters, like.bounds
+    else:
+        encoder = RecordEncoder(model)
+        numeric = [f for f in model.features if f.type in (FeatureType.INT, FeatureType.FLOAT)]
+        counters, oob = metrics.bind_model(model.actions, [f.name for f in numeric])
+        bounds = {f.name: (f.min, f.max, oob[f.name]) for f in numeric}
     identity = json.dumps(
         {"name": model.name, "version": model.version, "sha256": model.sha256}, allow_nan=False
     )
-    bounds = {f.name: (f.min, f.max, oob[f.name]) for f in numeric}
     served: Served
     if isinstance(model, Ensemble):
         assert isinstance(evaluator, EnsembleEvaluator)
@@ -231,6 +247,8 @@ def serve_model(
         )
     else:
         assert isinstance(evaluator, Evaluator)
+        if model.n_nodes > WARM_NODES:
+            evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
         served = ServedModel(
             model,
             verdict,
@@ -241,24 +259,12 @@ def serve_model(
             counters,
             bounds,
             identity,
-            _leaf_actions(model),
+            evaluator.node_actions(),  # the walk's own table (no second tolist())
         )
-    if isinstance(evaluator, Evaluator) and model.n_nodes > WARM_NODES:
-        evaluator.use_views()  # no Python lists for a large model: tens of ms on the loop
     # Decide the all-defaults input once: builds the evaluator's scalar tables now, not on the
     # first request after a swap.
     served.decide([encoder.values({})])
     return served
-
-
-def _leaf_actions(model: Model) -> Sequence[int]:
-    """Each node's action index: a list, or above :data:`WARM_NODES` nodes a memoryview of
-    an int64 array (no ``tolist()`` of every node on the event loop)."""
-    aux = model.nodes["aux"].astype(np.int64)
-    if model.n_nodes <= WARM_NODES:
-        leaves: list[int] = aux.tolist()
-        return leaves
-    return memoryview(aux.data).cast("B").cast("q")
 
 
 def one_line_input_error(exc: InputError, index: int | None) -> str:

@@ -24,7 +24,6 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -38,9 +37,10 @@ from clefprove.app.admission import (
     received_admission,
     ship_admission,
     ship_diff,
+    ship_form,
     worker_init,
 )
-from clefprove.app.metrics import CONTENT_TYPE, Metrics
+from clefprove.app.metrics import CONTENT_TYPE, RELOAD_RESULTS, Metrics
 from clefprove.app.served import Served, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
 from clefprove.app.worker import Worker, WorkerDied
@@ -191,11 +191,15 @@ class Service:
         self._diff: Worker | None = None
         self._diff_lock = asyncio.Lock()
         self._diff_wanted = 0  # the number of the latest diff asked for
+        self._diff_timer: asyncio.TimerHandle | None = None  # the next diff, settling
 
     # ------------------------------------------------------------------ the workers
     def close(self) -> None:
         """Stop the workers now: a check or a diff still running is of no use to anyone, and
         the interpreter would otherwise wait for it at exit."""
+        if self._diff_timer is not None:
+            self._diff_timer.cancel()
+            self._diff_timer = None
         for worker in (self._gate, self._diff):
             if worker is not None:
                 worker.close()
@@ -207,14 +211,33 @@ class Service:
             )
         return self._diff
 
-    async def _record_diff(self, old: str, new: str) -> None:
+    def _schedule_diff(self, old: str, new: str) -> None:
+        """After a swap: :meth:`_record_diff` once admissions have settled for
+        :data:`DIFF_SETTLE` seconds.  One timer, moved by each swap: reloads back to back
+        cost no task and no wake-up of the loop each (the superseded timers never fire)."""
+        if self._diff_timer is not None:
+            self._diff_timer.cancel()
+        self._diff_wanted += 1  # a diff still waiting for the worker is dropped
+        self._diff_timer = asyncio.get_running_loop().call_later(
+            DIFF_SETTLE, self._start_diff, old, new
+        )
+
+    def _start_diff(self, old: str, new: str) -> None:
+        self._diff_timer = None
+        task = asyncio.get_running_loop().create_task(self._record_diff(old, new, settle=False))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _record_diff(self, old: str, new: str, settle: bool = True) -> None:
         """After a swap: the behaviour diff from the model replaced to the new one, kept for
         ``GET /model`` and in the store record (computed in a worker process of its own).
         A diff still waiting for the worker when a newer one is asked for is dropped; none
-        starts before admissions have settled for :data:`DIFF_SETTLE` seconds."""
+        starts before admissions have settled for :data:`DIFF_SETTLE` seconds (*settle*:
+        wait for that here; :meth:`_schedule_diff` waited already)."""
         self._diff_wanted += 1
         mine = self._diff_wanted
-        await asyncio.sleep(DIFF_SETTLE)
+        if settle:
+            await asyncio.sleep(DIFF_SETTLE)
         if self._diff_wanted != mine:
             return  # superseded while settling
         async with self._diff_lock:
@@ -267,7 +290,9 @@ class Service:
             )
         for array in (model.nodes, model.membership):  # read-only, as load() maps them
             array.flags.writeable = False
-        served = serve_model(model, verdict, origin, adm.when, self.metrics, adm.evaluator)
+        served = serve_model(
+            model, verdict, origin, adm.when, self.metrics, adm.evaluator, like=self.current
+        )
         if steps is not None:
             steps.done("serve")
         old, self.current = self.current, served  # the swap: one reference
@@ -296,10 +321,19 @@ class Service:
             return Outcome(ReloadResult.ERROR, {"error": f"internal error: {exc}"}, 4)
         return self._conclude(digest, adm, origin)
 
-    async def admit(self, data: bytes, origin: str, label: str, rollback: bool = False) -> Outcome:
+    async def admit(
+        self,
+        data: bytes,
+        origin: str,
+        label: str,
+        rollback: bool = False,
+        multipart: str | None = None,
+    ) -> Outcome:
         """Gate *data* and serve it if every invariant holds (serialised with every other).
 
-        *origin* is recorded with an admitted model; *label* names the file in messages."""
+        *origin* is recorded with an admitted model; *label* names the file in messages.
+        *multipart*: *data* is a multipart form's body of that content type, parsed by the
+        worker, which says where the model's bytes lie in it."""
         async with self._lock:
             if rollback:
                 if len(self.history) < 2:
@@ -314,24 +348,39 @@ class Service:
                 except ClefproveError as exc:
                     return Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
             steps = Steps(self.metrics.reload_steps)
-            if len(data) <= HASH_INLINE:
-                digest = hashlib.sha256(data).hexdigest()
-                steps.done("digest")
+            function: Callable[..., Any] = ship_admission
+            request = self._request(origin, label)
+            digest = ""
+            if multipart is not None:  # the model's bytes are known once the worker parsed
+                function = ship_form
+                request += (multipart, self.limits.max_model_bytes)
             else:
-                digest = await asyncio.to_thread(lambda: hashlib.sha256(data).hexdigest())
+                digest = await _digest(data)
+                if len(data) <= HASH_INLINE:
+                    steps.done("digest")
+                else:
+                    steps.start()
+            held: bytes | memoryview = data
             try:
                 # the worker stages the bytes itself (creating a file can wait for the
                 # filesystem's journal while a record is fsynced), then gates them
-                shipped, parts = await self._gate.acall(
-                    ship_admission, self._request(origin, label), [data]
-                )
+                shipped, parts = await self._gate.acall(function, request, [data])
                 timing = self._gate.timing
                 steps.record("send", timing.send)
                 steps.record("read", timing.read)
                 steps.record("decode", timing.decode)
                 await _breathe()
                 steps.start()
-                adm = received_admission(shipped, parts, data, digest, label)
+                if shipped.span is not None:  # this process's own slice, its own digest
+                    at, n = shipped.span
+                    held = memoryview(data)[at : at + n]
+                    digest = await _digest(held)
+                    if n <= HASH_INLINE:
+                        steps.done("digest")
+                    else:
+                        steps.start()
+                like = self.current.model if self.current is not None else None
+                adm = received_admission(shipped, parts, held, digest, label, like)
                 steps.done("rebuild")
                 await _breathe()
                 steps.start()
@@ -345,16 +394,12 @@ class Service:
             before = self.history[:-1] if rollback else None
             replaced = self.current.sha256 if self.current is not None else None
             out = self._conclude(digest, adm, origin, steps)
-            del adm, parts, shipped
+            del adm, parts, shipped, held
             if out.result is ReloadResult.ACCEPTED:
                 if rollback and before is not None:
                     self.history[:] = before
                 if replaced is not None and replaced != digest:
-                    task = asyncio.get_running_loop().create_task(
-                        self._record_diff(replaced, digest)
-                    )
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                    self._schedule_diff(replaced, digest)
             steps.done("bookkeeping")
             return out
 
@@ -375,22 +420,31 @@ class Service:
     # ------------------------------------------------------------------ authentication
     def authorize(self, request: Request) -> Response | None:
         """None when the request carries the reload token, else the refusal to answer."""
+        refusal = self.refusal(request.headers.get("authorization", ""))
+        if refusal is None:
+            return None
+        status, body, headers = refusal
+        return _json(status, body, headers)
+
+    def refusal(self, header: str) -> tuple[int, dict[str, Any], dict[str, str]] | None:
+        """None when the ``Authorization`` header *header* carries the reload token, else the
+        refusal: status, JSON body and headers."""
         if self._token is None:
-            return _json(
+            return (
                 403,
                 {
                     "error": "reloading over HTTP is disabled: no token configured "
                     "(--token-file or CLEFPROVE_RELOAD_TOKEN)"
                 },
+                {},
             )
-        header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
         ok = scheme.lower() == "bearer" and hmac.compare_digest(
             given.strip().encode("utf-8", "surrogateescape"), self._token
         )
         if ok:
             return None
-        return _json(
+        return (
             401,
             {"error": "missing or wrong reload token"},
             {"WWW-Authenticate": 'Bearer realm="clefprove"'},
@@ -428,6 +482,13 @@ class LagProbe:
             self._handle = None
 
 
+async def _digest(data: bytes | memoryview) -> str:
+    """The sha256 of *data*: on the loop up to :data:`HASH_INLINE` bytes, else in a thread."""
+    if len(data) <= HASH_INLINE:
+        return hashlib.sha256(data).hexdigest()
+    return await asyncio.to_thread(lambda: hashlib.sha256(data).hexdigest())
+
+
 def _counted(result: ReloadResult) -> str:
     return result.value if result is not ReloadResult.ERROR else ReloadResult.INVALID.value
 
@@ -453,26 +514,10 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Resp
     return Response(json.dumps(body, allow_nan=False) + "\n", status, headers, JSON)
 
 
-def _answer(out: Outcome, steps: dict[str, Any] | None = None) -> Response:
-    """The HTTP answer to an admission (its JSON encoded by the worker when it could);
-    *steps*: the children of ``clefprove_reload_loop_step_seconds`` to time the write in."""
+def _answer(out: Outcome) -> Response:
+    """The HTTP answer to an admission (its JSON encoded by the worker when it could)."""
     content = out.response if out.response is not None else encode_json(out.body)
-    if steps is None:
-        return Response(content, out.status, None, JSON)
-    return _TimedResponse(steps["write"], content, out.status, None, JSON)
-
-
-class _TimedResponse(Response):
-    """A response whose writing (handing it to the server's transport) is timed."""
-
-    def __init__(self, child: Any, *args: Any) -> None:
-        super().__init__(*args)
-        self._child = child
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        t0 = time.perf_counter()
-        await super().__call__(scope, receive, send)
-        self._child.observe(time.perf_counter() - t0)
+    return Response(content, out.status, None, JSON)
 
 
 def _error(status: int, message: str) -> Response:
@@ -494,35 +539,13 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _model_from_multipart(request: Request, body: bytes, limit: int) -> bytes:
-    """The file in the multipart field ``model`` (raises :class:`InputError`)."""
-
-    async def stream() -> Any:
-        yield body
-
-    parser = MultiPartParser(request.headers, stream(), max_files=1, max_fields=16,
-                             max_part_size=limit)  # fmt: skip
-    try:
-        form = await parser.parse()
-    except MultiPartException as exc:
-        raise InputError(f"bad multipart body: {exc.message}") from None
-    try:
-        field = form.get("model")
-        if field is None:
-            raise InputError("the multipart body has no field named 'model'")
-        if isinstance(field, str):
-            raise InputError("the multipart field 'model' must be a file (curl -F model=@FILE)")
-        return await field.read()
-    finally:
-        await form.close()
-
-
 def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     """The ASGI application of *service* (SIGHUP handled while it runs)."""
     metrics = service.metrics
     limits = service.limits
 
     decide_body = _decider(service)
+    upload = ReloadUpload(service)
 
     async def decide(request: Request) -> Response:
         """POST /decide through Starlette (the fast path below answers it first)."""
@@ -533,30 +556,6 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
             body = None
         status, content = decide_body(served, body)
         return Response(content, status, None, JSON)
-
-    async def upload(request: Request) -> Response:
-        refusal = service.authorize(request)
-        if refusal is not None:
-            metrics.reloads.labels("unauthorized").inc()
-            return refusal
-        steps = Steps(metrics.reload_steps)
-        try:
-            body = await _read_body(request, limits.max_model_bytes)
-            if request.headers.get("content-type", "").startswith("multipart/form-data"):
-                body = await _model_from_multipart(request, body, limits.max_model_bytes)
-            steps.done("receive")  # wall time: the body's chunks may arrive apart
-        except BodyTooLarge:
-            metrics.reloads.labels("invalid").inc()
-            return _error(413, f"model larger than {limits.max_model_bytes} bytes")
-        except InputError as exc:
-            metrics.reloads.labels("invalid").inc()
-            return _error(400, exc.one_line())
-        out = await service.admit(body, "upload", "upload")
-        steps.start()
-        metrics.reloads.labels(_counted(out.result)).inc()
-        answer = _answer(out, metrics.reload_steps)
-        steps.done("answer")
-        return answer
 
     async def rollback(request: Request) -> Response:
         refusal = service.authorize(request)
@@ -620,7 +619,7 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
     app = Starlette(
         routes=[
             Route("/decide", decide, methods=["POST"]),
-            Route("/reload", upload, methods=["POST"]),
+            Route("/reload", upload, methods=["POST"]),  # POST: the fast path answers first
             Route("/rollback", rollback, methods=["POST"]),
             Route("/model", model, methods=["GET"]),
             Route("/metrics", metrics_page, methods=["GET"]),
@@ -630,7 +629,7 @@ def build_app(service: Service, access_log: bool = False) -> ASGIApp:
         exception_handlers={HTTPException: http_error},
         lifespan=contextlib.asynccontextmanager(lifespan),
     )
-    fast = DecideFastPath(app, service, decide_body)
+    fast = DecideFastPath(app, service, decide_body, upload)
     return AccessLog(fast) if access_log else fast
 
 
@@ -693,14 +692,24 @@ class DecideFastPath:
         app: ASGIApp,
         service: Service,
         decide_body: Callable[[Served | None, bytes | None], tuple[int, bytes]],
+        upload: ASGIApp | None = None,
     ) -> None:
+        """*upload*: the ASGI app of ``POST /reload``, answered here too (no routing)."""
         self.app = app
         self.service = service
         self.decide_body = decide_body
         self.limit = service.limits.max_decide_bytes
+        self.upload = upload
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != "/decide" or scope["method"] != "POST":
+            if (
+                self.upload is not None
+                and scope.get("path") == "/reload"
+                and (scope["type"] == "http" and scope["method"] == "POST")
+            ):
+                await self.upload(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         served = self.service.current  # this request's model, whatever reloads happen meanwhile
@@ -745,6 +754,86 @@ class DecideFastPath:
 
 class _Gone(Exception):
     """The client disconnected before its request body was complete."""
+
+
+async def _receive_body(receive: Receive, limit: int) -> bytes:
+    """A request body from its ASGI messages (:class:`BodyTooLarge` past *limit* bytes,
+    :class:`_Gone` if the client left first)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Gone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class ReloadUpload:
+    """ASGI: ``POST /reload`` straight from the ASGI messages (no Request, Response, routing
+    or middleware objects on the loop): the token, the body (raw bytes, or a multipart form
+    handed to the gate worker whole, which parses it), the admission, the answer the worker
+    encoded.  Each step of the loop's share timed (``clefprove_reload_loop_step_seconds``)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        metrics = service.metrics
+        self.steps = metrics.reload_steps
+        self.counted = {r: metrics.reloads.labels(r) for r in RELOAD_RESULTS}
+        self.limit = service.limits.max_model_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        auth, ctype, length = "", "", None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                auth = value.decode("latin-1")
+            elif name == b"content-type":
+                ctype = value.decode("latin-1")
+            elif name == b"content-length":
+                length = value
+        refusal = self.service.refusal(auth)
+        if refusal is not None:
+            self.counted["unauthorized"].inc()
+            status, body, headers = refusal
+            await _send(send, status, encode_json(body), headers)
+            return
+        steps = Steps(self.steps)
+        try:
+            if length is not None and length.isdigit() and int(length) > self.limit:
+                raise BodyTooLarge
+            data = await _receive_body(receive, self.limit)
+            steps.done("receive")  # wall time: the body's chunks may arrive apart
+        except BodyTooLarge:
+            self.counted["invalid"].inc()
+            message = {"error": f"model larger than {self.limit} bytes"}
+            await _send(send, 413, encode_json(message))
+            return
+        except _Gone:
+            return
+        multipart = ctype if ctype.startswith("multipart/form-data") else None
+        out = await self.service.admit(data, "upload", "upload", multipart=multipart)
+        steps.start()
+        self.counted[_counted(out.result)].inc()
+        content = out.response if out.response is not None else encode_json(out.body)
+        steps.done("answer")
+        await _send(send, out.status, content)
+        steps.done("write")
+
+
+async def _send(
+    send: Send, status: int, content: bytes, headers: dict[str, str] | None = None
+) -> None:
+    """A whole JSON answer through ASGI messages."""
+    raw = [_JSON_HEADER, (b"content-length", str(len(content)).encode())]
+    if headers:
+        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": content})
 
 
 def _parse(body: bytes) -> Any:

@@ -13,9 +13,19 @@ parts, each padded to 8 bytes (so that ``numpy.frombuffer`` views of them are al
 raw bytes: the model's bytes on the way there, the encoded answer and the evaluator's tables
 on the way back, never a pickle of the model or of Python lists.
 
+**The doorbell.**  The worker does not wait on the socket for a request but on an
+``eventfd`` of its own (sent to it over the socket once, at start), and on the socket only for
+its hang-up (``POLLRDHUP``).  A write to a Unix socket wakes its reader *synchronously* (the
+kernel's hint that the writer is about to sleep), which places the woken worker on the
+writer's core: the event loop's, which goes on serving decisions, and the worker then took
+that core for a slice now and then.  The loop now writes the frame into the socket buffer,
+where no reader waits, and rings the eventfd, whose wake-up carries no such hint: the
+scheduler places the worker on an idle core when there is one.  The answer comes back on the
+socket, which the loop reads (waking the loop is harmless: the worker sleeps right after).
+
 A worker that dies (killed, out of memory, a crash in native code) closes its end: the call
 waiting on it raises :class:`WorkerDied` and the caller starts a new worker with
-:meth:`Worker.restart`.
+:meth:`Worker.restart`.  A worker whose serving process is gone sees the hang-up and exits.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import pickle
+import select
 import socket
 import struct
 import time
@@ -106,24 +118,76 @@ def read_frame(sock: socket.socket) -> tuple[Any, list[memoryview]]:
 
 
 def write_frame(sock: socket.socket, meta: Any, parts: Sequence[Buffer] = ()) -> None:
-    for piece in encode(meta, parts):
-        if len(piece):
-            sock.sendall(piece)
+    """One frame on the blocking socket *sock*, gathered into as few ``sendmsg`` calls as
+    the socket's buffer allows (one, for a frame that fits): each write wakes the reader,
+    and the event loop would otherwise be woken once per part (16 times for the depth-12
+    example's answer)."""
+    pieces = [memoryview(p).cast("B") for p in encode(meta, parts) if len(p)]
+    while pieces:
+        sent = sock.sendmsg(pieces)
+        while pieces and sent >= pieces[0].nbytes:
+            sent -= pieces[0].nbytes
+            pieces.pop(0)
+        if sent:
+            pieces[0] = pieces[0][sent:]
 
 
 #: What a function run in a worker returns: metadata (pickled) and raw parts.
 Answer = tuple[Any, Sequence[Buffer]]
 
 
+def _receive_doorbell(sock: socket.socket) -> int:
+    """In the worker: the eventfd the serving process rings for each request (sent first)."""
+    msg, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    if not msg or len(fds) != 1:
+        raise WorkerDied("no doorbell")
+    os.set_inheritable(fds[0], False)  # not into the processes the gate may start
+    return fds[0]
+
+
+def _poller(doorbell: int, sock: socket.socket) -> select.poll:
+    """In the worker: what it waits on between requests (built once): the doorbell, and the
+    socket for its hang-up only: a frame written into the socket wakes nobody
+    (:data:`select.POLLRDHUP`, no ``POLLIN``: the kernel filters that wake-up out)."""
+    poller = select.poll()
+    poller.register(doorbell, select.POLLIN)
+    poller.register(sock, select.POLLRDHUP)
+    return poller
+
+
+def _await_request(doorbell: int, poller: select.poll) -> bool:
+    """In the worker: block until the doorbell rings (True) or the serving process hangs up
+    (False)."""
+    while True:
+        try:
+            events = poller.poll()
+        except InterruptedError:  # pragma: no cover - retried by Python itself (PEP 475)
+            continue
+        for fd, event in events:
+            if fd == doorbell and event & select.POLLIN:
+                os.eventfd_read(doorbell)  # back to 0 (one request at a time)
+                return True
+        if events:
+            return False  # the hang-up (or an error) of the socket
+
+
 def worker_main(sock: socket.socket, init: Callable[..., None], initargs: tuple[Any, ...]) -> None:
     """The worker process: ``init(*initargs)``, then answer requests until the pipe closes.
 
     A request is ``(function, args)`` with raw parts; the function is called as
-    ``function(*args, *parts)`` and returns an :data:`Answer`."""
+    ``function(*args, *parts)`` and returns an :data:`Answer`.  Each request is announced by
+    the doorbell (the module's docstring)."""
     init(*initargs)
     sock.setblocking(True)
+    try:
+        doorbell = _receive_doorbell(sock)
+    except (OSError, WorkerDied):
+        return  # the serving process is gone already
+    poller = _poller(doorbell, sock)
     while True:
         try:
+            if not _await_request(doorbell, poller):
+                return
             (function, args), parts = read_frame(sock)
         except WorkerDied:
             return  # the serving process is gone, or closed the pipe
@@ -132,7 +196,9 @@ def worker_main(sock: socket.socket, init: Callable[..., None], initargs: tuple[
             reply: tuple[str, Any] = ("ok", meta)
         except Exception as exc:  # a bug in the function: reported, the worker lives on
             reply, out = ("error", repr(exc)), ()
-        del parts
+        del parts, function, args
+        # the answer last: it wakes the event loop, and the worker then only goes back to
+        # waiting (anything it did after, it would take the CPU back for)
         write_frame(sock, reply, out)
 
 
@@ -196,6 +262,7 @@ class Worker:
         self._initargs = initargs
         self.process: Any = None
         self.sock: socket.socket | None = None
+        self.doorbell: int | None = None  # the eventfd rung for each request
         self._closed = False
         #: the event loop's share of the last :meth:`acall` (seconds): encoding and sending
         #: the request, reading the answer off the pipe, decoding it
@@ -216,7 +283,10 @@ class Worker:
             process.start()
         finally:
             theirs.close()
-        self.process, self.sock = process, mine
+        doorbell = os.eventfd(0, os.EFD_CLOEXEC)
+        with contextlib.suppress(OSError):  # the worker died at once: the first call says so
+            socket.send_fds(mine, [b"d"], [doorbell])  # the worker keeps its own copy
+        self.process, self.sock, self.doorbell = process, mine, doorbell
 
     @property
     def pid(self) -> int | None:
@@ -228,10 +298,12 @@ class Worker:
         self._stop()
 
     def _stop(self) -> None:
-        process, sock = self.process, self.sock
-        self.process = self.sock = None
+        process, sock, doorbell = self.process, self.sock, self.doorbell
+        self.process = self.sock = self.doorbell = None
         if sock is not None:
             sock.close()
+        if doorbell is not None:
+            os.close(doorbell)
         if process is not None:
             if process.is_alive():
                 process.terminate()
@@ -250,9 +322,13 @@ class Worker:
              parts: Sequence[Buffer] = ()) -> tuple[Any, list[memoryview]]:  # fmt: skip
         """Blocking: run ``function(*args, *parts)`` in the worker (before the loop runs)."""
         sock = self._socket()
-        sock.setblocking(True)
         try:
-            write_frame(sock, (function, args), parts)
+            frame = b"".join(encode((function, args), parts))
+            sock.setblocking(False)
+            sent = self._post(sock, frame)
+            sock.setblocking(True)
+            if sent < len(frame):
+                sock.sendall(memoryview(frame)[sent:])
             status, meta = None, None
             (status, meta), out = read_frame(sock)
         except OSError as exc:
@@ -275,7 +351,10 @@ class Worker:
         try:
             try:
                 t0 = time.perf_counter()
-                await loop.sock_sendall(sock, b"".join(encode((function, args), parts)))
+                frame = b"".join(encode((function, args), parts))
+                done = self._post(sock, frame)
+                if done < len(frame):  # more than the socket's buffer: the worker reads it
+                    await loop.sock_sendall(sock, memoryview(frame)[done:])
                 sent = time.perf_counter() - t0  # the pipe's buffer takes it at once
                 (status, meta), out = await future
                 self.timing = Timing(sent, reply.read_seconds, reply.decode_seconds)
@@ -287,6 +366,19 @@ class Worker:
         except OSError as exc:
             raise WorkerDied(repr(exc)) from None
         return _result(status, meta), out
+
+    def _post(self, sock: socket.socket, frame: bytes) -> int:
+        """Write what of *frame* the non-blocking *sock*'s buffer takes, then ring the
+        doorbell: the worker wakes without the synchronous wake-up of a socket write (the
+        module's docstring).  Returns how many bytes were written: the caller sends the rest
+        (a frame larger than the buffer, which the woken worker drains)."""
+        try:
+            done = sock.send(frame)
+        except (BlockingIOError, InterruptedError):
+            done = 0
+        assert self.doorbell is not None
+        os.eventfd_write(self.doorbell, 1)
+        return done
 
     def _socket(self) -> socket.socket:
         if self.sock is None:

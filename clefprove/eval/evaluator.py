@@ -318,6 +318,12 @@ class Evaluator:
             )
         return self._py
 
+    def node_actions(self) -> Sequence[int]:
+        """Each node's action index (meaningful at leaves) as the single-input walk reads it:
+        its Python list, or a memoryview after :meth:`use_views`."""
+        actions: Sequence[int] = (self._py or self._lists())[5]
+        return actions
+
     def use_views(self) -> None:
         """Make the single-input walk read the derived arrays through memoryviews instead of
         Python lists: nothing is built (a 131,071-node model's lists take 50-70 ms), each

@@ -18,7 +18,7 @@ import mmap
 import os
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -254,13 +254,35 @@ def load_encoded(
 
 
 def load_admitted(
-    data: bytes | bytearray | memoryview, sha256: str, origin: str = "<bytes>"
+    data: bytes | bytearray | memoryview,
+    sha256: str,
+    origin: str = "<bytes>",
+    like: Model | Ensemble | None = None,
 ) -> Model | Ensemble:
     """The model of `.clef` bytes that :func:`load_bytes` accepted already (in another
     process: the service's gate worker), identified by *sha256*, the digest of these very
     bytes that the caller computed itself: the header and the metadata are read, the arrays
-    are views of *data*, and the validation of the nodes and the digest is not run again."""
-    return _parse_held(data, origin, sha256)
+    are views of *data*, and the validation of the nodes and the digest is not run again.
+
+    *like*: a model loaded before (the one served until now); when the metadata's
+    ``features`` and ``actions`` are the same JSON text as its own (:func:`interface_text`:
+    ``1``, ``1.0`` and ``true`` differ), its parsed features and actions are taken instead
+    of parsing them again (``parse_features`` is a function of that text)."""
+    return _parse_held(data, origin, sha256, like=like)
+
+
+def interface_text(features: Any, actions: Any) -> str:
+    """The raw ``features`` and ``actions`` of a metadata block as one JSON text: equal
+    texts parse to equal features and actions."""
+    return json.dumps([features, actions], allow_nan=True)
+
+
+def _interface_of(model: Model | Ensemble) -> str:
+    """:func:`interface_text` of a loaded model's metadata (kept by the model)."""
+    meta = model.metadata
+    return model.derived.get(
+        ("clef.interface_text",), lambda: interface_text(meta.get("features"), meta.get("actions"))
+    )
 
 
 def _parse_held(
@@ -268,12 +290,13 @@ def _parse_held(
     origin: str,
     admitted: str | None = None,
     encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+    like: Model | Ensemble | None = None,
 ) -> Model | Ensemble:
     """:func:`_parse` of bytes held in memory, its errors prefixed with *origin*."""
     if len(data) < HEADER_SIZE + DIGEST_SIZE:
         raise ClefFormatError(f"{origin}: {short_reason(bytes(data[:8]), len(data))}")
     try:
-        return _parse(data, origin, admitted, encoded)
+        return _parse(data, origin, admitted, encoded, like)
     except ClefFormatError as exc:
         raise ClefFormatError(f"{origin}: {exc}") from None
 
@@ -306,10 +329,11 @@ def _parse(
     origin: str,
     admitted: str | None = None,
     encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+    like: Model | Ensemble | None = None,
 ) -> Model | Ensemble:
     """*admitted*: the sha256 of bytes validated before (:func:`load_admitted`): the digest
     and the node validation are skipped.  *encoded*: the parsed features and actions the
-    bytes were just encoded from (:func:`load_encoded`)."""
+    bytes were just encoded from (:func:`load_encoded`).  *like*: see :func:`load_admitted`."""
     size = len(buf)
     fields = HEADER.unpack_from(buf, 0)
     (
@@ -350,7 +374,7 @@ def _parse(
         hasher.update(digest)  # the model's identity: the digest of the whole file (sha256sum's)
         sha256 = hasher.hexdigest()
     if version == ENSEMBLE_VERSION:
-        return _parse_ensemble(buf, fields, sha256, origin, admitted is None, encoded)
+        return _parse_ensemble(buf, fields, sha256, origin, admitted is None, encoded, like)
     if n_trees != 1:
         raise ClefFormatError(
             f"the file holds {n_trees} trees under format version 1, which holds one tree"
@@ -368,7 +392,7 @@ def _parse(
     if max_depth > MAX_TREE_DEPTH:
         raise ClefFormatError(f"declared depth {max_depth} exceeds the limit of {MAX_TREE_DEPTH}")
 
-    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded)
+    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded, like)
     features, actions = meta["_features"], meta["_actions"]
     nodes = np.frombuffer(buf, dtype=NODE_DTYPE, count=n_nodes, offset=nodes_offset)
     membership = np.frombuffer(buf, dtype=np.uint8, count=member_size, offset=member_offset)
@@ -379,25 +403,43 @@ def _parse(
         membership.flags.writeable = False
     if admitted is None:
         _validate_nodes(nodes, membership, features, len(actions), max_depth)
-    return Model(
-        name=meta["name"],
-        version=meta["version"],
-        features=features,
-        actions=actions,
-        nodes=nodes,
-        membership=membership,
-        max_depth=int(max_depth),
-        sha256=sha256,
-        size=size,
-        metadata={k: v for k, v in meta.items() if not k.startswith("_")},
+    return _with_interface(
+        meta,
+        Model(
+            name=meta["name"],
+            version=meta["version"],
+            features=features,
+            actions=actions,
+            nodes=nodes,
+            membership=membership,
+            max_depth=int(max_depth),
+            sha256=sha256,
+            size=size,
+            metadata={k: v for k, v in meta.items() if not k.startswith("_")},
+        ),
     )
 
 
+M = TypeVar("M", Model, Ensemble)
+
+
+def _with_interface(meta: dict[str, Any], model: M) -> M:
+    """*model*, keeping the :func:`interface_text` its metadata was compared with (if it was:
+    ``load_admitted(..., like=...)``), for the comparison with the next model."""
+    text = meta.get("_interface")
+    if text is not None:
+        model.derived.get(("clef.interface_text",), lambda: text)
+    return model
+
+
 def _parse_meta(
-    raw: bytes, encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None
+    raw: bytes,
+    encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+    like: Model | Ensemble | None = None,
 ) -> dict[str, Any]:
     """The metadata block; *encoded*: the parsed features and actions it was encoded from
-    (taken instead of parsing them again)."""
+    (taken instead of parsing them again); *like*: a model whose parsed features and actions
+    are taken when its metadata's are the same JSON text (:func:`load_admitted`)."""
     from clefprove.errors import ModelSourceError
     from clefprove.model.features import check_name_clashes, parse_actions, parse_features
 
@@ -407,6 +449,11 @@ def _parse_meta(
         raise ClefFormatError("metadata block is not valid JSON") from None
     if not isinstance(meta, dict):
         raise ClefFormatError("metadata block is not a JSON object")
+    if encoded is None and like is not None:
+        text = interface_text(meta.get("features"), meta.get("actions"))
+        if text == _interface_of(like):
+            encoded = (like.features, like.actions)
+        meta["_interface"] = text  # kept by the model (_with_interface): the next one's like
     try:
         if encoded is not None:
             meta["_features"], meta["_actions"] = encoded
@@ -433,6 +480,7 @@ def _parse_ensemble(
     origin: str,
     validate: bool = True,
     encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
+    like: Model | Ensemble | None = None,
 ) -> Ensemble:
     """The rest of a v2 (ensemble) file, after magic, version, flags and digest (*validate*
     False: bytes validated before, :func:`load_admitted`)."""
@@ -454,7 +502,7 @@ def _parse_ensemble(
         or member_offset + member_size + DIGEST_SIZE != size
     ):
         raise ClefFormatError("section table does not match the file size (truncated or crafted)")
-    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded)
+    meta = _parse_meta(bytes(buf[meta_offset : meta_offset + meta_size]), encoded, like)
     features, actions = meta["_features"], meta["_actions"]
     combine = parse_combine(meta.get("ensemble"), len(actions))
     if member_offset - values_offset != 0 and (member_offset - values_offset) % (
@@ -488,7 +536,7 @@ def _parse_ensemble(
     if validate:
         _validate_ensemble(nodes, membership, values, features, combine, starts, sizes, depths,
                            leaves)  # fmt: skip
-    return Ensemble(
+    ensemble = Ensemble(
         name=meta["name"],
         version=meta["version"],
         features=features,
@@ -504,6 +552,7 @@ def _parse_ensemble(
         size=size,
         metadata={k: v for k, v in meta.items() if not k.startswith("_")},
     )
+    return _with_interface(meta, ensemble)
 
 
 def _validate_ensemble(

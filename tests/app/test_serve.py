@@ -331,6 +331,24 @@ def test_body_limit_is_413(serve) -> None:
     assert srv.stop() == 0  # SIGTERM: a graceful stop
 
 
+def test_reload_limit_is_413_and_only_post_reloads(serve, tmp_path) -> None:
+    limit = len(SAFE.read_bytes()) + 100  # the start-up model is held to it too
+    srv = serve(SAFE, INVARIANTS, "--token-file", token_file(tmp_path), "--max-model", str(limit))
+    served = srv.sha()
+    with srv.client() as c:
+        data = SAFE.read_bytes() + bytes(20000)  # above the limit
+        r = c.post("/reload", content=data, headers=auth())
+        assert r.status_code == 413 and f"{limit} bytes" in r.json()["error"]
+        chunked = c.post("/reload", content=iter([data[:500], data[500:]]), headers=auth())
+        assert chunked.status_code == 413  # no length given: counted as it arrives
+        assert c.post("/reload", content=data, headers={}).status_code == 401  # before the body
+        assert c.get("/reload", headers=auth()).status_code == 405
+        assert srv.sha() == served
+        m = _metrics(c)
+    assert m[("clefprove_reloads_total", (("result", "invalid"),))] == 2
+    assert m[("clefprove_reloads_total", (("result", "unauthorized"),))] == 1
+
+
 def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     return subprocess.run(
         [sys.executable, "-m", "clefprove", "serve", *args],

@@ -429,3 +429,152 @@ def test_only_the_last_of_reloads_back_to_back_gets_its_diff(monkeypatch, tmp_pa
     asyncio.run(main())
     text = svc.metrics.exposition().decode()
     assert float(_sample(text, 'clefprove_reload_loop_step_seconds_count{step="diff"}')) == 2
+
+
+def test_scheduled_diffs_settle_on_one_timer(monkeypatch, tmp_path) -> None:
+    from clefprove.app import service as service_module
+
+    monkeypatch.setattr(service_module, "Worker", _DiffWorker)
+    monkeypatch.setattr(service_module, "DIFF_SETTLE", 0.05)
+    _DiffWorker.calls = []
+    svc = service_module.Service("m.clef", SETTINGS, ModelStore(tmp_path / "s"), None)
+
+    async def main() -> None:
+        for a, b in ("AB", "BC", "CD"):  # swaps back to back: the timer moves each time
+            svc._schedule_diff(a, b)
+        deadline = time.monotonic() + 60
+        while "D" not in svc.diffs:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert _DiffWorker.calls == [("C", "D")] and svc.diffs == {"D": {"from": "C"}}
+        svc._schedule_diff("D", "E")
+        svc.close()  # a diff still settling is dropped with the service
+        await asyncio.sleep(0.2)
+        assert _DiffWorker.calls == [("C", "D")] and svc._diff_timer is None
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------- the doorbell
+def test_a_frame_larger_than_the_socket_buffer_still_goes_through(worker: Worker) -> None:
+    assert worker.sock is not None
+    size = worker.sock.getsockopt(__import__("socket").SOL_SOCKET, __import__("socket").SO_SNDBUF)
+    huge = os.urandom(size + (1 << 20))  # the rest sent after the doorbell, the worker reading
+    (meta, _), parts = worker.call(echo, ("big",), [huge])
+    assert meta == "big" and bytes(parts[0]) == huge[::-1]
+
+    async def main() -> None:
+        (m, _), out = await worker.acall(echo, ("big2",), [huge])
+        assert m == "big2" and bytes(out[0]) == huge[::-1]
+
+    asyncio.run(main())
+
+
+def test_a_worker_whose_serving_process_hangs_up_exits(worker: Worker) -> None:
+    assert worker.call(echo, ("up",))[0][0] == "up"
+    process = worker.process
+    assert worker.sock is not None
+    worker.sock.close()  # as when the serving process is gone: no doorbell will ring again
+    process.join(60)
+    assert process.exitcode == 0  # it saw the hang-up and returned (no orphan left waiting)
+    worker.sock = None
+
+
+# ---------------------------------------------------------------- the interface shared
+def test_a_model_with_the_same_interface_shares_it_and_another_does_not() -> None:
+    from clefprove.model.clef import interface_text
+
+    base = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
+    a = load_bytes(SAFE.read_bytes())
+    variant = json.loads(json.dumps(base))
+    variant["version"] += "+1"
+    moved = json.loads(json.dumps(base))
+    moved["version"] += "+2"
+    rtt = next(f for f in moved["features"] if f["name"] == "client_rtt_ms")
+    rtt["default"] = rtt["default"] + 7.0  # same names, another default
+    metrics = Metrics()
+    served_a = serve_model(a, _admitted(a), "startup", "", metrics)
+    for source, shared in ((variant, True), (moved, False)):
+        data = write_clef(compile_source(source))
+        full = load_bytes(data)
+        fast = load_admitted(data, full.sha256, "upload", like=a)
+        assert (fast.features, fast.actions) == (full.features, full.actions)
+        assert (fast.features is a.features) is shared
+        served = serve_model(fast, _admitted(fast), "upload", "", metrics, like=served_a)
+        mine = RecordEncoder(full)
+        for record in ({}, {"client_rtt_ms": 1e9}, {"ua_family": "curl", "path_depth": 3}):
+            assert served.encode(record) == mine.values(record)
+        assert served.encoder.model is fast and (served.bounds is served_a.bounds) is shared
+        want = {f.name: (f.min, f.max) for f in full.features if f.min is not None}
+        assert {k: v[:2] for k, v in served.bounds.items()} == {
+            k: v for k, v in want.items() if k in served.bounds
+        }
+    # the text compared tells 1, 1.0 and true apart (they parse to different features)
+    texts = {interface_text([{"min": v}], ["a"]) for v in (1, 1.0, True)}
+    assert len(texts) == 3
+
+
+def _admitted(model: Any) -> Any:
+    from clefprove.app.admission import Verdict
+
+    return Verdict(0, model.sha256, {"summary": {}, "results": []})
+
+
+def test_the_loop_histogram_exports_what_prometheus_would() -> None:
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    from clefprove.app.metrics import STEP_BUCKETS, LoopHistogram
+
+    rng = np.random.default_rng(5)
+    values = [*rng.exponential(0.002, 300).tolist(), *STEP_BUCKETS, 0.0, 5.0]
+    registry = CollectorRegistry()
+    reference = Histogram("x_seconds", "x", ["step"], buckets=STEP_BUCKETS, registry=registry)
+    mine = Metrics()
+    for v in values:
+        reference.labels("send").observe(v)
+        mine.reload_steps["send"].observe(v)
+    want = [ln.replace("x_seconds", "clefprove_reload_loop_step_seconds")
+            for ln in generate_latest(registry).decode().splitlines()
+            if ln.startswith("x_seconds_") and "created" not in ln]  # fmt: skip
+    name = "clefprove_reload_loop_step_seconds_"
+    got = [ln for ln in mine.exposition().decode().splitlines()
+           if ln.startswith(name) and 'step="send"' in ln]  # fmt: skip
+
+    def parsed(lines: list[str]) -> dict[str, float]:
+        return {ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1]) for ln in lines}
+
+    p, q = parsed(want), parsed(got)
+    assert p.keys() == q.keys() and all(abs(p[k] - q[k]) <= 1e-9 * max(1.0, p[k]) for k in p)
+    assert isinstance(mine.reload_steps["send"], LoopHistogram)
+
+
+def test_the_multipart_form_is_found_in_the_body_the_loop_holds() -> None:
+    from clefprove.app.admission import model_from_multipart
+    from clefprove.errors import InputError
+
+    data = SAFE.read_bytes()
+    boundary = "b0undary"
+
+    def form(*fields: tuple[str, bytes, bool]) -> bytes:
+        out = b""
+        for name, content, is_file in fields:
+            disposition = f'form-data; name="{name}"' + ('; filename="m.clef"' if is_file else "")
+            out += (f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
+                    "Content-Type: application/octet-stream\r\n\r\n").encode()  # fmt: skip
+            out += content + b"\r\n"
+        return out + f"--{boundary}--\r\n".encode()
+
+    ctype = f"multipart/form-data; boundary={boundary}"
+    for body in (
+        form(("model", data, True)),
+        form(("note", b"x" * 100, False), ("model", data, True)),
+    ):
+        at, n = model_from_multipart(body, ctype, 1 << 20)
+        assert body[at : at + n] == data
+    for body, words in (
+        (form(("file", data, True)), "no field named 'model'"),
+        (form(("model", b"text", False)), "must be a file"),
+        (b"--nothing", "bad multipart body"),
+    ):
+        with pytest.raises(InputError, match=words):
+            model_from_multipart(body, ctype, 1 << 20)
