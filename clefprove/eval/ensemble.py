@@ -201,6 +201,15 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
 
 def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(actions, confidences) from (n, outputs) scores."""
+    actions, conf, _ = decide_proba(combine, scores)
+    return actions, conf
+
+
+def decide_proba(
+    combine: Combine, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(actions, confidences, probabilities) from (n, outputs) scores: :func:`decide` and
+    the :func:`probabilities` it decides from, computed once."""
     proba = probabilities(combine, scores)
     if combine.rule is Rule.HALF:
         actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
@@ -217,7 +226,7 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     else:
         actions = np.argmax(proba, axis=1).astype(np.intp)
     conf = proba[np.arange(proba.shape[0]), actions].astype(np.float64)
-    return actions, np.clip(conf, 0.0, 1.0)
+    return actions, np.clip(conf, 0.0, 1.0), proba
 
 
 class EnsembleEvaluator:

@@ -28,6 +28,7 @@ The search's top is split breadth first into *items* searched one by one, in thi
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures as cf
 import dataclasses
 import io
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
+from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
@@ -82,6 +83,7 @@ class Tables:
     feasible: np.ndarray  # (L,)
     cuts: tuple[np.ndarray, ...]  # per feature: sorted distinct cuts (left-child hi bounds)
     flat: Model  # a one-leaf model: the per-path engine's view of a region
+    cut_lists: tuple[list[float], ...] = ()  # ``cuts`` as lists (bisect)
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
@@ -149,19 +151,22 @@ def _tables(model: Ensemble) -> Tables:
     rows = nodes["aux"][leaves].astype(np.int64)
     assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
     tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
-    # the numeric splits' thresholds grouped by feature, each group in node order (a stable
-    # sort): per feature the array ``left_hi[numeric & (feat == i)]`` was, without a mask each
+    # per feature the distinct thresholds ``np.unique(left_hi[numeric & (feat == i)])`` inside
+    # [min, max), from one sort of all (feature, threshold) pairs (thresholds are finite: the
+    # loader checks; equal values are one cut, whichever sign a zero has)
     split_nodes = np.flatnonzero(numeric)
-    by_feature = split_nodes[np.argsort(feat[split_nodes], kind="stable")]
-    bounds = np.searchsorted(feat[by_feature], np.arange(len(model.features) + 1)).tolist()
-    grouped = left_hi[by_feature]
-    cuts = []
-    for i, feature in enumerate(model.features):
-        if bounds[i] == bounds[i + 1]:
-            cuts.append(np.empty(0, dtype=np.float64))
-            continue
-        c = np.unique(grouped[bounds[i] : bounds[i + 1]])
-        cuts.append(c[(c >= feature.min) & (c < feature.max)])
+    fs, vs = feat[split_nodes], left_hi[split_nodes]
+    order = np.lexsort((vs, fs))
+    fs, vs = fs[order], vs[order]
+    first = np.ones(fs.size, dtype=bool)
+    first[1:] = (fs[1:] != fs[:-1]) | (vs[1:] != vs[:-1])
+    fs, vs = fs[first], vs[first]
+    f_min = np.array([f.min for f in model.features], dtype=np.float64)
+    f_max = np.array([f.max for f in model.features], dtype=np.float64)
+    inside = (vs >= f_min[fs]) & (vs < f_max[fs])
+    fs, vs = fs[inside], vs[inside]
+    bounds = np.searchsorted(fs, np.arange(len(model.features) + 1)).tolist()
+    cuts = [vs[bounds[i] : bounds[i + 1]] for i in range(len(model.features))]
     flat = Model(
         name=model.name,
         version=model.version,
@@ -184,6 +189,7 @@ def _tables(model: Ensemble) -> Tables:
         feasible,
         tuple(cuts),
         flat,
+        tuple(c.tolist() for c in cuts),
     )
 
 
@@ -285,6 +291,12 @@ class Outcomes:
 def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per output, bounds on the library's score over the region, rounding included; and
     the number of reachable leaves per tree."""
+    lo, hi, n, _, _ = _score_bounds(model, tab, reach)
+    return lo, hi, n
+
+
+def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K)."""
     n = np.add.reduceat(reach.astype(np.int64), tab.starts)
     big = np.where(reach[:, None], tab.values, np.inf)
     small = np.where(reach[:, None], tab.values, -np.inf)
@@ -299,7 +311,7 @@ def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.nd
     # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
     terms = model.n_trees + 2
     err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
-    return lo - err, hi + err, n
+    return lo - err, hi + err, n, mins, maxs
 
 
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
@@ -313,8 +325,8 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
     if c.link.single:
         # The decision and p1 are monotone in the single score: read them at the ends.
         ends = np.array([[slo[0]], [shi[0]]], dtype=dt)
-        acts, _ = decide(c, ends)
-        p1 = probabilities(c, ends)[:, 1].astype(np.float64)
+        acts, _, proba = decide_proba(c, ends)
+        p1 = proba[:, 1].astype(np.float64)
         slack = 16 * u
         p_lo, p_hi = max(0.0, float(p1[0]) - slack), min(1.0, float(p1[1]) + slack)
         possible = np.arange(int(acts[0]), int(acts[1]) + 1)
@@ -408,10 +420,10 @@ def _coverage(
     f = model.features[i]
     if f.type is FeatureType.CATEGORICAL:
         return float(cats[i].sum()) / len(f.values)
-    cuts = tab.cuts[i]
-    a = int(np.searchsorted(cuts, lo[i], side="left"))
-    b = int(np.searchsorted(cuts, hi[i], side="left"))
-    return (b - a + 1) / (cuts.size + 1)
+    cuts = tab.cut_lists[i]  # (np.searchsorted(tab.cuts[i], ., side="left"), as bisect)
+    a = bisect.bisect_left(cuts, float(lo[i]))
+    b = bisect.bisect_left(cuts, float(hi[i]))
+    return (b - a + 1) / (len(cuts) + 1)
 
 
 def _weight(
@@ -560,8 +572,8 @@ def _outcome_rows(
             slo = np.nextafter(lo[:, 0].astype(dt), dt(-np.inf))
             shi = np.nextafter(hi[:, 0].astype(dt), dt(np.inf))
         ends = np.concatenate([slo, shi]).astype(dt)[:, None]
-        acts, _ = decide(comb, ends)
-        p1 = probabilities(comb, ends)[:, 1].astype(np.float64)
+        acts, _, proba = decide_proba(comb, ends)
+        p1 = proba[:, 1].astype(np.float64)
         slack = 16 * _U[comb.arithmetic]
         p_lo = np.maximum(0.0, p1[:c] - slack)
         p_hi = np.minimum(1.0, p1[c:] + slack)
@@ -747,7 +759,7 @@ def _step(
     """One region of the search: None when the bounds settle it (empty, or safe on it);
     ``(action, confidence, exact)`` when it is to be decided exactly like a leaf; else its
     two children (with their weights)."""
-    lo, hi, n_reach = score_bounds(model, tab, g.reach)
+    lo, hi, n_reach, mins, maxs = _score_bounds(model, tab, g.reach)
     if np.any(n_reach == 0):
         return None  # no input reaches some tree's leaves: the region is empty
     oc = outcomes(model, lo, hi)
@@ -760,10 +772,7 @@ def _step(
     if np.all(n_reach == 1):
         d = _evaluator(model).evaluate_one(_point(model, g))
         return d.action, d.confidence, True
-    spread = (
-        np.maximum.reduceat(np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0)
-        - np.minimum.reduceat(np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0)
-    ).sum(axis=1)
+    spread = (maxs - mins).sum(axis=1)  # per tree (every tree reaches a leaf here)
     split = _split_node(model, tab, g, spread, n_reach)
     if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
         raise AssertionError("no split inside a region that reaches several leaves")
