@@ -95,7 +95,7 @@ def test_trained(
     y = (X[:, 0] + X[:, 1] ** 2 > 0.8).astype(int)
     if n_classes == 3:
         y = y + (X[:, 2] > 0.5)
-    clf = xgb.XGBClassifier(n_estimators=8, random_state=0, **params).fit(X, y)
+    clf = xgb.XGBClassifier(n_estimators=8, random_state=0, n_jobs=1, **params).fit(X, y)
     path = tmp_path / f"m.{fmt}"
     clf.get_booster().save_model(path)
     actions = [f"class_{c}" for c in range(n_classes)]
@@ -298,3 +298,194 @@ def test_deep_tree_steps_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     got, want, fast = _routes(monkeypatch, path, None)
     _same(got, want)
     assert fast == 0
+
+
+# --------------------------------------------------------------------------- LightGBM
+
+
+def _lgb_routes(
+    monkeypatch: pytest.MonkeyPatch, path: Path, spec: Path | None
+) -> tuple[Any, Any, int]:
+    from clefprove.model.importers import lightgbm as lightgbm_importer
+
+    produced = []
+    fast = common.direct_numeric_ensemble
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        out = fast(*args, **kwargs)
+        produced.append(out is not None)
+        return out
+
+    def run() -> Any:
+        try:
+            return import_model("lightgbm", path, spec)
+        except ImportModelError as exc:
+            return str(exc)
+
+    with monkeypatch.context() as m:
+        m.setattr(lightgbm_importer, "direct_numeric_ensemble", counting)
+        got = run()
+    with monkeypatch.context() as m:
+        m.setattr(lightgbm_importer, "_numeric_trees", lambda *a, **k: None)
+        want = run()
+    return got, want, sum(produced)
+
+
+def _lgb_spec(tmp_path: Path, lo: list[float], hi: list[float], actions: list[str]) -> Path:
+    feats = [
+        {"name": f"Column_{j}", "type": "float", "min": a, "max": b, "default": a}
+        for j, (a, b) in enumerate(zip(lo, hi, strict=True))
+    ]
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"features": feats, "actions": actions}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"objective": "binary"},
+        {"objective": "binary", "zero_as_missing": True},
+        {"objective": "multiclass", "num_class": 3},
+        {"objective": "binary", "boosting": "rf", "bagging_fraction": 0.7, "bagging_freq": 1},
+    ],
+)
+def test_lightgbm_trained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, params: dict[str, Any]
+) -> None:
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 4))
+    X[rng.random(400) < 0.2, 1] = 0.0  # zeros: thresholds in LightGBM's zero band
+    y = ((X[:, 0] + 0.5 * X[:, 1] > 0.2) ^ (X[:, 3] > 0.6)).astype(int)
+    if params.get("num_class") == 3:
+        y = y + (X[:, 2] > 0.7)
+    base = {"verbose": -1, "num_leaves": 15, "min_data_in_leaf": 5, "num_threads": 1}
+    lgb.train({**base, **params}, lgb.Dataset(X, y), num_boost_round=8).save_model(
+        tmp_path / "m.txt"
+    )
+    actions = [f"c{i}" for i in range(params.get("num_class", 2))]
+    narrow = X[:50]
+    specs = [
+        None,
+        _lgb_spec(tmp_path, narrow.min(axis=0).tolist(), narrow.max(axis=0).tolist(), actions),
+    ]
+    for spec in specs:
+        got, want, fast = _lgb_routes(monkeypatch, tmp_path / "m.txt", spec)
+        assert fast == 1, "the vectorised route was not taken"
+        _same(got, want)
+
+
+_ZT = float(np.float32(1e-35))
+_LGB_SPECIAL = [
+    _ZT,
+    -_ZT,
+    math.nextafter(_ZT, 1.0),
+    math.nextafter(-_ZT, -1.0),
+    0.0,
+    -0.0,
+    math.nan,
+    math.inf,
+    -math.inf,
+    1.7976931348623157e308,
+]
+
+
+def _lgb_tree(rng: np.random.Generator, t: int, n_features: int, pool: list[float]) -> str:
+    depth_cap = int(rng.integers(0, 6))
+    splits: list[list[Any]] = []  # [feature, threshold, decision_type, left, right]
+    leaves: list[float] = []
+
+    def grow(d: int) -> int:
+        if d >= depth_cap or rng.random() < 0.25:
+            leaves.append(float(rng.normal()))
+            return ~(len(leaves) - 1)
+        me = len(splits)
+        dtype = int(rng.choice([0, 2])) | (int(rng.integers(0, 3)) << 2)
+        splits.append([int(rng.integers(0, n_features)), float(rng.choice(pool)), dtype, 0, 0])
+        splits[me][3] = grow(d + 1)
+        splits[me][4] = grow(d + 1)
+        return me
+
+    grow(0)
+    lines = [f"Tree={t}", f"num_leaves={len(leaves)}", "num_cat=0"]
+    if splits:
+        lines += [
+            "split_feature=" + " ".join(str(s[0]) for s in splits),
+            "threshold=" + " ".join(repr(s[1]) for s in splits),
+            "decision_type=" + " ".join(str(s[2]) for s in splits),
+            "left_child=" + " ".join(str(s[3]) for s in splits),
+            "right_child=" + " ".join(str(s[4]) for s in splits),
+        ]
+    lines += ["leaf_value=" + " ".join(repr(v) for v in leaves), "is_linear=0", "", ""]
+    return "\n".join(lines)
+
+
+def _lgb_text(trees: list[str], n_features: int, n_class: int = 1) -> str:
+    objective = "binary sigmoid:1" if n_class == 1 else f"multiclass num_class:{n_class}"
+    names = " ".join(f"Column_{j}" for j in range(n_features))
+    head = [
+        "tree",
+        "version=v4",
+        f"num_class={n_class}",
+        f"num_tree_per_iteration={n_class}",
+        "label_index=0",
+        f"max_feature_idx={n_features - 1}",
+        f"objective={objective}",
+        f"feature_names={names}",
+        "",
+    ]
+    return "\n".join(head) + "\n" + "".join(trees) + "end of trees\n"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lightgbm_random_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    n_features = int(rng.integers(1, 4))
+    n_class = int(rng.choice([1, 1, 3]))
+    lo = sorted(rng.normal(size=2).tolist())
+    if seed % 2:
+        lo = [min(lo[0], -1e-30), max(lo[1], 1e-30)]  # a domain across the zero band
+    pool = [lo[0], lo[1], *rng.normal(size=3).tolist(), *_LGB_SPECIAL]
+    n_iter = int(rng.integers(1, 5))
+    trees = [_lgb_tree(rng, t, n_features, pool) for t in range(n_iter * n_class)]
+    path = tmp_path / "m.txt"
+    path.write_text(_lgb_text(trees, n_features, n_class))
+    actions = [f"c{i}" for i in range(max(n_class, 2))]
+    spec = _lgb_spec(tmp_path, [lo[0]] * n_features, [lo[1]] * n_features, actions)
+    for s in (None, spec):
+        got, want, _ = _lgb_routes(monkeypatch, path, s)
+        _same(got, want)
+
+
+@pytest.mark.parametrize(
+    ("lefts", "rights"),
+    [
+        ("1 -1", "5 -3"),  # a child out of range
+        ("1 0", "-2 -3"),  # a cycle through the root
+        ("1 -1", "1 -3"),  # split 1 below both sides of split 0
+    ],
+)
+def test_lightgbm_irregular(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lefts: str, rights: str
+) -> None:
+    tree = "\n".join(
+        [
+            "Tree=0",
+            "num_leaves=3",
+            "num_cat=0",
+            "split_feature=0 1",
+            "threshold=0.5 0.25",
+            "decision_type=2 2",
+            f"left_child={lefts}",
+            f"right_child={rights}",
+            "leaf_value=0.1 -0.2 0.3",
+            "",
+            "",
+        ]
+    )
+    ok = "\n".join(["Tree=1", "num_leaves=1", "num_cat=0", "leaf_value=0.5", "", ""])
+    path = tmp_path / "m.txt"
+    path.write_text(_lgb_text([tree, ok], 2))
+    got, want, _ = _lgb_routes(monkeypatch, path, None)
+    _same(got, want)

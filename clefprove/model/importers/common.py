@@ -774,15 +774,19 @@ def direct_numeric_ensemble(
     spec: FeatureSpec | None,
     default_name: str,
     origin: dict[str, Any],
+    proper: bool = True,
 ) -> Model | Ensemble | None:
     """:func:`_direct_ensemble` of the trees behind *trees* (what ``walk`` builds of them,
     ``interval_split`` conditions ``x <= cut``), vectorised over the nodes of all trees at
     once, level by level: the same pruning (a split the path's knowledge ``lo < x <= hi``
     decides is dropped), the same pre-order records, value rows and per-tree sizes and depths,
-    byte for byte (tests/model/test_import_arrays.py).  Only for float features and proper
-    trees (every node below at most one split, no root below one); None on anything else
-    (another feature type, a non-finite leaf value, a tree deeper than ``MAX_TREE_DEPTH``):
-    the caller then takes the per-node route, which also words any error."""
+    byte for byte (tests/model/test_import_arrays.py).  Only for float features and, with
+    *proper*, proper trees (every node below at most one split, no root below one); without
+    it a node below several splits is expanded on each path, as ``walk``'s shared subtree is
+    (LightGBM's zero band), and a cycle ends in the depth limit.  None on anything else
+    (another feature type, a non-finite leaf value, a tree deeper than ``MAX_TREE_DEPTH``, an
+    expansion beyond a few times the nodes given): the caller then takes the per-node route,
+    which also words any error."""
     from clefprove.model.features import parse_actions
     from clefprove.model.source import ensemble_combine
     from clefprove.model.types import NODE_DTYPE, NodeKind
@@ -805,7 +809,7 @@ def direct_numeric_ensemble(
         if kids.min() < 0 or kids.max() >= n:
             return None
         below = np.bincount(kids, minlength=n)
-        if below.max() > 1 or below[roots].any():
+        if proper and (below.max() > 1 or below[roots].any()):
             return None
         fs = feature[split]
         if fs.min() < 0 or fs.max() >= len(features) or np.isnan(cut[split]).any():
@@ -827,7 +831,10 @@ def direct_numeric_ensemble(
     s_left: list[np.ndarray] = []  # emitted left child, -1 for a leaf
     levels: list[tuple[int, int]] = []
     next_id = 0
+    limit = 8 * n + 64  # emitted nodes (a proper tree emits at most n)
     while node.size:
+        if next_id + node.size > limit:
+            return None
         rows = np.arange(node.size)
         for _ in range(n + 1):  # follow the splits the path decides
             inner = split[node]
