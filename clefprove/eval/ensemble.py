@@ -182,7 +182,10 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
         if combine.link is Link.LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             p1 = one / (one + _exp(-z))
-            return np.stack((one - p1, p1), axis=1)
+            out = np.empty((p1.shape[0], 2), dtype=p1.dtype)
+            out[:, 0] = one - p1
+            out[:, 1] = p1
+            return out
         if combine.link is Link.ONNX_LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             return np.stack((onnx_logistic(-z), onnx_logistic(z)), axis=1)

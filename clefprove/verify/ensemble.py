@@ -332,7 +332,7 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
         possible = np.arange(int(acts[0]), int(acts[1]) + 1)
         conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
         conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
-        return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+        return Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
     # Several outputs: x = s / divisor, widened for the library's rounded division.
     d = c.divisor
     x_lo = slo.astype(np.float64) / d
@@ -359,6 +359,12 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
             conf_lo[r] = 1.0 / (1.0 + worst) - slack
             conf_hi[r] = 1.0 / (1.0 + best) + slack
     return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+
+
+def _clip01(a: np.ndarray) -> np.ndarray:
+    """``np.clip(a, 0, 1)`` of a float array (NaN stays NaN), without its wrapper's cost."""
+    out: np.ndarray = np.minimum(np.maximum(a, 0.0), 1.0)
+    return out
 
 
 # ---------------------------------------------------------------- the search
@@ -763,9 +769,41 @@ def _step(
     if np.any(n_reach == 0):
         return None  # no input reaches some tree's leaves: the region is empty
     oc = outcomes(model, lo, hi)
-    rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
-    can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
-    if not can.any():
+    box_lo, box_hi, cats = _outcome_boxes(g, oc)
+    # (the rows :func:`_rows` makes of ``[g] * k``, without its leaf-box fields)
+    can, _ = nm.tri(formula, nm.Rows(box_lo, box_hi, cats, oc.actions.astype(np.int64)))
+    return _after_bounds(model, tab, g, oc, bool(can.any()), n_reach, mins, maxs, mentions_conf)
+
+
+def _outcome_boxes(
+    g: Region, oc: Outcomes
+) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """The boxes of region *g* with each possible decision: the region's feature bounds and
+    the decision's confidence bounds, one row per possible action."""
+    k = oc.actions.size
+    n_feat = g.lo.shape[0]
+    box_lo = np.empty((k, n_feat + 1))
+    box_hi = np.empty((k, n_feat + 1))
+    box_lo[:, :n_feat], box_hi[:, :n_feat] = g.lo, g.hi
+    box_lo[:, n_feat], box_hi[:, n_feat] = oc.conf_lo, oc.conf_hi
+    cats = {f: np.broadcast_to(m, (k, m.size)) for f, m in g.cats.items()}
+    return box_lo, box_hi, cats
+
+
+def _after_bounds(
+    model: Ensemble,
+    tab: Tables,
+    g: Region,
+    oc: Outcomes,
+    can: bool,
+    n_reach: np.ndarray,
+    mins: np.ndarray,
+    maxs: np.ndarray,
+    mentions_conf: bool,
+) -> tuple[int, float, bool] | list[Region] | None:
+    """:func:`_step` after the bounds: *can* says whether the violation can be true for one
+    of the decisions *oc* possible on the non-empty region *g*."""
+    if not can:
         return None  # SAFE on the whole region
     if oc.actions.size == 1 and not mentions_conf:
         return int(oc.actions[0]), 0.0, False
@@ -785,6 +823,90 @@ def _step(
     return kids
 
 
+def _steps(
+    model: Ensemble,
+    tab: Tables,
+    regions: list[tuple[Region, object]],
+    mentions_conf: bool,
+) -> list[tuple[int, float, bool] | list[Region] | None]:
+    """:func:`_step` of every region, the bounds of all at once: the per-tree extremes in
+    one pass; each region's sums on its own slice of them (the same arrays, shapes and
+    order as :func:`_score_bounds` sums); the logistic link's outcomes for all regions'
+    ends in one call (:func:`outcomes`' arithmetic, element by element); the violation's
+    three-valued test once per formula.  The same results as :func:`_step` region by region
+    (tests/ensembles/test_fixed_costs.py)."""
+    c = len(regions)
+    if c < 2:
+        return [_step(model, tab, g, formula, mentions_conf) for g, formula in regions]
+    reach = np.stack([g.reach for g, _ in regions])
+    n_all = np.add.reduceat(reach.astype(np.int64), tab.starts, axis=1)  # (c, T)
+    mins_all = np.minimum.reduceat(
+        np.where(reach[:, :, None], tab.values[None, :, :], np.inf), tab.starts, axis=1
+    )  # (c, T, K)
+    maxs_all = np.maximum.reduceat(
+        np.where(reach[:, :, None], tab.values[None, :, :], -np.inf), tab.starts, axis=1
+    )
+    comb = model.combine
+    base = np.array(comb.base)
+    terms = model.n_trees + 2
+    u = _U[comb.arithmetic]
+    live = [r for r in range(c) if not np.any(n_all[r] == 0)]
+    los, his = {}, {}
+    for r in live:
+        mins, maxs = mins_all[r], maxs_all[r]
+        lo = base + mins.sum(axis=0)
+        hi = base + maxs.sum(axis=0)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+        err = terms * mag * (u + 2.0**-53) * 1.01 + 1e-300
+        los[r], his[r] = lo - err, hi + err
+    ocs: dict[int, Outcomes] = {}
+    if comb.link is Link.LOGISTIC and live:
+        dt = comb.arithmetic.dtype
+        lo_v = np.array([los[r][0] for r in live])
+        hi_v = np.array([his[r][0] for r in live])
+        with np.errstate(over="ignore"):
+            slo = np.nextafter(lo_v.astype(dt), dt(-np.inf))
+            shi = np.nextafter(hi_v.astype(dt), dt(np.inf))
+        m = len(live)
+        acts, _, proba = decide_proba(comb, np.concatenate([slo, shi]).astype(dt)[:, None])
+        p1 = proba[:, 1].astype(np.float64)
+        slack = 16 * u
+        below, above = p1[:m] - slack, p1[m:] + slack
+        p_lo = np.where(below > 0.0, below, 0.0)  # Python's max(0.0, v), NaN included
+        p_hi = np.where(above < 1.0, above, 1.0)  # min(1.0, v)
+        for j, r in enumerate(live):
+            possible = np.arange(int(acts[j]), int(acts[m + j]) + 1)
+            conf_lo = np.array([1.0 - p_hi[j], p_lo[j]])[possible]
+            conf_hi = np.array([1.0 - p_lo[j], p_hi[j]])[possible]
+            ocs[r] = Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
+    else:
+        for r in live:
+            ocs[r] = outcomes(model, los[r], his[r])
+    cans: dict[int, bool] = {}
+    groups: dict[int, list[int]] = {}
+    for r in live:
+        groups.setdefault(id(regions[r][1]), []).append(r)
+    for rs in groups.values():
+        parts = [_outcome_boxes(regions[r][0], ocs[r]) for r in rs]
+        box_lo = np.concatenate([p[0] for p in parts])
+        box_hi = np.concatenate([p[1] for p in parts])
+        cats = {f: np.concatenate([p[2][f] for p in parts]) for f in parts[0][2]}
+        acts_all = np.concatenate([ocs[r].actions for r in rs]).astype(np.int64)
+        can, _ = nm.tri(regions[rs[0]][1], nm.Rows(box_lo, box_hi, cats, acts_all))
+        at = 0
+        for r in rs:
+            k = ocs[r].actions.size
+            cans[r] = bool(can[at : at + k].any())
+            at += k
+    out: list[tuple[int, float, bool] | list[Region] | None] = [None] * c
+    for r in live:
+        g = regions[r][0]
+        out[r] = _after_bounds(
+            model, tab, g, ocs[r], cans[r], n_all[r], mins_all[r], maxs_all[r], mentions_conf
+        )
+    return out
+
+
 def _items(
     model: Ensemble,
     tab: Tables,
@@ -801,17 +923,21 @@ def _items(
         bounds = np.linspace(0, len(initial), ITEMS + 1).astype(int)
         return [initial[a:b] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
     frontier = list(initial)
+    known: dict[int, tuple[int, float, bool]] = {}  # id(region) -> its (final) exact step
     while len(frontier) < ITEMS:
         nxt: list[tuple[Region, object]] = []
         split_any = False
+        todo = [(g, formula) for g, formula in frontier if id(g) not in known]
+        stepped = iter(_steps(model, tab, todo, mentions_conf))
         for g, formula in frontier:
-            step = _step(model, tab, g, formula, mentions_conf)
+            step = known[id(g)] if id(g) in known else next(stepped)
             if step is None:
                 res.settle(g, record)
             elif isinstance(step, list):
                 nxt.extend((kid, formula) for kid in step)
                 split_any = True
             else:
+                known[id(g)] = step  # decided exactly later, as it is: not stepped again
                 nxt.append((g, formula))
         frontier = nxt
         if not split_any:

@@ -84,3 +84,64 @@ def test_decide_proba_is_decide_and_probabilities(data) -> None:
     assert np.array_equal(conf, c2)
     assert np.array_equal(proba, p2, equal_nan=True)
     assert proba.dtype == p2.dtype
+
+
+def _same_step(a, b) -> None:
+    if a is None or b is None or isinstance(a, tuple):
+        assert a == b
+        return
+    assert isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x.lo, y.lo) and np.array_equal(x.hi, y.hi)
+        assert np.array_equal(x.reach, y.reach)
+        assert set(x.cats) == set(y.cats)
+        assert all(np.array_equal(x.cats[f], y.cats[f]) for f in x.cats)
+        assert x.weight == y.weight and x.root == y.root
+
+
+@SETTINGS
+@given(st.data())
+def test_steps_are_step_region_by_region(data) -> None:
+    """The batched bounds of the search's breadth-first top give what ``_step`` gives for each
+    region: regions from splitting the domain at random thresholds, formulas from random
+    invariants."""
+    from clefprove.verify import engine as eg
+    from tests.verify.gen import invariants
+
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=4))
+    inv = data.draw(invariants(model))
+    if inv.is_relational:
+        return
+    prep = eg.prepare(model, inv)
+    tab = ve._tables(model)
+    dom = Box.domain(model)
+    root = ve.Region(dom.lo, dom.hi, dict(dom.cats), tab.feasible.copy(), 1.0)
+    regions = [root]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    for _ in range(data.draw(st.integers(0, 8))):
+        g = regions.pop(int(rng.integers(len(regions))))
+        f = int(rng.integers(len(model.features)))
+        cuts = tab.cuts[f]
+        if cuts.size == 0:
+            regions.append(g)
+            continue
+        cut = float(rng.choice(cuts))
+        lo, hi = g.lo.copy(), g.hi.copy()
+        hi[f] = min(hi[f], cut)
+        lo[f] = max(lo[f], np.nextafter(cut, np.inf))
+        for a, b in ((g.lo, hi), (lo, g.hi)):
+            reach = g.reach & (tab.lo[:, f] <= b[f]) & (tab.hi[:, f] >= a[f])
+            regions.append(ve.Region(a, b, g.cats, reach, g.weight / 2))
+    from clefprove.dsl import checked as ck
+    from clefprove.verify import normal as nm
+
+    conj = [
+        nm.NAnd(c) if len(c) > 1 else (c[0] if c else ck.Const(True)) for c in prep.conjuncts or []
+    ]
+    formulas = [prep.violation, *conj]
+    items = [(g, formulas[int(rng.integers(len(formulas)))]) for g in regions]
+    for mentions in (False, True):
+        batched = ve._steps(model, tab, items, mentions)
+        single = [ve._step(model, tab, g, f, mentions) for g, f in items]
+        for a, b in zip(batched, single, strict=True):
+            _same_step(a, b)
