@@ -208,9 +208,7 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return actions, conf
 
 
-def decide_proba(
-    combine: Combine, scores: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decide_proba(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(actions, confidences, probabilities) from (n, outputs) scores: :func:`decide` and
     the :func:`probabilities` it decides from, computed once."""
     proba = probabilities(combine, scores)

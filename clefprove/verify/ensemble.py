@@ -775,9 +775,7 @@ def _step(
     return _after_bounds(model, tab, g, oc, bool(can.any()), n_reach, mins, maxs, mentions_conf)
 
 
-def _outcome_boxes(
-    g: Region, oc: Outcomes
-) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+def _outcome_boxes(g: Region, oc: Outcomes) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """The boxes of region *g* with each possible decision: the region's feature bounds and
     the decision's confidence bounds, one row per possible action."""
     k = oc.actions.size
