@@ -12,7 +12,11 @@ machine (the wall time of a loaded machine includes waiting for a core).  The cl
 rows come from one single-threaded ``predict`` per model before the questions (as in
 ``bench_ensembles.py``: no OpenMP team spinning on during the timings).
 
-Run: ``python bench/bench_ensemble_stages.py [--trees 10 200] [--kinds xgboost lightgbm forest]``.
+``--repeat R`` asks each question R times (each time a fresh model and invariant) and keeps
+each stage's least time, which steadies the figures on a loaded machine.
+
+Run: ``python bench/bench_ensemble_stages.py [--trees 10 200] [--kinds xgboost lightgbm forest]
+[--repeat 3]``.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ def main() -> None:
     ap.add_argument("--trees", type=int, nargs="+", default=[10, 200])
     ap.add_argument("--kinds", nargs="+", default=["xgboost", "lightgbm", "forest"])
     ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     from sklearn.datasets import load_breast_cancer
 
@@ -106,9 +111,12 @@ def main() -> None:
                     classes = _predict(kind, clf, X[[i for i, _ in QUERIES]])
                     for (i, eps), c in zip(QUERIES, classes.tolist(), strict=True):
                         lo, hi = _box(X, i, eps)
-                        got = _stages(kind, clf, path, spec_path, feats, lo, hi, c, args.timeout)
+                        runs = [
+                            _stages(kind, clf, path, spec_path, feats, lo, hi, c, args.timeout)
+                            for _ in range(max(1, args.repeat))
+                        ]
                         for s in STAGES:
-                            per[s].append(got[s])
+                            per[s].append(min(r[s] for r in runs))
                     row = [kind, n] + [f"{float(np.median(per[s])) * 1e3:.2f}" for s in STAGES]
                     rows[which].append(row)
                     print(which, *row, flush=True)

@@ -182,7 +182,10 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
         if combine.link is Link.LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             p1 = one / (one + _exp(-z))
-            return np.stack((one - p1, p1), axis=1)
+            out = np.empty((p1.shape[0], 2), dtype=p1.dtype)
+            out[:, 0] = one - p1
+            out[:, 1] = p1
+            return out
         if combine.link is Link.ONNX_LOGISTIC:
             z = s[:, 0] * dt(combine.scale) if combine.scale != 1.0 else s[:, 0]
             return np.stack((onnx_logistic(-z), onnx_logistic(z)), axis=1)
@@ -201,6 +204,13 @@ def probabilities(combine: Combine, scores: np.ndarray) -> np.ndarray:
 
 def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(actions, confidences) from (n, outputs) scores."""
+    actions, conf, _ = decide_proba(combine, scores)
+    return actions, conf
+
+
+def decide_proba(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(actions, confidences, probabilities) from (n, outputs) scores: :func:`decide` and
+    the :func:`probabilities` it decides from, computed once."""
     proba = probabilities(combine, scores)
     if combine.rule is Rule.HALF:
         actions = (proba[:, 1] > combine.arithmetic.dtype(0.5)).astype(np.intp)
@@ -217,7 +227,7 @@ def decide(combine: Combine, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray
     else:
         actions = np.argmax(proba, axis=1).astype(np.intp)
     conf = proba[np.arange(proba.shape[0]), actions].astype(np.float64)
-    return actions, np.clip(conf, 0.0, 1.0)
+    return actions, np.clip(conf, 0.0, 1.0), proba
 
 
 class EnsembleEvaluator:

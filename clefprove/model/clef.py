@@ -135,12 +135,7 @@ def encode_ensemble(
     node_bytes = nodes.tobytes()
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     leaf = nodes["kind"] == NodeKind.LEAF
-    table = b"".join(
-        TREE_RECORD.pack(
-            int(a), int(n), int(d), int(np.count_nonzero(leaf[int(a) : int(a) + int(n)]))
-        )
-        for a, n, d in zip(starts, sizes, depths, strict=True)
-    )
+    table = _tree_table(starts, np.asarray(sizes), np.asarray(depths), leaf)
     value_bytes = np.ascontiguousarray(values, dtype="<f8").tobytes()
     membership_offset = nodes_offset + len(node_bytes) + len(table) + len(value_bytes)
     member_bytes = np.ascontiguousarray(membership, dtype=np.uint8).tobytes()
@@ -170,6 +165,26 @@ def encode_ensemble(
         )
     )
     return body + hashlib.sha256(body).digest()
+
+
+def _tree_table(
+    starts: np.ndarray, sizes: np.ndarray, depths: np.ndarray, leaf: np.ndarray
+) -> bytes:
+    """The tree table: one :data:`TREE_RECORD` per tree (first record, record count, max
+    depth, leaf count), all at once; ``struct.pack`` of each row when a field does not fit
+    (which then raises as it always did)."""
+    n = starts.size
+    if n and sizes.min() > 0:
+        leaves = np.add.reduceat(leaf.astype(np.int64), starts) if leaf.size else sizes * 0
+        rows = np.stack((starts, sizes.astype(np.int64), depths.astype(np.int64), leaves), axis=1)
+        if rows.min() >= 0 and rows.max() <= 0xFFFFFFFF:
+            return rows.astype("<u4").tobytes()
+    return b"".join(
+        TREE_RECORD.pack(
+            int(a), int(k), int(d), int(np.count_nonzero(leaf[int(a) : int(a) + int(k)]))
+        )
+        for a, k, d in zip(starts, sizes, depths, strict=True)
+    )
 
 
 def write_clef(model: Model | Ensemble) -> bytes:

@@ -143,11 +143,14 @@ class Ensemble(Vocabulary):
         """Tree *t* as a single-tree :class:`Model` view (no copy).  Its leaves' ``aux`` are
         rows of :attr:`values`, not actions, and their ``value`` is 0: use it for structure
         (boxes, paths, wording), never for decisions."""
-        views = self.derived.get(("model.trees",), self._trees)
-        return views[t]
+        views: list[Model | None] = self.derived.get(("model.trees",), self._no_trees)
+        view = views[t]
+        if view is None:  # built on first use, tree by tree (racing threads: equal views)
+            view = views[t] = self._tree(t)
+        return view
 
-    def _trees(self) -> tuple[Model, ...]:
-        return tuple(self._tree(t) for t in range(self.n_trees))
+    def _no_trees(self) -> list[Model | None]:
+        return [None] * self.n_trees
 
     def _tree(self, t: int) -> Model:
         start, n = int(self.roots[t]), int(self.sizes[t])

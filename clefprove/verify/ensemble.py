@@ -28,6 +28,7 @@ The search's top is split breadth first into *items* searched one by one, in thi
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures as cf
 import dataclasses
 import io
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.eval.ensemble import EnsembleEvaluator, decide, probabilities
+from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
@@ -82,6 +83,7 @@ class Tables:
     feasible: np.ndarray  # (L,)
     cuts: tuple[np.ndarray, ...]  # per feature: sorted distinct cuts (left-child hi bounds)
     flat: Model  # a one-leaf model: the per-path engine's view of a region
+    cut_lists: tuple[list[float], ...] = ()  # ``cuts`` as lists (bisect)
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
@@ -149,19 +151,22 @@ def _tables(model: Ensemble) -> Tables:
     rows = nodes["aux"][leaves].astype(np.int64)
     assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
     tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
-    # the numeric splits' thresholds grouped by feature, each group in node order (a stable
-    # sort): per feature the array ``left_hi[numeric & (feat == i)]`` was, without a mask each
+    # per feature the distinct thresholds ``np.unique(left_hi[numeric & (feat == i)])`` inside
+    # [min, max), from one sort of all (feature, threshold) pairs (thresholds are finite: the
+    # loader checks; equal values are one cut, whichever sign a zero has)
     split_nodes = np.flatnonzero(numeric)
-    by_feature = split_nodes[np.argsort(feat[split_nodes], kind="stable")]
-    bounds = np.searchsorted(feat[by_feature], np.arange(len(model.features) + 1)).tolist()
-    grouped = left_hi[by_feature]
-    cuts = []
-    for i, feature in enumerate(model.features):
-        if bounds[i] == bounds[i + 1]:
-            cuts.append(np.empty(0, dtype=np.float64))
-            continue
-        c = np.unique(grouped[bounds[i] : bounds[i + 1]])
-        cuts.append(c[(c >= feature.min) & (c < feature.max)])
+    fs, vs = feat[split_nodes], left_hi[split_nodes]
+    order = np.lexsort((vs, fs))
+    fs, vs = fs[order], vs[order]
+    first = np.ones(fs.size, dtype=bool)
+    first[1:] = (fs[1:] != fs[:-1]) | (vs[1:] != vs[:-1])
+    fs, vs = fs[first], vs[first]
+    f_min = np.array([f.min for f in model.features], dtype=np.float64)
+    f_max = np.array([f.max for f in model.features], dtype=np.float64)
+    inside = (vs >= f_min[fs]) & (vs < f_max[fs])
+    fs, vs = fs[inside], vs[inside]
+    bounds = np.searchsorted(fs, np.arange(len(model.features) + 1)).tolist()
+    cuts = [vs[bounds[i] : bounds[i + 1]] for i in range(len(model.features))]
     flat = Model(
         name=model.name,
         version=model.version,
@@ -184,6 +189,7 @@ def _tables(model: Ensemble) -> Tables:
         feasible,
         tuple(cuts),
         flat,
+        tuple(c.tolist() for c in cuts),
     )
 
 
@@ -285,6 +291,12 @@ class Outcomes:
 def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per output, bounds on the library's score over the region, rounding included; and
     the number of reachable leaves per tree."""
+    lo, hi, n, _, _ = _score_bounds(model, tab, reach)
+    return lo, hi, n
+
+
+def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K)."""
     n = np.add.reduceat(reach.astype(np.int64), tab.starts)
     big = np.where(reach[:, None], tab.values, np.inf)
     small = np.where(reach[:, None], tab.values, -np.inf)
@@ -299,7 +311,7 @@ def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.nd
     # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
     terms = model.n_trees + 2
     err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
-    return lo - err, hi + err, n
+    return lo - err, hi + err, n, mins, maxs
 
 
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
@@ -313,14 +325,14 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
     if c.link.single:
         # The decision and p1 are monotone in the single score: read them at the ends.
         ends = np.array([[slo[0]], [shi[0]]], dtype=dt)
-        acts, _ = decide(c, ends)
-        p1 = probabilities(c, ends)[:, 1].astype(np.float64)
+        acts, _, proba = decide_proba(c, ends)
+        p1 = proba[:, 1].astype(np.float64)
         slack = 16 * u
         p_lo, p_hi = max(0.0, float(p1[0]) - slack), min(1.0, float(p1[1]) + slack)
         possible = np.arange(int(acts[0]), int(acts[1]) + 1)
         conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
         conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
-        return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+        return Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
     # Several outputs: x = s / divisor, widened for the library's rounded division.
     d = c.divisor
     x_lo = slo.astype(np.float64) / d
@@ -347,6 +359,12 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
             conf_lo[r] = 1.0 / (1.0 + worst) - slack
             conf_hi[r] = 1.0 / (1.0 + best) + slack
     return Outcomes(possible, np.clip(conf_lo, 0, 1), np.clip(conf_hi, 0, 1))
+
+
+def _clip01(a: np.ndarray) -> np.ndarray:
+    """``np.clip(a, 0, 1)`` of a float array (NaN stays NaN), without its wrapper's cost."""
+    out: np.ndarray = np.minimum(np.maximum(a, 0.0), 1.0)
+    return out
 
 
 # ---------------------------------------------------------------- the search
@@ -408,10 +426,10 @@ def _coverage(
     f = model.features[i]
     if f.type is FeatureType.CATEGORICAL:
         return float(cats[i].sum()) / len(f.values)
-    cuts = tab.cuts[i]
-    a = int(np.searchsorted(cuts, lo[i], side="left"))
-    b = int(np.searchsorted(cuts, hi[i], side="left"))
-    return (b - a + 1) / (cuts.size + 1)
+    cuts = tab.cut_lists[i]  # (np.searchsorted(tab.cuts[i], ., side="left"), as bisect)
+    a = bisect.bisect_left(cuts, float(lo[i]))
+    b = bisect.bisect_left(cuts, float(hi[i]))
+    return (b - a + 1) / (len(cuts) + 1)
 
 
 def _weight(
@@ -560,8 +578,8 @@ def _outcome_rows(
             slo = np.nextafter(lo[:, 0].astype(dt), dt(-np.inf))
             shi = np.nextafter(hi[:, 0].astype(dt), dt(np.inf))
         ends = np.concatenate([slo, shi]).astype(dt)[:, None]
-        acts, _ = decide(comb, ends)
-        p1 = probabilities(comb, ends)[:, 1].astype(np.float64)
+        acts, _, proba = decide_proba(comb, ends)
+        p1 = proba[:, 1].astype(np.float64)
         slack = 16 * _U[comb.arithmetic]
         p_lo = np.maximum(0.0, p1[:c] - slack)
         p_hi = np.minimum(1.0, p1[c:] + slack)
@@ -747,23 +765,50 @@ def _step(
     """One region of the search: None when the bounds settle it (empty, or safe on it);
     ``(action, confidence, exact)`` when it is to be decided exactly like a leaf; else its
     two children (with their weights)."""
-    lo, hi, n_reach = score_bounds(model, tab, g.reach)
+    lo, hi, n_reach, mins, maxs = _score_bounds(model, tab, g.reach)
     if np.any(n_reach == 0):
         return None  # no input reaches some tree's leaves: the region is empty
     oc = outcomes(model, lo, hi)
-    rows = _rows(model, [g] * oc.actions.size, oc.actions, oc.conf_lo, oc.conf_hi)
-    can, _ = nm.tri(formula, nm.Rows(rows.lo, rows.hi, rows.cats, rows.actions))
-    if not can.any():
+    box_lo, box_hi, cats = _outcome_boxes(g, oc)
+    # (the rows :func:`_rows` makes of ``[g] * k``, without its leaf-box fields)
+    can, _ = nm.tri(formula, nm.Rows(box_lo, box_hi, cats, oc.actions.astype(np.int64)))
+    return _after_bounds(model, tab, g, oc, bool(can.any()), n_reach, mins, maxs, mentions_conf)
+
+
+def _outcome_boxes(g: Region, oc: Outcomes) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """The boxes of region *g* with each possible decision: the region's feature bounds and
+    the decision's confidence bounds, one row per possible action."""
+    k = oc.actions.size
+    n_feat = g.lo.shape[0]
+    box_lo = np.empty((k, n_feat + 1))
+    box_hi = np.empty((k, n_feat + 1))
+    box_lo[:, :n_feat], box_hi[:, :n_feat] = g.lo, g.hi
+    box_lo[:, n_feat], box_hi[:, n_feat] = oc.conf_lo, oc.conf_hi
+    cats = {f: np.broadcast_to(m, (k, m.size)) for f, m in g.cats.items()}
+    return box_lo, box_hi, cats
+
+
+def _after_bounds(
+    model: Ensemble,
+    tab: Tables,
+    g: Region,
+    oc: Outcomes,
+    can: bool,
+    n_reach: np.ndarray,
+    mins: np.ndarray,
+    maxs: np.ndarray,
+    mentions_conf: bool,
+) -> tuple[int, float, bool] | list[Region] | None:
+    """:func:`_step` after the bounds: *can* says whether the violation can be true for one
+    of the decisions *oc* possible on the non-empty region *g*."""
+    if not can:
         return None  # SAFE on the whole region
     if oc.actions.size == 1 and not mentions_conf:
         return int(oc.actions[0]), 0.0, False
     if np.all(n_reach == 1):
         d = _evaluator(model).evaluate_one(_point(model, g))
         return d.action, d.confidence, True
-    spread = (
-        np.maximum.reduceat(np.where(g.reach[:, None], tab.values, -np.inf), tab.starts, axis=0)
-        - np.minimum.reduceat(np.where(g.reach[:, None], tab.values, np.inf), tab.starts, axis=0)
-    ).sum(axis=1)
+    spread = (maxs - mins).sum(axis=1)  # per tree (every tree reaches a leaf here)
     split = _split_node(model, tab, g, spread, n_reach)
     if split is None:  # pragma: no cover - a multi-leaf tree always splits the region
         raise AssertionError("no split inside a region that reaches several leaves")
@@ -774,6 +819,90 @@ def _step(
         after = _coverage(tab, model, f, kid.lo, kid.hi, kid.cats)
         kid.weight = g.weight * after / before if before else 0.0
     return kids
+
+
+def _steps(
+    model: Ensemble,
+    tab: Tables,
+    regions: list[tuple[Region, object]],
+    mentions_conf: bool,
+) -> list[tuple[int, float, bool] | list[Region] | None]:
+    """:func:`_step` of every region, the bounds of all at once: the per-tree extremes in
+    one pass; each region's sums on its own slice of them (the same arrays, shapes and
+    order as :func:`_score_bounds` sums); the logistic link's outcomes for all regions'
+    ends in one call (:func:`outcomes`' arithmetic, element by element); the violation's
+    three-valued test once per formula.  The same results as :func:`_step` region by region
+    (tests/ensembles/test_fixed_costs.py)."""
+    c = len(regions)
+    if c < 2:
+        return [_step(model, tab, g, formula, mentions_conf) for g, formula in regions]
+    reach = np.stack([g.reach for g, _ in regions])
+    n_all = np.add.reduceat(reach.astype(np.int64), tab.starts, axis=1)  # (c, T)
+    mins_all = np.minimum.reduceat(
+        np.where(reach[:, :, None], tab.values[None, :, :], np.inf), tab.starts, axis=1
+    )  # (c, T, K)
+    maxs_all = np.maximum.reduceat(
+        np.where(reach[:, :, None], tab.values[None, :, :], -np.inf), tab.starts, axis=1
+    )
+    comb = model.combine
+    base = np.array(comb.base)
+    terms = model.n_trees + 2
+    u = _U[comb.arithmetic]
+    live = [r for r in range(c) if not np.any(n_all[r] == 0)]
+    los, his = {}, {}
+    for r in live:
+        mins, maxs = mins_all[r], maxs_all[r]
+        lo = base + mins.sum(axis=0)
+        hi = base + maxs.sum(axis=0)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+        err = terms * mag * (u + 2.0**-53) * 1.01 + 1e-300
+        los[r], his[r] = lo - err, hi + err
+    ocs: dict[int, Outcomes] = {}
+    if comb.link is Link.LOGISTIC and live:
+        dt = comb.arithmetic.dtype
+        lo_v = np.array([los[r][0] for r in live])
+        hi_v = np.array([his[r][0] for r in live])
+        with np.errstate(over="ignore"):
+            slo = np.nextafter(lo_v.astype(dt), dt(-np.inf))
+            shi = np.nextafter(hi_v.astype(dt), dt(np.inf))
+        m = len(live)
+        acts, _, proba = decide_proba(comb, np.concatenate([slo, shi]).astype(dt)[:, None])
+        p1 = proba[:, 1].astype(np.float64)
+        slack = 16 * u
+        below, above = p1[:m] - slack, p1[m:] + slack
+        p_lo = np.where(below > 0.0, below, 0.0)  # Python's max(0.0, v), NaN included
+        p_hi = np.where(above < 1.0, above, 1.0)  # min(1.0, v)
+        for j, r in enumerate(live):
+            possible = np.arange(int(acts[j]), int(acts[m + j]) + 1)
+            conf_lo = np.array([1.0 - p_hi[j], p_lo[j]])[possible]
+            conf_hi = np.array([1.0 - p_lo[j], p_hi[j]])[possible]
+            ocs[r] = Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
+    else:
+        for r in live:
+            ocs[r] = outcomes(model, los[r], his[r])
+    cans: dict[int, bool] = {}
+    groups: dict[int, list[int]] = {}
+    for r in live:
+        groups.setdefault(id(regions[r][1]), []).append(r)
+    for rs in groups.values():
+        parts = [_outcome_boxes(regions[r][0], ocs[r]) for r in rs]
+        box_lo = np.concatenate([p[0] for p in parts])
+        box_hi = np.concatenate([p[1] for p in parts])
+        cats = {f: np.concatenate([p[2][f] for p in parts]) for f in parts[0][2]}
+        acts_all = np.concatenate([ocs[r].actions for r in rs]).astype(np.int64)
+        can, _ = nm.tri(regions[rs[0]][1], nm.Rows(box_lo, box_hi, cats, acts_all))
+        at = 0
+        for r in rs:
+            k = ocs[r].actions.size
+            cans[r] = bool(can[at : at + k].any())
+            at += k
+    out: list[tuple[int, float, bool] | list[Region] | None] = [None] * c
+    for r in live:
+        g = regions[r][0]
+        out[r] = _after_bounds(
+            model, tab, g, ocs[r], cans[r], n_all[r], mins_all[r], maxs_all[r], mentions_conf
+        )
+    return out
 
 
 def _items(
@@ -792,17 +921,21 @@ def _items(
         bounds = np.linspace(0, len(initial), ITEMS + 1).astype(int)
         return [initial[a:b] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
     frontier = list(initial)
+    known: dict[int, tuple[int, float, bool]] = {}  # id(region) -> its (final) exact step
     while len(frontier) < ITEMS:
         nxt: list[tuple[Region, object]] = []
         split_any = False
+        todo = [(g, formula) for g, formula in frontier if id(g) not in known]
+        stepped = iter(_steps(model, tab, todo, mentions_conf))
         for g, formula in frontier:
-            step = _step(model, tab, g, formula, mentions_conf)
+            step = known[id(g)] if id(g) in known else next(stepped)
             if step is None:
                 res.settle(g, record)
             elif isinstance(step, list):
                 nxt.extend((kid, formula) for kid in step)
                 split_any = True
             else:
+                known[id(g)] = step  # decided exactly later, as it is: not stepped again
                 nxt.append((g, formula))
         frontier = nxt
         if not split_any:

@@ -14,6 +14,7 @@ import pytest
 from clefprove.errors import ImportModelError
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import common, import_model
+from clefprove.model.importers import xgboost as xgboost_importer
 from clefprove.model.importers.common import Split, ValueLeaf
 from tests.helpers import categorical_xgboost
 
@@ -38,6 +39,8 @@ def _both(monkeypatch: pytest.MonkeyPatch, fmt: str, path: Path, spec: Path | No
         return out
 
     with monkeypatch.context() as m:
+        # the per-node route (the vectorised one: tests/model/test_import_arrays.py)
+        m.setattr(xgboost_importer, "direct_numeric_ensemble", lambda *a, **k: None)
         m.setattr(common, "_direct_ensemble", counting)
         got = import_model(fmt, path, spec)
     assert calls, "the direct route was not taken"

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ImportModelError, ModelSourceError
-from clefprove.model.ensemble import Ensemble
+from clefprove.model.ensemble import Combine, Ensemble
 from clefprove.model.sklearn import float32_threshold, whole_threshold
 from clefprove.model.types import MAX_TREE_DEPTH, Feature, FeatureType, Model
 
@@ -597,13 +597,11 @@ def _direct_ensemble(
     width, an action leaf, a too deep or too large tree): that route then reports it.
     *features* are ``parse_features(features_json)`` (the caller's: not parsed again)."""
     from clefprove.model.features import parse_actions
-    from clefprove.model.source import assemble_ensemble, ensemble_combine
+    from clefprove.model.source import ensemble_combine
     from clefprove.model.types import NODE_DTYPE, NodeKind
 
     if not trees:
         raise _NotDirect
-    name = spec.name if spec and spec.name else default_name
-    version = spec.version if spec and spec.version else "0.0.0"
     feats = features
     acts = parse_actions(actions)
     comb = ensemble_combine(combine, len(acts))
@@ -698,6 +696,40 @@ def _direct_ensemble(
         depths.append(max_depth)
         if len(all_records) > 2**32 - 1:
             raise _NotDirect
+    return _assemble(
+        spec,
+        default_name,
+        origin,
+        feats,
+        acts,
+        comb,
+        np.array(all_records, dtype=NODE_DTYPE),
+        np.frombuffer(bytes(membership), dtype=np.uint8),
+        np.array(sizes),
+        np.array(depths),
+        np.array(values, dtype=np.float64).reshape(-1, outputs),
+    )
+
+
+def _assemble(
+    spec: FeatureSpec | None,
+    default_name: str,
+    origin: dict[str, Any],
+    feats: tuple[Feature, ...],
+    acts: tuple[str, ...],
+    comb: Combine,
+    nodes: np.ndarray,
+    membership: np.ndarray,
+    sizes: np.ndarray,
+    depths: np.ndarray,
+    values: np.ndarray,
+) -> Model | Ensemble:
+    """``assemble_ensemble`` of the records of :func:`_direct_ensemble` or
+    :func:`direct_numeric_ensemble`, named and described as the JSON source would be."""
+    from clefprove.model.source import assemble_ensemble
+
+    name = spec.name if spec and spec.name else default_name
+    version = spec.version if spec and spec.version else "0.0.0"
     meta: dict[str, Any] = {}
     if spec is not None and spec.description:
         meta["description"] = spec.description
@@ -708,11 +740,200 @@ def _direct_ensemble(
         feats,
         acts,
         comb,
-        np.array(all_records, dtype=NODE_DTYPE),
-        np.frombuffer(bytes(membership), dtype=np.uint8),
-        np.array(sizes),
-        np.array(depths),
-        np.array(values, dtype=np.float64).reshape(-1, outputs),
+        nodes,
+        membership,
+        sizes,
+        depths,
+        values,
         meta,
         f"<{origin.get('format', 'import')}>",
+    )
+
+
+@dataclass(frozen=True)
+class NumericTrees:
+    """Every tree of an ensemble as flat node arrays, numbered across the concatenated trees
+    (an importer's vectorised reading of its file): ``left[i] < 0`` marks a leaf; a split
+    sends ``x[feature[i]] <= cut[i]`` left (float64; ``-inf``: never, ``+inf``: always; no
+    NaN); a leaf's value goes to output column ``group[t]`` of its tree ``t``, the others 0."""
+
+    left: np.ndarray  # int64, global child indices (a split's)
+    right: np.ndarray  # int64
+    feature: np.ndarray  # int64 (a split's)
+    cut: np.ndarray  # float64 (a split's)
+    value: np.ndarray  # float64 (a leaf's)
+    roots: np.ndarray  # int64, one per tree
+    group: np.ndarray  # int64, one per tree
+
+
+def direct_numeric_ensemble(
+    trees: NumericTrees,
+    features: tuple[Feature, ...],
+    actions: list[str],
+    combine: dict[str, Any],
+    spec: FeatureSpec | None,
+    default_name: str,
+    origin: dict[str, Any],
+    proper: bool = True,
+) -> Model | Ensemble | None:
+    """:func:`_direct_ensemble` of the trees behind *trees* (what ``walk`` builds of them,
+    ``interval_split`` conditions ``x <= cut``), vectorised over the nodes of all trees at
+    once, level by level: the same pruning (a split the path's knowledge ``lo < x <= hi``
+    decides is dropped), the same pre-order records, value rows and per-tree sizes and depths,
+    byte for byte (tests/model/test_import_arrays.py).  Only for float features and, with
+    *proper*, proper trees (every node below at most one split, no root below one); without
+    it a node below several splits is expanded on each path, as ``walk``'s shared subtree is
+    (LightGBM's zero band), and a cycle ends in the depth limit.  None on anything else
+    (another feature type, a non-finite leaf value, a tree deeper than ``MAX_TREE_DEPTH``, an
+    expansion beyond a few times the nodes given): the caller then takes the per-node route,
+    which also words any error."""
+    from clefprove.model.features import parse_actions
+    from clefprove.model.source import ensemble_combine
+    from clefprove.model.types import NODE_DTYPE, NodeKind
+
+    if any(f.type is not FeatureType.FLOAT for f in features):
+        return None
+    acts = parse_actions(actions)
+    comb = ensemble_combine(combine, len(acts))
+    outputs = comb.outputs
+    left, right, feature, cut = trees.left, trees.right, trees.feature, trees.cut
+    roots, group = trees.roots, trees.group
+    n, n_trees = left.shape[0], roots.shape[0]
+    if n_trees == 0 or n == 0 or group.shape[0] != n_trees:
+        return None
+    if group.min() < 0 or group.max() >= outputs:
+        return None
+    split = left >= 0
+    kids = np.concatenate((left[split], right[split]))
+    if kids.size:
+        if kids.min() < 0 or kids.max() >= n:
+            return None
+        below = np.bincount(kids, minlength=n)
+        if proper and (below.max() > 1 or below[roots].any()):
+            return None
+        fs = feature[split]
+        if fs.min() < 0 or fs.max() >= len(features) or np.isnan(cut[split]).any():
+            return None
+    feat0 = np.where(split, feature, 0)
+    lo0 = np.array([math.nextafter(f.min, -INF) for f in features], dtype=np.float64)
+    hi0 = np.array([f.max for f in features], dtype=np.float64)
+    # the frontier: one emitted node per entry (original node, its tree, emitted depth,
+    # original depth, what its path knows of every feature)
+    node = roots.astype(np.int64)
+    tree = np.arange(n_trees, dtype=np.int64)
+    depth = np.zeros(n_trees, dtype=np.int64)
+    odepth = np.zeros(n_trees, dtype=np.int64)
+    lo = np.tile(lo0, (n_trees, 1))
+    hi = np.tile(hi0, (n_trees, 1))
+    s_node: list[np.ndarray] = []
+    s_tree: list[np.ndarray] = []
+    s_depth: list[np.ndarray] = []
+    s_left: list[np.ndarray] = []  # emitted left child, -1 for a leaf
+    levels: list[tuple[int, int]] = []
+    next_id = 0
+    limit = 8 * n + 64  # emitted nodes (a proper tree emits at most n)
+    while node.size:
+        if next_id + node.size > limit:
+            return None
+        rows = np.arange(node.size)
+        for _ in range(n + 1):  # follow the splits the path decides
+            inner = split[node]
+            f = feat0[node]
+            c = cut[node]
+            go_left = inner & (c >= hi[rows, f])
+            go_right = inner & ~go_left & (c <= lo[rows, f])
+            move = go_left | go_right
+            if not move.any():
+                break
+            node = np.where(go_left, left[node], np.where(go_right, right[node], node))
+            odepth = odepth + move
+        else:  # pragma: no cover - a proper tree has no cycle
+            return None
+        if int(odepth.max()) > MAX_TREE_DEPTH:
+            return None
+        m = node.size
+        levels.append((next_id, next_id + m))
+        next_id += m
+        sp = np.flatnonzero(inner)
+        lc = np.full(m, -1, dtype=np.int64)
+        lc[sp] = next_id + np.arange(sp.size)
+        s_node.append(node)
+        s_tree.append(tree)
+        s_depth.append(depth)
+        s_left.append(lc)
+        if not sp.size:
+            break
+        at = node[sp]
+        f, c, k = feat0[at], cut[at], np.arange(sp.size)
+        lo_s, hi_s = lo[sp], hi[sp]
+        hi_left = hi_s.copy()
+        hi_left[k, f] = c
+        lo_right = lo_s.copy()
+        lo_right[k, f] = c
+        node = np.concatenate((left[at], right[at]))
+        tree = np.tile(tree[sp], 2)
+        depth = np.tile(depth[sp] + 1, 2)
+        odepth = np.tile(odepth[sp] + 1, 2)
+        lo = np.concatenate((lo_s, lo_right))
+        hi = np.concatenate((hi_left, hi_s))
+    all_node = np.concatenate(s_node)
+    all_tree = np.concatenate(s_tree)
+    all_depth = np.concatenate(s_depth)
+    all_left = np.concatenate(s_left)
+    if int(all_depth.max()) > MAX_TREE_DEPTH:
+        return None
+    inner = all_left >= 0
+    # a split's right child is emitted right after its left one's level block: left + count
+    # of the splits of its level
+    all_right = np.full(next_id, -1, dtype=np.int64)
+    for a, b in levels:
+        sp = np.flatnonzero(inner[a:b]) + a
+        all_right[sp] = all_left[sp] + sp.size
+    size = np.ones(next_id, dtype=np.int64)
+    for a, b in reversed(levels):
+        sp = np.flatnonzero(inner[a:b]) + a
+        size[sp] = 1 + size[all_left[sp]] + size[all_right[sp]]
+    pre = np.zeros(next_id, dtype=np.int64)
+    for a, b in levels:
+        sp = np.flatnonzero(inner[a:b]) + a
+        pre[all_left[sp]] = pre[sp] + 1
+        pre[all_right[sp]] = pre[sp] + 1 + size[all_left[sp]]
+    sizes = size[:n_trees]
+    if int(sizes.max()) > MAX_IMPORT_NODES or next_id > 2**32 - 1:
+        return None
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    pos = starts[all_tree] + pre
+    leaf = ~inner
+    leaf_values = trees.value[all_node[leaf]]
+    thresholds = cut[all_node[inner]]
+    if not (np.isfinite(leaf_values).all() and np.isfinite(thresholds).all()):
+        return None
+    leaf_pos = pos[leaf]
+    order = np.argsort(leaf_pos, kind="stable")
+    row = np.empty(order.size, dtype=np.int64)
+    row[order] = np.arange(order.size)
+    values = np.zeros((order.size, outputs), dtype=np.float64)
+    values[row, group[all_tree[leaf]]] = leaf_values
+    nodes = np.zeros(next_id, dtype=NODE_DTYPE)
+    nodes["value"][pos[inner]] = thresholds
+    nodes["left"][pos] = np.where(inner, pre + 1, pre)
+    nodes["right"][pos] = np.where(inner, pre[np.where(inner, all_right, 0)], pre)
+    nodes["aux"][leaf_pos] = row
+    nodes["feature"][pos[inner]] = feature[all_node[inner]]
+    nodes["kind"][pos] = np.where(inner, int(NodeKind.NUMERIC), int(NodeKind.LEAF))
+    nodes["depth"][pos] = all_depth
+    depths = np.zeros(n_trees, dtype=np.int64)
+    np.maximum.at(depths, all_tree, all_depth)
+    return _assemble(
+        spec,
+        default_name,
+        origin,
+        features,
+        acts,
+        comb,
+        nodes,
+        np.zeros(0, dtype=np.uint8),
+        sizes,
+        depths,
+        values,
     )

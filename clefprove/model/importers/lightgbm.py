@@ -27,16 +27,19 @@ import numpy as np
 from clefprove.errors import ImportModelError
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
+    F64_MAX,
     INF,
     FeatureSpec,
     Interval,
     Leaf,
+    NumericTrees,
     SetSplit,
     Tree,
     ValueLeaf,
     build_ensemble,
     build_model,
     check_name,
+    direct_numeric_ensemble,
     file_digest,
     float64_condition,
     interval_split,
@@ -114,7 +117,7 @@ def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list
     raw = tree.get(key, "").split()
     if len(raw) != n:
         raise ImportModelError(f"tree field '{key}' has {len(raw)} entries, expected {n}")
-    return [kind(v) for v in raw]
+    return list(map(kind, raw))
 
 
 def _tree_arrays(tree: dict[str, str], n_columns: int, t: int) -> dict[str, Any]:
@@ -303,6 +306,21 @@ def _convert(
     # (tree t feeds class t % k), divides by the number of iterations in random-forest mode
     # (average_output), then applies the sigmoid (binary) or softmax; predict is the first
     # argmax of the probabilities ([1 - p, p] for binary).
+    combine = {
+        "arithmetic": "float64",
+        "link": "logistic" if k == 1 else "softmax",
+        "rule": "proba",
+        "divisor": len(trees) // k if average else 1,
+        "scale": sigmoid,
+    }
+    if not cat_features:
+        numeric = _numeric_trees(arrays, k)
+        if numeric is not None:
+            direct = direct_numeric_ensemble(
+                numeric, feats, actions, combine, spec, model_name(path), origin, proper=False
+            )
+            if direct is not None:
+                return direct
     converted = []
     for t, a in enumerate(arrays):
 
@@ -312,15 +330,77 @@ def _convert(
             return ValueLeaf(tuple(out))
 
         converted.append(_tree(a, value_leaf))
-    combine = {
-        "arithmetic": "float64",
-        "link": "logistic" if k == 1 else "softmax",
-        "rule": "proba",
-        "divisor": len(trees) // k if average else 1,
-        "scale": sigmoid,
-    }
     return build_ensemble(
         converted, feats_json, feats, actions, combine, spec, model_name(path), origin
+    )
+
+
+def _numeric_trees(arrays: list[dict[str, Any]], k: int) -> NumericTrees | None:
+    """The intermediate trees of :func:`_tree` (numeric splits only) as flat node arrays for
+    all trees at once: split i of a tree is node ``x <= t`` (``f64_leq_cut``; a NaN
+    threshold never goes left), and a split with a zero band (``zero_as_missing``, or a
+    threshold inside the band) is entered through the two band splits ``_tree`` puts above
+    it (the band to its side, the rest to the split itself, which is then below both); leaf j
+    is a value leaf of output ``t % k``.  None when a child index is out of range (``walk``
+    words that)."""
+    n_split = np.array([a["n_splits"] for a in arrays], dtype=np.int64)
+    n_leaf = np.array([len(a["leaf_values"]) for a in arrays], dtype=np.int64)
+    n_s, n_l = int(n_split.sum()), int(n_leaf.sum())
+    s_off = np.concatenate(([0], np.cumsum(n_split)[:-1]))
+    l_off = np.concatenate(([0], np.cumsum(n_leaf)[:-1]))
+    tree_of = np.repeat(np.arange(len(arrays)), n_split)  # per split
+    feat = np.array([f for a in arrays for f in a["feat"]], dtype=np.int64)
+    thr = np.array([t for a in arrays for t in a["thresholds"]], dtype=np.float64)
+    dtype = np.array([d for a in arrays for d in a["dtypes"]], dtype=np.int64)
+    lefts = np.array([c for a in arrays for c in a["lefts"]], dtype=np.int64)
+    rights = np.array([c for a in arrays for c in a["rights"]], dtype=np.int64)
+    values = np.array([v for a in arrays for v in a["leaf_values"]], dtype=np.float64)
+    ns_of, nl_of = n_split[tree_of], n_leaf[tree_of]
+
+    def node_of(c: np.ndarray) -> np.ndarray | None:
+        local = np.where(c >= 0, c, ns_of + ~c)  # as ``_tree``'s child()
+        if local.size and (local.min() < 0 or (local >= ns_of + nl_of).any()):
+            return None
+        split = local < ns_of
+        return np.where(split, s_off[tree_of] + local, n_s + l_off[tree_of] + local - ns_of)
+
+    left, right = node_of(lefts), node_of(rights)
+    if left is None or right is None:
+        return None
+    with np.errstate(invalid="ignore"):
+        zero_missing = ((dtype >> 2) & 3) == _MISSING_ZERO
+        band = zero_missing | ((thr >= -ZERO_THRESHOLD) & (thr < ZERO_THRESHOLD))
+        band_left = np.where(zero_missing, (dtype & _DEFAULT_LEFT) != 0, thr >= 0.0)
+    bands = np.flatnonzero(band)
+    n_b = bands.size
+    b1 = n_s + n_l + np.arange(n_b)  # x <= nextafter(-band): the split; else b2
+    b2 = b1 + n_b  # x <= band: the band's side; else the split
+    entry = np.arange(n_s + n_l + 2 * n_b)
+    entry[bands] = b1
+    s_left, s_right = entry[left], entry[right]
+    n = n_s + n_l + 2 * n_b
+    out_left = np.full(n, -1, dtype=np.int64)
+    out_right = np.full(n, -1, dtype=np.int64)
+    out_feat = np.zeros(n, dtype=np.int64)
+    out_cut = np.zeros(n, dtype=np.float64)
+    out_value = np.zeros(n, dtype=np.float64)
+    out_left[:n_s], out_right[:n_s], out_feat[:n_s] = s_left, s_right, feat
+    out_cut[:n_s] = np.where(np.isnan(thr), -INF, np.where(thr >= F64_MAX, INF, thr))
+    out_value[n_s : n_s + n_l] = values
+    out_left[b1], out_right[b1] = bands, b2
+    out_left[b2] = np.where(band_left[bands], s_left[bands], s_right[bands])
+    out_right[b2] = bands
+    out_feat[b1] = out_feat[b2] = feat[bands]
+    out_cut[b1], out_cut[b2] = _ZERO_BAND.lo, _ZERO_BAND.hi
+    roots = np.where(n_split > 0, entry[s_off], n_s + l_off)
+    return NumericTrees(
+        left=out_left,
+        right=out_right,
+        feature=out_feat,
+        cut=out_cut,
+        value=out_value,
+        roots=roots.astype(np.int64),
+        group=np.arange(len(arrays), dtype=np.int64) % k,
     )
 
 

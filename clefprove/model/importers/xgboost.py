@@ -18,6 +18,7 @@ import json
 import math
 import os
 import struct
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,12 +31,14 @@ from clefprove.model.importers.common import (
     FeatureSpec,
     Interval,
     Leaf,
+    NumericTrees,
     SetSplit,
     Tree,
     ValueLeaf,
     build_ensemble,
     build_model,
     check_name,
+    direct_numeric_ensemble,
     f32_lt_cuts,
     file_digest,
     float32_condition,
@@ -376,6 +379,107 @@ def _tree_arrays(tree: dict[str, Any], t: int, n_columns: int) -> dict[str, Any]
     }
 
 
+def _all_tree_arrays(trees: list[Any], n_columns: int) -> list[dict[str, Any]]:
+    return [_tree_arrays(tree, t, n_columns) for t, tree in enumerate(trees)]
+
+
+#: The categorical-split arrays of a tree; the vectorised route takes trees without any.
+_CATEGORY_KEYS = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The node arrays of every tree, concatenated (child indices within each tree)."""
+
+    lefts: np.ndarray  # int64
+    rights: np.ndarray  # int64
+    indices: np.ndarray  # int64
+    conds: np.ndarray  # float64
+    sizes: np.ndarray  # int64, nodes per tree
+
+
+def _flat_trees(trees: list[Any], n_columns: int) -> _Flat | None:
+    """The trees' node arrays in a few numpy calls, when every tree is a plain numeric one
+    that :func:`_tree_arrays` accepts as it is (lists of whole numbers for the children and
+    features, numbers for the conditions, children and features in range, no categorical
+    split, scalar leaves); None for anything else, which :func:`_tree_arrays` then reads
+    node by node (and words any error of)."""
+    lefts: list[Any] = []
+    rights: list[Any] = []
+    indices: list[Any] = []
+    conds: list[Any] = []
+    sizes: list[int] = []
+    try:
+        for tree in trees:
+            lt, rt = tree["left_children"], tree["right_children"]
+            it, ct = tree["split_indices"], tree["split_conditions"]
+            n = len(lt)
+            if not (type(lt) is type(rt) is type(it) is type(ct) is list):
+                return None
+            if n == 0 or not len(rt) == len(it) == len(ct) == n:
+                return None
+            if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
+                return None
+            types = tree.get("split_type", [])
+            if type(types) is not list or (types and (len(types) != n or any(types))):
+                return None
+            if any(tree.get(key, []) != [] for key in _CATEGORY_KEYS):
+                return None
+            lefts.extend(lt)
+            rights.extend(rt)
+            indices.extend(it)
+            conds.extend(ct)
+            sizes.append(n)
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+        return None
+    if not sizes:
+        return None
+    left, right, index = np.array(lefts), np.array(rights), np.array(indices)
+    cond = np.array(conds)
+    if not (left.dtype.kind == right.dtype.kind == index.dtype.kind == "i"):
+        return None
+    if cond.dtype.kind not in "if" or left.ndim != 1 or cond.ndim != 1:
+        return None
+    size = np.array(sizes, dtype=np.int64)
+    local_n = np.repeat(size, size)
+    split = left != -1
+    if split.any():
+        ls, rs, fs, ns = left[split], right[split], index[split], local_n[split]
+        if ls.min() < 0 or rs.min() < 0 or (ls >= ns).any() or (rs >= ns).any():
+            return None
+        if fs.min() < 0 or fs.max() >= n_columns:
+            return None
+    return _Flat(
+        left.astype(np.int64),
+        right.astype(np.int64),
+        index.astype(np.int64),
+        cond.astype(np.float64),
+        size,
+    )
+
+
+def _numeric_trees(flat: _Flat, info: list[int]) -> NumericTrees:
+    """The cuts and leaf values of :func:`_convert_ensemble`'s per-node route, for all nodes
+    at once: a leaf's value ``float32(condition)``, a split's cut ``float32(x) < float32(t)``
+    as ``x <= cut`` (:func:`f32_lt_cuts`; a NaN threshold never goes left: ``-inf``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        c32 = flat.conds.astype(np.float32)
+    nan = np.isnan(c32)
+    cuts = np.where(nan, -INF, f32_lt_cuts(np.where(nan, np.float32(0), c32)))
+    starts = np.concatenate(([0], np.cumsum(flat.sizes)[:-1])).astype(np.int64)
+    shift = np.repeat(starts, flat.sizes)
+    split = flat.lefts != -1
+    return NumericTrees(
+        left=np.where(split, flat.lefts + shift, -1),
+        right=np.where(split, flat.rights + shift, -1),
+        feature=flat.indices,
+        cut=cuts,
+        value=c32.astype(np.float64),
+        roots=starts,
+        group=np.array(info, dtype=np.int64),
+    )
+
+
 def _base_scores(raw: Any, k: int) -> list[float]:
     if isinstance(raw, str):
         raw = [v for v in raw.strip().strip("[]").split(",") if v.strip()]
@@ -421,7 +525,8 @@ def _convert_ensemble(
     if len(info) != len(trees) or any(not 0 <= g < k for g in info):
         raise ImportModelError("tree_info does not give every tree a class")
     n_columns = int(params["num_feature"])
-    arrays = [_tree_arrays(tree, t, n_columns) for t, tree in enumerate(trees)]
+    flat = _flat_trees(trees, n_columns)
+    arrays = [] if flat is not None else _all_tree_arrays(trees, n_columns)
     base = _base_scores(params["base_score"], k)
     if objective == "binary:logistic":
         b32 = np.float32(base[0])
@@ -473,6 +578,32 @@ def _convert_ensemble(
     feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
     require_categorical(feats, cat_features, "XGBoost")
     actions = resolve_actions(spec, list(range(max(k, 2))))
+    combine = {
+        "arithmetic": "float32",
+        "link": "logistic" if k == 1 else "softmax_f64_sum",
+        "rule": {"binary:logistic": "half", "multi:softprob": "proba"}.get(objective, "margin"),
+        "base": margins,
+    }
+    booster = learner["gradient_booster"]
+    origin = {
+        "format": "xgboost",
+        "file": os.path.basename(str(path)),
+        "sha256": file_digest(data),
+        "objective": objective,
+        "base_score": base if k > 1 else base[0],
+        "num_parallel_tree": int(
+            booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")
+        ),
+        "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
+    }
+    if flat is not None:
+        numeric = _numeric_trees(flat, info)
+        direct = direct_numeric_ensemble(
+            numeric, feats, actions, combine, spec, model_name(path), origin
+        )
+        if direct is not None:
+            return direct
+        arrays = _all_tree_arrays(trees, n_columns)
     # float32(condition) of every node of every tree at once: a leaf's value, a split's
     # threshold, whose cut (``float32_condition("BRANCH_LT", .)``, NaN: never true) comes
     # vectorised too (tests/model check f32_lt_cuts against the scalar cut)
@@ -516,24 +647,6 @@ def _convert_ensemble(
             return None if a["lefts"][i] == -1 else (a["lefts"][i], a["rights"][i])
 
         converted.append(walk(0, children, make))
-    combine = {
-        "arithmetic": "float32",
-        "link": "logistic" if k == 1 else "softmax_f64_sum",
-        "rule": {"binary:logistic": "half", "multi:softprob": "proba"}.get(objective, "margin"),
-        "base": margins,
-    }
-    booster = learner["gradient_booster"]
-    origin = {
-        "format": "xgboost",
-        "file": os.path.basename(str(path)),
-        "sha256": file_digest(data),
-        "objective": objective,
-        "base_score": base if k > 1 else base[0],
-        "num_parallel_tree": int(
-            booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")
-        ),
-        "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
-    }
     return build_ensemble(
         converted, feats_json, feats, actions, combine, spec, model_name(path), origin
     )

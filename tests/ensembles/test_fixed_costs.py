@@ -1,0 +1,147 @@
+"""The fixed-cost shortcuts of a box question on an ensemble (docs/performance.md, branch
+``ensxgb``) against the computations they replace, on random ensembles: the per-feature cuts
+from one sort (was one ``np.unique`` per feature), ``decide_proba`` (``decide`` and
+``probabilities`` computed once), the grid coverage by ``bisect`` (was ``np.searchsorted``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.eval.ensemble import decide, decide_proba, probabilities
+from clefprove.geometry.boxes import Box
+from clefprove.model.types import NodeKind
+from clefprove.verify import ensemble as ve
+from tests.ensembles.gen import ensembles
+
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _reference_cuts(model) -> list[np.ndarray]:
+    from clefprove.geometry.boxes import split_bounds
+
+    nodes = model.nodes
+    feat = nodes["feature"].astype(np.int64)
+    numeric = nodes["kind"] == NodeKind.NUMERIC
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    left_hi, _ = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
+    out = []
+    for i, f in enumerate(model.features):
+        c = np.unique(left_hi[numeric & (feat == i)])
+        out.append(c[(c >= f.min) & (c < f.max)])
+    return out
+
+
+@SETTINGS
+@given(st.data())
+def test_cuts_and_coverage(data) -> None:
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=5))
+    tab = ve._tables(model)
+    want = _reference_cuts(model)
+    assert len(tab.cuts) == len(want) == len(tab.cut_lists)
+    for got, ref, as_list in zip(tab.cuts, want, tab.cut_lists, strict=True):
+        assert got.dtype == np.float64
+        assert np.array_equal(got, ref)  # (a zero's sign may differ: equal as numbers)
+        assert as_list == got.tolist()
+    dom = Box.domain(model)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a = rng.uniform(dom.lo, dom.hi)
+        b = rng.uniform(dom.lo, dom.hi)
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        if rng.random() < 0.3:  # at a cut
+            for i, c in enumerate(tab.cuts):
+                if c.size:
+                    lo[i] = min(hi[i], float(rng.choice(c)))
+        for i, f in enumerate(model.features):
+            if f.type.value == "categorical":
+                continue
+            cuts = tab.cuts[i]
+            ra = int(np.searchsorted(cuts, lo[i], side="left"))
+            rb = int(np.searchsorted(cuts, hi[i], side="left"))
+            assert ve._coverage(tab, model, i, lo, hi, dom.cats) == (rb - ra + 1) / (cuts.size + 1)
+
+
+@SETTINGS
+@given(st.data())
+def test_decide_proba_is_decide_and_probabilities(data) -> None:
+    model = data.draw(ensembles(all_int=False, max_trees=3))
+    c = model.combine
+    dt = c.arithmetic.dtype
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    scores = np.concatenate(
+        [
+            rng.normal(scale=3.0, size=(40, c.outputs)),
+            np.zeros((1, c.outputs)),
+            np.full((1, c.outputs), 0.5),
+        ]
+    ).astype(dt)
+    acts, conf, proba = decide_proba(c, scores)
+    a2, c2 = decide(c, scores)
+    p2 = probabilities(c, scores)
+    assert np.array_equal(acts, a2)
+    assert np.array_equal(conf, c2)
+    assert np.array_equal(proba, p2, equal_nan=True)
+    assert proba.dtype == p2.dtype
+
+
+def _same_step(a, b) -> None:
+    if a is None or b is None or isinstance(a, tuple):
+        assert a == b
+        return
+    assert isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert np.array_equal(x.lo, y.lo) and np.array_equal(x.hi, y.hi)
+        assert np.array_equal(x.reach, y.reach)
+        assert set(x.cats) == set(y.cats)
+        assert all(np.array_equal(x.cats[f], y.cats[f]) for f in x.cats)
+        assert x.weight == y.weight and x.root == y.root
+
+
+@SETTINGS
+@given(st.data())
+def test_steps_are_step_region_by_region(data) -> None:
+    """The batched bounds of the search's breadth-first top give what ``_step`` gives for each
+    region: regions from splitting the domain at random thresholds, formulas from random
+    invariants."""
+    from clefprove.verify import engine as eg
+    from tests.verify.gen import invariants
+
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=4))
+    inv = data.draw(invariants(model))
+    if inv.is_relational:
+        return
+    prep = eg.prepare(model, inv)
+    tab = ve._tables(model)
+    dom = Box.domain(model)
+    root = ve.Region(dom.lo, dom.hi, dict(dom.cats), tab.feasible.copy(), 1.0)
+    regions = [root]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    for _ in range(data.draw(st.integers(0, 8))):
+        g = regions.pop(int(rng.integers(len(regions))))
+        f = int(rng.integers(len(model.features)))
+        cuts = tab.cuts[f]
+        if cuts.size == 0:
+            regions.append(g)
+            continue
+        cut = float(rng.choice(cuts))
+        lo, hi = g.lo.copy(), g.hi.copy()
+        hi[f] = min(hi[f], cut)
+        lo[f] = max(lo[f], np.nextafter(cut, np.inf))
+        for a, b in ((g.lo, hi), (lo, g.hi)):
+            reach = g.reach & (tab.lo[:, f] <= b[f]) & (tab.hi[:, f] >= a[f])
+            regions.append(ve.Region(a, b, g.cats, reach, g.weight / 2))
+    from clefprove.dsl import checked as ck
+    from clefprove.verify import normal as nm
+
+    conj = [
+        nm.NAnd(c) if len(c) > 1 else (c[0] if c else ck.Const(True)) for c in prep.conjuncts or []
+    ]
+    formulas = [prep.violation, *conj]
+    items = [(g, formulas[int(rng.integers(len(formulas)))]) for g in regions]
+    for mentions in (False, True):
+        batched = ve._steps(model, tab, items, mentions)
+        single = [ve._step(model, tab, g, f, mentions) for g, f in items]
+        for a, b in zip(batched, single, strict=True):
+            _same_step(a, b)
