@@ -24,9 +24,19 @@ from clefprove.model.importers import common, import_model
 from clefprove.model.importers import xgboost as xgboost_importer
 
 
-def _routes(monkeypatch: pytest.MonkeyPatch, path: Path, spec: Path | None) -> tuple[Any, Any, int]:
+def _routes(
+    monkeypatch: pytest.MonkeyPatch,
+    path: Path,
+    spec: Path | None,
+    library: str = "xgboost",
+) -> tuple[Any, Any, int]:
     """(the model or error of the default route, of the per-node route, how many times the
-    vectorised route produced the model)."""
+    vectorised route produced the model) for an XGBoost or LightGBM file."""
+    from clefprove.model.importers import lightgbm as lightgbm_importer
+
+    importer = {"xgboost": xgboost_importer, "lightgbm": lightgbm_importer}[library]
+    # The seam that turns the vectorised route off: no flat arrays, so node by node.
+    seam = {"xgboost": "_flat_trees", "lightgbm": "_numeric_trees"}[library]
     produced = []
     fast = common.direct_numeric_ensemble
 
@@ -37,15 +47,15 @@ def _routes(monkeypatch: pytest.MonkeyPatch, path: Path, spec: Path | None) -> t
 
     def run() -> Any:
         try:
-            return import_model("xgboost", path, spec)
+            return import_model(library, path, spec)
         except ImportModelError as exc:
             return str(exc)
 
     with monkeypatch.context() as m:
-        m.setattr(xgboost_importer, "direct_numeric_ensemble", counting)
+        m.setattr(importer, "direct_numeric_ensemble", counting)
         got = run()
     with monkeypatch.context() as m:
-        m.setattr(xgboost_importer, "_flat_trees", lambda *a, **k: None)
+        m.setattr(importer, seam, lambda *a, **k: None)
         want = run()
     return got, want, sum(produced)
 
@@ -303,34 +313,6 @@ def test_deep_tree_steps_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # --------------------------------------------------------------------------- LightGBM
 
 
-def _lgb_routes(
-    monkeypatch: pytest.MonkeyPatch, path: Path, spec: Path | None
-) -> tuple[Any, Any, int]:
-    from clefprove.model.importers import lightgbm as lightgbm_importer
-
-    produced = []
-    fast = common.direct_numeric_ensemble
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        out = fast(*args, **kwargs)
-        produced.append(out is not None)
-        return out
-
-    def run() -> Any:
-        try:
-            return import_model("lightgbm", path, spec)
-        except ImportModelError as exc:
-            return str(exc)
-
-    with monkeypatch.context() as m:
-        m.setattr(lightgbm_importer, "direct_numeric_ensemble", counting)
-        got = run()
-    with monkeypatch.context() as m:
-        m.setattr(lightgbm_importer, "_numeric_trees", lambda *a, **k: None)
-        want = run()
-    return got, want, sum(produced)
-
-
 def _lgb_spec(tmp_path: Path, lo: list[float], hi: list[float], actions: list[str]) -> Path:
     feats = [
         {"name": f"Column_{j}", "type": "float", "min": a, "max": b, "default": a}
@@ -371,7 +353,7 @@ def test_lightgbm_trained(
         _lgb_spec(tmp_path, narrow.min(axis=0).tolist(), narrow.max(axis=0).tolist(), actions),
     ]
     for spec in specs:
-        got, want, fast = _lgb_routes(monkeypatch, tmp_path / "m.txt", spec)
+        got, want, fast = _routes(monkeypatch, tmp_path / "m.txt", spec, "lightgbm")
         assert fast == 1, "the vectorised route was not taken"
         _same(got, want)
 
@@ -454,7 +436,7 @@ def test_lightgbm_random_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     actions = [f"c{i}" for i in range(max(n_class, 2))]
     spec = _lgb_spec(tmp_path, [lo[0]] * n_features, [lo[1]] * n_features, actions)
     for s in (None, spec):
-        got, want, _ = _lgb_routes(monkeypatch, path, s)
+        got, want, _ = _routes(monkeypatch, path, s, "lightgbm")
         _same(got, want)
 
 
@@ -487,5 +469,5 @@ def test_lightgbm_irregular(
     ok = "\n".join(["Tree=1", "num_leaves=1", "num_cat=0", "leaf_value=0.5", "", ""])
     path = tmp_path / "m.txt"
     path.write_text(_lgb_text([tree, ok], 2))
-    got, want, _ = _lgb_routes(monkeypatch, path, None)
+    got, want, _ = _routes(monkeypatch, path, None, "lightgbm")
     _same(got, want)
