@@ -48,6 +48,8 @@ See docs/performance.md for measurements.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +75,14 @@ COMPACT_FRACTION = 4
 #: A chunk whose walking rows fall to 1/TAIL_FRACTION of the chunk parks them in a pool that
 #: is walked once it holds a chunk's worth (thin tails of deep trees share the call overhead).
 TAIL_FRACTION = 8
+
+#: Batches of at least this many rows are split between 2 threads when a second CPU is free
+#: (:meth:`Evaluator.threads_for`); smaller ones are walked by the calling thread alone.
+THREAD_MIN_ROWS = 1 << 18
+
+#: A CPU counts as free while the 1-minute load average is at most ``cpus - 1`` plus this
+#: (the calling process itself counts about 1).
+THREAD_MAX_LOAD = 0.5
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
@@ -105,14 +115,23 @@ class Evaluator:
     """Evaluates encoded inputs on one model (batch and single-input fast path)."""
 
     def __init__(
-        self, model: Model, chunk_rows: int = DEFAULT_CHUNK_ROWS, heap_levels: int = HEAP_LEVELS
+        self,
+        model: Model,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        heap_levels: int = HEAP_LEVELS,
+        threads: int | None = None,
     ) -> None:
         """*heap_levels*: tree levels walked in heap layout (the rest in child-table layout);
-        0 means child tables only; the heap's derived tables hold 2**(heap_levels+1) slots."""
+        0 means child tables only; the heap's derived tables hold 2**(heap_levels+1) slots.
+        *threads*: threads a batch is split between (None: decided per batch,
+        :meth:`threads_for`)."""
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be positive")
         if not 0 <= heap_levels <= 24:
             raise ValueError("heap_levels must be in [0, 24]")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be positive")
+        self.threads = threads
         self.requested_heap_levels = heap_levels
         self.model = model
         self.chunk_rows = int(chunk_rows)
@@ -249,6 +268,7 @@ class Evaluator:
         scalars, and the derived arrays by name (to be sent elsewhere as raw bytes)."""
         scalars = {
             "chunk_rows": self.chunk_rows,
+            "threads": self.threads,
             "requested_heap_levels": self.requested_heap_levels,
             "heap_levels": self.heap_levels,
             "root_simple": self._root_simple,
@@ -275,6 +295,8 @@ class Evaluator:
         self.n_features = len(model.features)
         self.depth = int(model.max_depth)
         self.chunk_rows = int(scalars["chunk_rows"])
+        threads = scalars.get("threads")
+        self.threads = None if threads is None else int(threads)
         self.requested_heap_levels = int(scalars["requested_heap_levels"])
         self.heap_levels = int(scalars["heap_levels"])
         self._root_simple = bool(scalars["root_simple"])
@@ -355,9 +377,55 @@ class Evaluator:
         leaves, actions, confidences = _staggered(n, (np.intp, np.intp, np.float64))
         if n == 0:
             return BatchResult(actions, confidences, leaves)
+        out = (leaves, actions, confidences)
+        threads = self.threads_for(n)
+        if threads == 1:
+            self._evaluate_rows(X, 0, n, out)
+            return BatchResult(actions, confidences, leaves)
+        # Contiguous shares of whole chunks, one per thread (numpy releases the GIL inside
+        # each take and ufunc, so the threads' walks overlap); each share has its own work
+        # arrays and tail pool and writes only its own rows of the outputs.
+        chunks = -(-n // self.chunk_rows)
+        bounds = [min(n, (chunks * k // threads) * self.chunk_rows) for k in range(threads + 1)]
+        errors: list[BaseException | None] = [None] * threads
 
+        def share(k: int) -> None:
+            try:
+                self._evaluate_rows(X, bounds[k], bounds[k + 1], out)
+            except BaseException as exc:  # re-raised by the caller's thread, below
+                errors[k] = exc
+
+        workers = [threading.Thread(target=share, args=(k,)) for k in range(1, threads)]
+        for w in workers:
+            w.start()
+        share(0)
+        for w in workers:
+            w.join()
+        for exc in errors:  # the lowest share's error first: it names the first bad row
+            if exc is not None:
+                raise exc
+        return BatchResult(actions, confidences, leaves)
+
+    def threads_for(self, n: int) -> int:
+        """Threads :meth:`evaluate` uses for *n* rows: :attr:`threads` if set, else 2 for a
+        batch of at least :data:`THREAD_MIN_ROWS` rows while a second CPU is free (this
+        process may run on 2 or more, and the 1-minute load average leaves one idle),
+        else 1.  Results never depend on it (each row's walk is the same)."""
+        if self.threads is not None:
+            return max(1, min(self.threads, -(-n // self.chunk_rows)))
+        if n < THREAD_MIN_ROWS:
+            return 1
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        return 2 if cpus >= 2 and os.getloadavg()[0] <= cpus - 1 + THREAD_MAX_LOAD else 1
+
+    def _evaluate_rows(
+        self, X: np.ndarray, lo: int, hi: int, out: tuple[np.ndarray, np.ndarray, np.ndarray]
+    ) -> None:
+        """Evaluate rows ``lo:hi`` of *X* (contiguous float64) into their slots of *out*
+        (leaves, actions, confidences), chunk by chunk."""
+        leaves, actions, confidences = out
         F = self.n_features
-        C = min(self.chunk_rows, n)
+        C = min(self.chunk_rows, hi - lo)
         bufs = _Buffers(C, F)
         h, depth = self.heap_levels, self.depth
         general_at = self._general_at_depth
@@ -373,15 +441,16 @@ class Evaluator:
         pool_X: list[np.ndarray] = []
         pool_n, pool_from = 0, depth
 
-        for start in range(0, n, C):
-            m = min(C, n - start)
+        for start in range(lo, hi, C):
+            m = min(C, hi - start)
             b = bufs if m == C else _Buffers(m, F)
             rowoff = b.rowoff
             block = X[start : start + m]
             flat = block.reshape(-1)
             if not np.isfinite(flat, out=b.finite).all():
                 self._raise_non_finite(block, start)
-            s, s_next, fi, xv, tv, go = b.s, b.s_next, b.fi, b.xv, b.tv, b.go
+            s, s_next, fi, xv, go = b.s, b.s_next, b.fi, b.xv, b.go
+            tv = fi.view(np.float64)  # the x index is dead once x is read: one array less
 
             if first_step:  # the root's comparison straight on the column, no gathers
                 np.greater(block[:, root_f], root_t, out=go)
@@ -467,7 +536,7 @@ class Evaluator:
             else:
                 np.right_shift(s, fbits + 1, out=s_next)
                 self._t_node.take(s_next, out=out_leaves, mode="clip")
-            if pool_n >= C or (pool_n and start + m == n):
+            if pool_n >= C or (pool_n and start + m == hi):
                 pooled = np.concatenate(pool_rows)
                 pooled_X = np.concatenate(pool_X).reshape(-1)
                 self._walk_pool(pooled_X, pooled, pool_states, depth - pool_from, leaves)
@@ -477,7 +546,6 @@ class Evaluator:
                 pool_rows, pool_states, pool_X, pool_n, pool_from = [], [], [], 0, depth
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
-        return BatchResult(actions, confidences, leaves)
 
     def _walk_pool(
         self,
@@ -651,20 +719,19 @@ def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.n
 class _Buffers:
     """Per-chunk work arrays, reused across chunks and steps."""
 
-    __slots__ = ("fi", "finite", "flag", "go", "rowoff", "s", "s_next", "tv", "xv")
+    __slots__ = ("fi", "finite", "flag", "go", "rowoff", "s", "s_next", "xv")
     s: npt.NDArray[np.intp]
     s_next: npt.NDArray[np.intp]
     fi: npt.NDArray[np.intp]
     xv: npt.NDArray[np.float64]
-    tv: npt.NDArray[np.float64]
     go: npt.NDArray[np.bool_]
     flag: npt.NDArray[np.bool_]
     rowoff: npt.NDArray[np.intp]
     finite: npt.NDArray[np.bool_]
 
     def __init__(self, m: int, n_features: int) -> None:
-        names = ("s", "s_next", "fi", "xv", "tv", "go", "flag", "rowoff", "finite")
-        types = (np.intp, np.intp, np.intp, np.float64, np.float64, np.bool_, np.bool_, np.intp)
+        names = ("s", "s_next", "fi", "xv", "go", "flag", "rowoff", "finite")
+        types = (np.intp, np.intp, np.intp, np.float64, np.bool_, np.bool_, np.intp)
         arrays = _staggered(m, types)
         arrays.append(np.empty(m * n_features, dtype=np.bool_))
         for name, a in zip(names, arrays, strict=True):
