@@ -538,16 +538,19 @@ def test_threaded_shares_equal_one_thread(n_floats, seed, monkeypatch) -> None:
     shares: list[tuple[int, int]] = []
     rows = Evaluator._evaluate_rows
 
-    def recording(self, X_, lo, hi, out):  # type: ignore[no-untyped-def]
+    def recording(self, X_, lo, hi, out, chunk):  # type: ignore[no-untyped-def]
         shares.append((lo, hi))
-        return rows(self, X_, lo, hi, out)
+        assert chunk == self.chunk_rows * (1 if self.threads == 1 else factor)
+        return rows(self, X_, lo, hi, out, chunk)
 
+    factor = evaluator_module.THREAD_CHUNK_FACTOR
     monkeypatch.setattr(Evaluator, "_evaluate_rows", recording)
     one = Evaluator(model, chunk_rows=64, threads=1).evaluate(X)
     assert shares == [(0, len(X))]
-    for threads, chunk, heap in ((2, 64, 3), (3, 100, 0), (2, 1000, 12), (4, 7, 2)):
+    for threads, rows_, heap in ((2, 16, 3), (3, 25, 0), (2, 250, 12), (4, 2, 2)):
         shares.clear()
-        ev = Evaluator(model, chunk_rows=chunk, heap_levels=heap, threads=threads)
+        ev = Evaluator(model, chunk_rows=rows_, heap_levels=heap, threads=threads)
+        chunk = rows_ * factor
         res = ev.evaluate(X)
         bounds = sorted(shares)  # contiguous shares of whole chunks covering every row
         assert [lo for lo, _ in bounds] == [0] + [hi for _, hi in bounds[:-1]]
@@ -560,7 +563,7 @@ def test_threaded_shares_equal_one_thread(n_floats, seed, monkeypatch) -> None:
         bad = X.copy()
         bad[bad_rows, 0] = np.nan
         with pytest.raises(InputError, match=rf"row {first}: x0: value nan is not finite"):
-            Evaluator(model, chunk_rows=64, threads=3).evaluate(bad)
+            Evaluator(model, chunk_rows=16, threads=3).evaluate(bad)
 
 
 def test_threads_only_for_large_batches(monkeypatch) -> None:
@@ -579,8 +582,9 @@ def test_threads_only_for_large_batches(monkeypatch) -> None:
     monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0})
     assert ev.threads_for(10**7) == 1  # one CPU
-    fixed = Evaluator(model, chunk_rows=100, threads=4)
-    assert fixed.threads_for(250) == 3 and fixed.threads_for(10) == 1
+    fixed = Evaluator(model, chunk_rows=25, threads=4)
+    chunk = 25 * evaluator_module.THREAD_CHUNK_FACTOR  # a threaded walk's chunks
+    assert fixed.threads_for(3 * chunk) == 3 and fixed.threads_for(chunk) == 1
     scalars, arrays = fixed.tables()
     assert Evaluator.from_tables(model, scalars, arrays).threads == 4
     del scalars["threads"]  # tables from before the setting existed
