@@ -36,6 +36,11 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   of rows from several chunks, so the per-call overhead of the thin last levels of a deep tree
   is paid once for all of them.
 
+A batch of at least :data:`THREAD_MIN_ROWS` rows is split into contiguous shares of whole
+chunks walked by 2 threads while a second CPU is free (numpy releases the GIL inside every
+take and ufunc of the walk); each share has its own work arrays and pool and writes only its
+own rows, so the decisions are those of one thread (``Evaluator(model, threads=1)``).
+
 The node records themselves are never copied: the derived arrays above are computed once per
 model.
 
