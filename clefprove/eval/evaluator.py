@@ -445,12 +445,16 @@ class Evaluator:
         C = min(chunk_rows, hi - lo)
         bufs = _Buffers(C, F)
         h, depth = self.heap_levels, self.depth
-        general_at = self._general_at_depth
         first_step = 1 if self._root_simple and depth > 0 else 0
         if first_step:
             root_f, root_t = self._root_ft
             root_l, root_r = self._root_children
         fbits, fmask = self._fbits, self._fmask
+        general_at = self._general_at_depth.tolist()
+        h_feat_take, h_thr_take = self._h_feat.take, self._h_thr.take
+        deep = depth > h
+        t_thr_take = self._t_thr.take if deep else h_thr_take
+        child2_take = self._child2.take if deep else h_thr_take
 
         # Thin tails of deep chunks, walked together (see _walk_pool).
         pool_rows: list[np.ndarray] = []
@@ -478,11 +482,13 @@ class Evaluator:
             out_leaves = leaves[start : start + m]
             live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
             idx = None
+            views: tuple[np.ndarray, ...] | None = None  # the work arrays' first live items
             for d in range(first_step, depth):
                 heap = d < h
                 if d == h and h:
                     self._h_to_t.take(s, out=s_next, mode="clip")
                     s, s_next = s_next, s
+                    views = None
                 if not heap and (d - h) % COMPACT_EVERY == 0 and d > h:
                     # Rows standing on a leaf are done: write them out and walk on with the
                     # others only (deep unbalanced trees end most rows far above max_depth).
@@ -501,6 +507,7 @@ class Evaluator:
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
+                        views = None
                         il.take(walking, out=fi[:live])
                         idx[:live] = fi[:live]
                         np.multiply(idx[:live], F, out=rowoff[:live])
@@ -521,29 +528,33 @@ class Evaluator:
                         pool_from = min(pool_from, d)
                         live = 0
                         break
-                sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
+                if views is None:  # sliced again only when the live rows or arrays change
+                    views = (s[:live], fi[:live], xv[:live], tv[:live], go[:live])
+                    views += (rowoff[:live], s_next[:live])
+                sv, fv, xvv, tvv, gv, ro, kv = views
+                # Positional arguments (indices, axis, out, mode) and bound methods: a step is
+                # 7-8 calls, and keyword parsing is a tenth of a small call's overhead.
                 if heap:
-                    self._h_feat.take(sv, out=fv, mode="clip")
-                    np.add(fv, rowoff[:live], out=fv)
-                    flat.take(fv, out=xvv, mode="clip")
-                    self._h_thr.take(sv, out=tvv, mode="clip")
-                    np.greater(xvv, tvv, out=gv)
+                    h_feat_take(sv, None, fv, "clip")
+                    np.add(fv, ro, fv)
+                    flat.take(fv, None, xvv, "clip")
+                    h_thr_take(sv, None, tvv, "clip")
+                    np.greater(xvv, tvv, gv)
                     if general_at[d]:
                         self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
-                    np.left_shift(sv, 1, out=sv)
-                    np.add(sv, gv, out=sv)
+                    np.left_shift(sv, 1, sv)
+                    np.add(sv, gv, sv)
                 else:
-                    kv = s_next[:live]
-                    np.bitwise_and(sv, fmask, out=fv)
-                    np.add(fv, rowoff[:live], out=fv)
-                    flat.take(fv, out=xvv, mode="clip")
-                    np.right_shift(sv, fbits, out=kv)
-                    self._t_thr.take(kv, out=tvv, mode="clip")
-                    np.greater(xvv, tvv, out=gv)
+                    np.bitwise_and(sv, fmask, fv)
+                    np.add(fv, ro, fv)
+                    flat.take(fv, None, xvv, "clip")
+                    np.right_shift(sv, fbits, kv)
+                    t_thr_take(kv, None, tvv, "clip")
+                    np.greater(xvv, tvv, gv)
                     if general_at[d]:
                         self._categorical_lookup(kv, xvv, gv, b.flag[:live], heap)
-                    np.add(kv, gv, out=kv)
-                    self._child2.take(kv, out=sv, mode="clip")
+                    np.add(kv, gv, kv)
+                    child2_take(kv, None, sv, "clip")
 
             if idx is not None:
                 out_leaves[idx[:live]] = self._t_node.take(s[:live] >> (fbits + 1))
