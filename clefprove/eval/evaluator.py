@@ -90,8 +90,8 @@ THREAD_MIN_ROWS = 1 << 18
 #: cost 11-24 % more CPU time than 16,384 in one thread).
 THREAD_CHUNK_FACTOR = 2
 
-#: A CPU counts as free while the 1-minute load average is at most ``cpus - 1`` plus this
-#: (the calling process itself counts about 1).
+#: Where the runnable-task count is not available, a CPU counts as free while the 1-minute
+#: load average is at most ``cpus - 1`` plus this (the calling process itself counts about 1).
 THREAD_MAX_LOAD = 0.5
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
@@ -421,14 +421,21 @@ class Evaluator:
     def threads_for(self, n: int) -> int:
         """Threads :meth:`evaluate` uses for *n* rows: :attr:`threads` if set, else 2 for a
         batch of at least :data:`THREAD_MIN_ROWS` rows while a second CPU is free (this
-        process may run on 2 or more, and the 1-minute load average leaves one idle),
-        else 1.  Results never depend on it (each row's walk is the same)."""
+        process may run on 2 or more, and fewer tasks than CPUs are runnable right now,
+        the calling thread among them; where that count is not available, the 1-minute
+        load average leaves a CPU idle), else 1.  Results never depend on it (each row's
+        walk is the same)."""
         if self.threads is not None:
             return max(1, min(self.threads, -(-n // (self.chunk_rows * THREAD_CHUNK_FACTOR))))
         if n < THREAD_MIN_ROWS:
             return 1
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        return 2 if cpus >= 2 and os.getloadavg()[0] <= cpus - 1 + THREAD_MAX_LOAD else 1
+        if cpus < 2:
+            return 1
+        runnable = _runnable_tasks()
+        if runnable is not None:
+            return 2 if runnable < cpus else 1
+        return 2 if os.getloadavg()[0] <= cpus - 1 + THREAD_MAX_LOAD else 1
 
     def _evaluate_rows(
         self,
@@ -725,6 +732,17 @@ class NodeWalker:
                 go_left = bool(self.model.membership[int(self._aux[i]) + code])
             i = int(left[i]) if go_left else int(self._right[i])
         raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
+
+
+def _runnable_tasks() -> int | None:
+    """Tasks runnable on the machine right now (the 4th field of Linux's /proc/loadavg,
+    the reader among them), or None where it cannot be read.  An instantaneous count: the
+    load averages lag by a minute and count this process's own threads of the last calls."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.ndarray]:

@@ -573,15 +573,26 @@ def test_threads_only_for_large_batches(monkeypatch) -> None:
     model = compile_source(_deep_source(10, 2, 9))
     ev = Evaluator(model)
     assert ev.threads is None
-    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
+    running = [1]  # runnable tasks, the caller among them
+    monkeypatch.setattr(evaluator_module, "_runnable_tasks", lambda: running[0])
     monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0, 1})
     assert ev.threads_for(1) == ev.threads_for(evaluator_module.THREAD_MIN_ROWS - 1) == 1
     assert ev.threads_for(evaluator_module.THREAD_MIN_ROWS) == 2
-    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (1.8, 0.0, 0.0))
+    running[0] = 2
     assert ev.threads_for(10**7) == 1  # the second CPU is busy
-    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert ev.threads_for(10**7) == 2  # 2 of 4 busy
+    running[0] = None  # no /proc/loadavg: the 1-minute load average decides
+    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (3.4, 0.0, 0.0))
+    assert ev.threads_for(10**7) == 2
+    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (3.6, 0.0, 0.0))
+    assert ev.threads_for(10**7) == 1
+    running[0] = 0
     monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0})
     assert ev.threads_for(10**7) == 1  # one CPU
+    monkeypatch.undo()
+    count = evaluator_module._runnable_tasks()
+    assert count is None or count >= 1  # this test's own thread is running
     fixed = Evaluator(model, chunk_rows=25, threads=4)
     chunk = 25 * evaluator_module.THREAD_CHUNK_FACTOR  # a threaded walk's chunks
     assert fixed.threads_for(3 * chunk) == 3 and fixed.threads_for(chunk) == 1
