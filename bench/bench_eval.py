@@ -292,9 +292,10 @@ def _timed_call(fn) -> tuple[float, float]:
 
 
 def bench_compare(rows: int, repeat: int, baseline: str) -> tuple[list[list[str]], list[list[str]]]:
-    """Every tree shape: scikit-learn's predict, the baseline evaluator and this one,
-    interleaved in one run (1,000,000 rows; medians and best runs): a table in wall-clock
-    time and one in process CPU time, from the same calls."""
+    """Every tree shape: scikit-learn's predict, the baseline evaluator and this one (as
+    configured by default, and held to one thread), interleaved in one run (1,000,000 rows;
+    medians and best runs): a table in wall-clock time and one in process CPU time, from the
+    same calls."""
     from sklearn.tree import DecisionTreeClassifier
 
     from clefprove.model.sklearn import from_sklearn
@@ -315,32 +316,39 @@ def bench_compare(rows: int, repeat: int, baseline: str) -> tuple[list[list[str]
     out: tuple[list[list[str]], list[list[str]]] = ([], [])
     for label, clf, model in trees:
         before, after = Before(model), Evaluator(model)
+        single = Evaluator(model, threads=1)
         res = after.evaluate(X)
         expected = np.array(EX.ACTIONS)[clf.predict(X)]
         agree = bool((np.array(model.actions)[res.actions] == expected).all())
         agree &= bool((before.evaluate(X).leaves == res.leaves).all())
+        agree &= bool((single.evaluate(X).leaves == res.leaves).all())
         mean_depth = float(model.nodes["depth"][res.leaves].mean())
         calls: list[tuple[tuple[float, float], ...]] = []
-        for _ in range(repeat):  # interleaved, so all three see the same machine load
+        threads: list[int] = []
+        for _ in range(repeat):  # interleaved, so all of them see the same machine load
+            threads.append(after.threads_for(rows))  # what the next call decides
             calls.append(
                 (
                     _timed_call(lambda c=clf: c.predict(X)),
                     _timed_call(lambda e=before: e.evaluate(X)),
                     _timed_call(lambda e=after: e.evaluate(X)),
+                    _timed_call(lambda e=single: e.evaluate(X)),
                 )
             )
         for k, table_rows in enumerate(out):  # 0: wall, 1: CPU
-            t_sk, t_b, t_a = ([c[j][k] for c in calls] for j in range(3))
-            sk, b, a = median(t_sk), median(t_b), median(t_a)
+            t_sk, t_b, t_a, t_1 = ([c[j][k] for c in calls] for j in range(4))
+            sk, b, a, one = median(t_sk), median(t_b), median(t_a), median(t_1)
             table_rows.append(
                 [
                     f"{label} (mean row depth {mean_depth:.0f})",
                     f"{model.n_nodes:,}",
                     f"{sk * 1e3:.0f} ms",
                     f"{b * 1e3:.0f} ms",
-                    f"{a * 1e3:.0f} ms",
+                    f"{a * 1e3:.0f} ms ({sum(t > 1 for t in threads)}/{repeat} threaded)",
+                    f"{one * 1e3:.0f} ms",
                     f"{sk / b:.2f}x / {min(t_sk) / min(t_b):.2f}x",
                     f"**{sk / a:.2f}x** / {min(t_sk) / min(t_a):.2f}x",
+                    f"{sk / one:.2f}x / {min(t_sk) / min(t_1):.2f}x",
                     f"{b / a:.2f}x",
                     "yes" if agree else "NO",
                 ]
@@ -437,9 +445,9 @@ def main() -> None:
     print(f"## bench_eval ({machine()})\n")
     if args.batch_only and args.baseline:
         load_before = os.getloadavg()
-        header = ["max depth", "nodes", "sklearn predict", "before", "after"]
+        header = ["max depth", "nodes", "sklearn predict", "before", "after", "after, 1 thread"]
         header += ["before: ratio (medians / best)", "after: ratio (medians / best)"]
-        header += ["after vs before (medians)", "agree"]
+        header += ["after, 1 thread: ratio", "after vs before (medians)", "agree"]
         wall, cpu = bench_compare(1_000_000, args.repeat, args.baseline)
         load_after = os.getloadavg()
         print("Wall-clock time:\n")

@@ -36,6 +36,11 @@ preallocated buffers.  Per-model lookup arrays are derived once from the node re
   of rows from several chunks, so the per-call overhead of the thin last levels of a deep tree
   is paid once for all of them.
 
+A batch of at least :data:`THREAD_MIN_ROWS` rows is split into contiguous shares of whole
+chunks walked by 2 threads while a second CPU is free (numpy releases the GIL inside every
+take and ufunc of the walk); each share has its own work arrays and pool and writes only its
+own rows, so the decisions are those of one thread (``Evaluator(model, threads=1)``).
+
 The node records themselves are never copied: the derived arrays above are computed once per
 model.
 
@@ -48,6 +53,8 @@ See docs/performance.md for measurements.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +80,19 @@ COMPACT_FRACTION = 4
 #: A chunk whose walking rows fall to 1/TAIL_FRACTION of the chunk parks them in a pool that
 #: is walked once it holds a chunk's worth (thin tails of deep trees share the call overhead).
 TAIL_FRACTION = 8
+
+#: Batches of at least this many rows are split between 2 threads when a second CPU is free
+#: (:meth:`Evaluator.threads_for`); smaller ones are walked by the calling thread alone.
+THREAD_MIN_ROWS = 1 << 18
+
+#: Chunks of a threaded walk are this many times ``chunk_rows`` (each numpy call works
+#: longer between two hand-overs of the GIL; longer chunks spill the caches: 65,536 rows
+#: cost 11-24 % more CPU time than 16,384 in one thread).
+THREAD_CHUNK_FACTOR = 2
+
+#: Where the runnable-task count is not available, a CPU counts as free while the 1-minute
+#: load average is at most ``cpus - 1`` plus this (the calling process itself counts about 1).
+THREAD_MAX_LOAD = 0.5
 
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
@@ -105,14 +125,23 @@ class Evaluator:
     """Evaluates encoded inputs on one model (batch and single-input fast path)."""
 
     def __init__(
-        self, model: Model, chunk_rows: int = DEFAULT_CHUNK_ROWS, heap_levels: int = HEAP_LEVELS
+        self,
+        model: Model,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        heap_levels: int = HEAP_LEVELS,
+        threads: int | None = None,
     ) -> None:
         """*heap_levels*: tree levels walked in heap layout (the rest in child-table layout);
-        0 means child tables only; the heap's derived tables hold 2**(heap_levels+1) slots."""
+        0 means child tables only; the heap's derived tables hold 2**(heap_levels+1) slots.
+        *threads*: threads a batch is split between (None: decided per batch,
+        :meth:`threads_for`)."""
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be positive")
         if not 0 <= heap_levels <= 24:
             raise ValueError("heap_levels must be in [0, 24]")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be positive")
+        self.threads = threads
         self.requested_heap_levels = heap_levels
         self.model = model
         self.chunk_rows = int(chunk_rows)
@@ -249,6 +278,7 @@ class Evaluator:
         scalars, and the derived arrays by name (to be sent elsewhere as raw bytes)."""
         scalars = {
             "chunk_rows": self.chunk_rows,
+            "threads": self.threads,
             "requested_heap_levels": self.requested_heap_levels,
             "heap_levels": self.heap_levels,
             "root_simple": self._root_simple,
@@ -275,6 +305,8 @@ class Evaluator:
         self.n_features = len(model.features)
         self.depth = int(model.max_depth)
         self.chunk_rows = int(scalars["chunk_rows"])
+        threads = scalars.get("threads")
+        self.threads = None if threads is None else int(threads)
         self.requested_heap_levels = int(scalars["requested_heap_levels"])
         self.heap_levels = int(scalars["heap_levels"])
         self._root_simple = bool(scalars["root_simple"])
@@ -361,17 +393,81 @@ class Evaluator:
         leaves, actions, confidences = _staggered(n, (np.intp, np.intp, np.float64))
         if n == 0:
             return BatchResult(actions, confidences, leaves)
+        out = (leaves, actions, confidences)
+        threads = self.threads_for(n)
+        if threads == 1:
+            self._evaluate_rows(X, 0, n, out, self.chunk_rows)
+            return BatchResult(actions, confidences, leaves)
+        # Contiguous shares of whole chunks, one per thread (numpy releases the GIL inside
+        # each take and ufunc, so the threads' walks overlap); each share has its own work
+        # arrays and tail pool and writes only its own rows of the outputs.  Chunks are
+        # THREAD_CHUNK_FACTOR times longer: fewer, longer calls, so fewer GIL hand-overs.
+        C = self.chunk_rows * THREAD_CHUNK_FACTOR
+        chunks = -(-n // C)
+        bounds = [min(n, (chunks * k // threads) * C) for k in range(threads + 1)]
+        errors: list[BaseException | None] = [None] * threads
 
+        def share(k: int) -> None:
+            try:
+                self._evaluate_rows(X, bounds[k], bounds[k + 1], out, C)
+            except BaseException as exc:  # re-raised by the caller's thread, below
+                errors[k] = exc
+
+        workers = [threading.Thread(target=share, args=(k,)) for k in range(1, threads)]
+        for w in workers:
+            w.start()
+        share(0)
+        for w in workers:
+            w.join()
+        for exc in errors:  # the lowest share's error first: it names the first bad row
+            if exc is not None:
+                raise exc
+        return BatchResult(actions, confidences, leaves)
+
+    def threads_for(self, n: int) -> int:
+        """Threads :meth:`evaluate` uses for *n* rows: :attr:`threads` if set, else 2 for a
+        batch of at least :data:`THREAD_MIN_ROWS` rows while a second CPU is free (this
+        process may run on 2 or more, and fewer tasks than CPUs are runnable right now,
+        the calling thread among them; where that count is not available, the 1-minute
+        load average leaves a CPU idle), else 1.  Results never depend on it (each row's
+        walk is the same)."""
+        if self.threads is not None:
+            return max(1, min(self.threads, -(-n // (self.chunk_rows * THREAD_CHUNK_FACTOR))))
+        if n < THREAD_MIN_ROWS:
+            return 1
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        if cpus < 2:
+            return 1
+        runnable = _runnable_tasks()
+        if runnable is not None:
+            return 2 if runnable < cpus else 1
+        return 2 if os.getloadavg()[0] <= cpus - 1 + THREAD_MAX_LOAD else 1
+
+    def _evaluate_rows(
+        self,
+        X: np.ndarray,
+        lo: int,
+        hi: int,
+        out: tuple[np.ndarray, np.ndarray, np.ndarray],
+        chunk_rows: int,
+    ) -> None:
+        """Evaluate rows ``lo:hi`` of *X* (contiguous float64) into their slots of *out*
+        (leaves, actions, confidences), in chunks of *chunk_rows* rows."""
+        leaves, actions, confidences = out
         F = self.n_features
-        C = min(self.chunk_rows, n)
+        C = min(chunk_rows, hi - lo)
         bufs = _Buffers(C, F)
         h, depth = self.heap_levels, self.depth
-        general_at = self._general_at_depth
         first_step = 1 if self._root_simple and depth > 0 else 0
         if first_step:
             root_f, root_t = self._root_ft
             root_l, root_r = self._root_children
         fbits, fmask = self._fbits, self._fmask
+        general_at = self._general_at_depth.tolist()
+        h_feat_take, h_thr_take = self._h_feat.take, self._h_thr.take
+        deep = depth > h
+        t_thr_take = self._t_thr.take if deep else h_thr_take
+        child2_take = self._child2.take if deep else h_thr_take
 
         # Thin tails of deep chunks, walked together (see _walk_pool).
         pool_rows: list[np.ndarray] = []
@@ -379,15 +475,16 @@ class Evaluator:
         pool_X: list[np.ndarray] = []
         pool_n, pool_from = 0, depth
 
-        for start in range(0, n, C):
-            m = min(C, n - start)
+        for start in range(lo, hi, C):
+            m = min(C, hi - start)
             b = bufs if m == C else _Buffers(m, F)
             rowoff = b.rowoff
             block = X[start : start + m]
             flat = block.reshape(-1)
             if not np.isfinite(flat, out=b.finite).all():
                 self._raise_non_finite(block, start)
-            s, s_next, fi, xv, tv, go = b.s, b.s_next, b.fi, b.xv, b.tv, b.go
+            s, s_next, fi, xv, go = b.s, b.s_next, b.fi, b.xv, b.go
+            tv = fi.view(np.float64)  # the x index is dead once x is read: one array less
 
             if first_step:  # the root's comparison straight on the column, no gathers
                 np.greater(block[:, root_f], root_t, out=go)
@@ -398,11 +495,13 @@ class Evaluator:
             out_leaves = leaves[start : start + m]
             live = m  # rows still walking: s[:live], rows idx[:live] of the chunk
             idx = None
+            views: tuple[np.ndarray, ...] | None = None  # the work arrays' first live items
             for d in range(first_step, depth):
                 heap = d < h
                 if d == h and h:
                     self._h_to_t.take(s, out=s_next, mode="clip")
                     s, s_next = s_next, s
+                    views = None
                 if not heap and (d - h) % COMPACT_EVERY == 0 and d > h:
                     # Rows standing on a leaf are done: write them out and walk on with the
                     # others only (deep unbalanced trees end most rows far above max_depth).
@@ -421,6 +520,7 @@ class Evaluator:
                         live -= n_done
                         sl.take(walking, out=s_next[:live])
                         s, s_next = s_next, s
+                        views = None
                         il.take(walking, out=fi[:live])
                         idx[:live] = fi[:live]
                         np.multiply(idx[:live], F, out=rowoff[:live])
@@ -441,29 +541,33 @@ class Evaluator:
                         pool_from = min(pool_from, d)
                         live = 0
                         break
-                sv, fv, xvv, tvv, gv = s[:live], fi[:live], xv[:live], tv[:live], go[:live]
+                if views is None:  # sliced again only when the live rows or arrays change
+                    views = (s[:live], fi[:live], xv[:live], tv[:live], go[:live])
+                    views += (rowoff[:live], s_next[:live])
+                sv, fv, xvv, tvv, gv, ro, kv = views
+                # Positional arguments (indices, axis, out, mode) and bound methods: a step is
+                # 7-8 calls, and keyword parsing is a tenth of a small call's overhead.
                 if heap:
-                    self._h_feat.take(sv, out=fv, mode="clip")
-                    np.add(fv, rowoff[:live], out=fv)
-                    flat.take(fv, out=xvv, mode="clip")
-                    self._h_thr.take(sv, out=tvv, mode="clip")
-                    np.greater(xvv, tvv, out=gv)
+                    h_feat_take(sv, None, fv, "clip")
+                    np.add(fv, ro, fv)
+                    flat.take(fv, None, xvv, "clip")
+                    h_thr_take(sv, None, tvv, "clip")
+                    np.greater(xvv, tvv, gv)
                     if general_at[d]:
                         self._categorical_lookup(sv, xvv, gv, b.flag[:live], heap)
-                    np.left_shift(sv, 1, out=sv)
-                    np.add(sv, gv, out=sv)
+                    np.left_shift(sv, 1, sv)
+                    np.add(sv, gv, sv)
                 else:
-                    kv = s_next[:live]
-                    np.bitwise_and(sv, fmask, out=fv)
-                    np.add(fv, rowoff[:live], out=fv)
-                    flat.take(fv, out=xvv, mode="clip")
-                    np.right_shift(sv, fbits, out=kv)
-                    self._t_thr.take(kv, out=tvv, mode="clip")
-                    np.greater(xvv, tvv, out=gv)
+                    np.bitwise_and(sv, fmask, fv)
+                    np.add(fv, ro, fv)
+                    flat.take(fv, None, xvv, "clip")
+                    np.right_shift(sv, fbits, kv)
+                    t_thr_take(kv, None, tvv, "clip")
+                    np.greater(xvv, tvv, gv)
                     if general_at[d]:
                         self._categorical_lookup(kv, xvv, gv, b.flag[:live], heap)
-                    np.add(kv, gv, out=kv)
-                    self._child2.take(kv, out=sv, mode="clip")
+                    np.add(kv, gv, kv)
+                    child2_take(kv, None, sv, "clip")
 
             if idx is not None:
                 out_leaves[idx[:live]] = self._t_node.take(s[:live] >> (fbits + 1))
@@ -473,7 +577,7 @@ class Evaluator:
             else:
                 np.right_shift(s, fbits + 1, out=s_next)
                 self._t_node.take(s_next, out=out_leaves, mode="clip")
-            if pool_n >= C or (pool_n and start + m == n):
+            if pool_n >= C or (pool_n and start + m == hi):
                 pooled = np.concatenate(pool_rows)
                 pooled_X = np.concatenate(pool_X).reshape(-1)
                 self._walk_pool(pooled_X, pooled, pool_states, depth - pool_from, leaves)
@@ -483,7 +587,6 @@ class Evaluator:
                 pool_rows, pool_states, pool_X, pool_n, pool_from = [], [], [], 0, depth
             self._aux.take(out_leaves, out=actions[start : start + m], mode="clip")
             self._conf.take(out_leaves, out=confidences[start : start + m], mode="clip")
-        return BatchResult(actions, confidences, leaves)
 
     def _walk_pool(
         self,
@@ -637,6 +740,17 @@ class NodeWalker:
         raise AssertionError("walk did not reach a leaf within max_depth steps")  # pragma: no cover
 
 
+def _runnable_tasks() -> int | None:
+    """Tasks runnable on the machine right now (the 4th field of Linux's /proc/loadavg,
+    the reader among them), or None where it cannot be read.  An instantaneous count: the
+    load averages lag by a minute and count this process's own threads of the last calls."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.ndarray]:
     """Arrays of *m* items carved from one block, each starting at a different offset within
     a 4 KiB page: separately allocated large arrays are page-aligned, and streaming over
@@ -657,20 +771,19 @@ def _staggered(m: int, dtypes: tuple[Any, ...], stagger: int = 576) -> list[np.n
 class _Buffers:
     """Per-chunk work arrays, reused across chunks and steps."""
 
-    __slots__ = ("fi", "finite", "flag", "go", "rowoff", "s", "s_next", "tv", "xv")
+    __slots__ = ("fi", "finite", "flag", "go", "rowoff", "s", "s_next", "xv")
     s: npt.NDArray[np.intp]
     s_next: npt.NDArray[np.intp]
     fi: npt.NDArray[np.intp]
     xv: npt.NDArray[np.float64]
-    tv: npt.NDArray[np.float64]
     go: npt.NDArray[np.bool_]
     flag: npt.NDArray[np.bool_]
     rowoff: npt.NDArray[np.intp]
     finite: npt.NDArray[np.bool_]
 
     def __init__(self, m: int, n_features: int) -> None:
-        names = ("s", "s_next", "fi", "xv", "tv", "go", "flag", "rowoff", "finite")
-        types = (np.intp, np.intp, np.intp, np.float64, np.float64, np.bool_, np.bool_, np.intp)
+        names = ("s", "s_next", "fi", "xv", "go", "flag", "rowoff", "finite")
+        types = (np.intp, np.intp, np.intp, np.float64, np.bool_, np.bool_, np.intp)
         arrays = _staggered(m, types)
         arrays.append(np.empty(m * n_features, dtype=np.bool_))
         for name, a in zip(names, arrays, strict=True):

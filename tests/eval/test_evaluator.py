@@ -519,3 +519,86 @@ def test_pool_walks_its_own_copy_of_the_parked_rows(n_floats, seed, monkeypatch)
     bad[777, 0] = np.inf
     with pytest.raises(InputError, match=r"row 777: x0: value inf is not finite"):
         Evaluator(model, chunk_rows=128).evaluate(bad)
+
+
+@pytest.mark.parametrize(("n_floats", "seed"), [(2, 7), (6, 8)])
+def test_threaded_shares_equal_one_thread(n_floats, seed, monkeypatch) -> None:
+    """A batch split between threads (contiguous shares of whole chunks, each with its own
+    work arrays and tail pool) decides every row as one thread does and as the node walker
+    does: deep unbalanced trees (heap, child tables, compaction, pools in every share), rows on
+    and one ulp beside every threshold, int and categorical features.  The non-finite refusal
+    names the first bad row whichever share holds it."""
+    source = _deep_source(44, n_floats, seed)
+    model = compile_source(source)
+    records = _boundary_records(source, 1500, seed)
+    X = encode_records(model, records)
+    walker = NodeWalker(model)
+    want = [walker.evaluate_one(x) for x in X]
+    monkeypatch.setattr(evaluator_module, "TAIL_FRACTION", 2)
+    shares: list[tuple[int, int]] = []
+    rows = Evaluator._evaluate_rows
+
+    def recording(self, X_, lo, hi, out, chunk):  # type: ignore[no-untyped-def]
+        shares.append((lo, hi))
+        assert chunk == self.chunk_rows * (1 if self.threads == 1 else factor)
+        return rows(self, X_, lo, hi, out, chunk)
+
+    factor = evaluator_module.THREAD_CHUNK_FACTOR
+    monkeypatch.setattr(Evaluator, "_evaluate_rows", recording)
+    one = Evaluator(model, chunk_rows=64, threads=1).evaluate(X)
+    assert shares == [(0, len(X))]
+    for threads, rows_, heap in ((2, 16, 3), (3, 25, 0), (2, 250, 12), (4, 2, 2)):
+        shares.clear()
+        ev = Evaluator(model, chunk_rows=rows_, heap_levels=heap, threads=threads)
+        chunk = rows_ * factor
+        res = ev.evaluate(X)
+        bounds = sorted(shares)  # contiguous shares of whole chunks covering every row
+        assert [lo for lo, _ in bounds] == [0] + [hi for _, hi in bounds[:-1]]
+        assert bounds[-1][1] == len(X) and all(lo % chunk == 0 for lo, _ in bounds)
+        assert len(bounds) == min(threads, -(-len(X) // chunk))
+        assert res.leaves.tolist() == [d.leaf for d in want] == one.leaves.tolist()
+        assert res.actions.tolist() == [d.action for d in want]
+        assert res.confidences.tolist() == [d.confidence for d in want]
+    for bad_rows, first in (([1400], 1400), ([1400, 5], 5), ([700, 1499], 700)):
+        bad = X.copy()
+        bad[bad_rows, 0] = np.nan
+        with pytest.raises(InputError, match=rf"row {first}: x0: value nan is not finite"):
+            Evaluator(model, chunk_rows=16, threads=3).evaluate(bad)
+
+
+def test_threads_only_for_large_batches(monkeypatch) -> None:
+    """Without an explicit count, a batch below THREAD_MIN_ROWS is walked by the calling
+    thread alone, and a large one by 2 threads only while a second CPU is free; an explicit
+    count is capped by the batch's chunks; the setting travels with the tables."""
+    model = compile_source(_deep_source(10, 2, 9))
+    ev = Evaluator(model)
+    assert ev.threads is None
+    running = [1]  # runnable tasks, the caller among them
+    monkeypatch.setattr(evaluator_module, "_runnable_tasks", lambda: running[0])
+    monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert ev.threads_for(1) == ev.threads_for(evaluator_module.THREAD_MIN_ROWS - 1) == 1
+    assert ev.threads_for(evaluator_module.THREAD_MIN_ROWS) == 2
+    running[0] = 2
+    assert ev.threads_for(10**7) == 1  # the second CPU is busy
+    monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert ev.threads_for(10**7) == 2  # 2 of 4 busy
+    running[0] = None  # no /proc/loadavg: the 1-minute load average decides
+    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (3.4, 0.0, 0.0))
+    assert ev.threads_for(10**7) == 2
+    monkeypatch.setattr(evaluator_module.os, "getloadavg", lambda: (3.6, 0.0, 0.0))
+    assert ev.threads_for(10**7) == 1
+    running[0] = 0
+    monkeypatch.setattr(evaluator_module.os, "sched_getaffinity", lambda pid: {0})
+    assert ev.threads_for(10**7) == 1  # one CPU
+    monkeypatch.undo()
+    count = evaluator_module._runnable_tasks()
+    assert count is None or count >= 1  # this test's own thread is running
+    fixed = Evaluator(model, chunk_rows=25, threads=4)
+    chunk = 25 * evaluator_module.THREAD_CHUNK_FACTOR  # a threaded walk's chunks
+    assert fixed.threads_for(3 * chunk) == 3 and fixed.threads_for(chunk) == 1
+    scalars, arrays = fixed.tables()
+    assert Evaluator.from_tables(model, scalars, arrays).threads == 4
+    del scalars["threads"]  # tables from before the setting existed
+    assert Evaluator.from_tables(model, scalars, arrays).threads is None
+    with pytest.raises(ValueError, match="threads"):
+        Evaluator(model, threads=0)
