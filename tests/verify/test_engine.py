@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
 from clefprove.dsl.loader import parse_text
@@ -97,6 +99,41 @@ def test_nice_float_in_interval():
     assert eg.nice_float(0.0, 8.0, 3.0) == 3.0
     v = eg.nice_float(7.839250326156615, 7.850549936294556, 0.0)
     assert 7.839250326156615 <= v <= 7.850549936294556 and len(repr(v)) <= 5
+
+
+def _nice_float_by_fractions(lo: float, hi: float, target: float) -> float:
+    """The shortest-decimal search in Fraction arithmetic (the reference)."""
+    if lo <= target <= hi:
+        return float(target)
+    up = target < lo
+    flo, fhi = Fraction(lo), Fraction(hi)
+    for digits in range(0, 18):
+        scale = 10**digits
+        q = (
+            Fraction(math.ceil(flo * scale), scale)
+            if up
+            else Fraction(math.floor(fhi * scale), scale)
+        )
+        if lo <= float(q) <= hi:
+            return float(q)
+    return lo if up else hi
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-1e300, 1e300, allow_nan=False),
+    st.floats(0, 1e6, allow_nan=False),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_nice_float_equals_the_fraction_search(lo, width, ulps, below):
+    hi = lo + width
+    for _ in range(ulps):  # also intervals a few ulps wide
+        hi = math.nextafter(hi, -math.inf) if hi > lo else hi
+    target = lo - 1.0 if below else hi + 1.0
+    if not math.isfinite(hi) or not lo <= hi:
+        return
+    assert eg.nice_float(lo, hi, target) == _nice_float_by_fractions(lo, hi, target)
 
 
 def test_when_vacuous_with_decision_terms(edge):
