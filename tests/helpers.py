@@ -12,6 +12,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: LightGBM training modes the import tests cover: binary (also with ``zero_as_missing``),
+#: multi-class, random-forest mode.
+LIGHTGBM_MODES: list[dict[str, Any]] = [
+    {"objective": "binary"},
+    {"objective": "binary", "zero_as_missing": True},
+    {"objective": "multiclass", "num_class": 3},
+    {"objective": "binary", "boosting": "rf", "bagging_fraction": 0.7, "bagging_freq": 1},
+]
+
+
 def run_cli(
     *args: str | os.PathLike[str],
     cwd: str | os.PathLike[str] | None = None,

@@ -22,6 +22,7 @@ from clefprove.errors import ImportModelError
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import common, import_model
 from clefprove.model.importers import xgboost as xgboost_importer
+from tests.helpers import LIGHTGBM_MODES
 
 
 def _routes(
@@ -68,9 +69,12 @@ def _same(got: Any, want: Any) -> None:
     assert got.sha256 == want.sha256
 
 
-def _spec(tmp_path: Path, lo: list[float], hi: list[float], actions: list[str]) -> Path:
+def _spec(
+    tmp_path: Path, lo: list[float], hi: list[float], actions: list[str], prefix: str = "f"
+) -> Path:
+    """A feature spec of float columns ``{prefix}{j}`` over [lo_j, hi_j]."""
     feats = [
-        {"name": f"f{j}", "type": "float", "min": a, "max": b, "default": a}
+        {"name": f"{prefix}{j}", "type": "float", "min": a, "max": b, "default": a}
         for j, (a, b) in enumerate(zip(lo, hi, strict=True))
     ]
     path = tmp_path / "spec.json"
@@ -313,25 +317,7 @@ def test_deep_tree_steps_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # --------------------------------------------------------------------------- LightGBM
 
 
-def _lgb_spec(tmp_path: Path, lo: list[float], hi: list[float], actions: list[str]) -> Path:
-    feats = [
-        {"name": f"Column_{j}", "type": "float", "min": a, "max": b, "default": a}
-        for j, (a, b) in enumerate(zip(lo, hi, strict=True))
-    ]
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"features": feats, "actions": actions}))
-    return path
-
-
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"objective": "binary"},
-        {"objective": "binary", "zero_as_missing": True},
-        {"objective": "multiclass", "num_class": 3},
-        {"objective": "binary", "boosting": "rf", "bagging_fraction": 0.7, "bagging_freq": 1},
-    ],
-)
+@pytest.mark.parametrize("params", LIGHTGBM_MODES)
 def test_lightgbm_trained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, params: dict[str, Any]
 ) -> None:
@@ -350,7 +336,9 @@ def test_lightgbm_trained(
     narrow = X[:50]
     specs = [
         None,
-        _lgb_spec(tmp_path, narrow.min(axis=0).tolist(), narrow.max(axis=0).tolist(), actions),
+        _spec(
+            tmp_path, narrow.min(axis=0).tolist(), narrow.max(axis=0).tolist(), actions, "Column_"
+        ),
     ]
     for spec in specs:
         got, want, fast = _routes(monkeypatch, tmp_path / "m.txt", spec, "lightgbm")
@@ -434,7 +422,7 @@ def test_lightgbm_random_trees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     path = tmp_path / "m.txt"
     path.write_text(_lgb_text(trees, n_features, n_class))
     actions = [f"c{i}" for i in range(max(n_class, 2))]
-    spec = _lgb_spec(tmp_path, [lo[0]] * n_features, [lo[1]] * n_features, actions)
+    spec = _spec(tmp_path, [lo[0]] * n_features, [lo[1]] * n_features, actions, "Column_")
     for s in (None, spec):
         got, want, _ = _routes(monkeypatch, path, s, "lightgbm")
         _same(got, want)

@@ -16,7 +16,7 @@ from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers import common, import_model
 from clefprove.model.importers import xgboost as xgboost_importer
 from clefprove.model.importers.common import Split, ValueLeaf
-from tests.helpers import categorical_xgboost
+from tests.helpers import LIGHTGBM_MODES, categorical_xgboost
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -95,15 +95,7 @@ def test_xgboost_categorical_and_forest(tmp_path: Path, monkeypatch: pytest.Monk
     _both(monkeypatch, "xgboost", tmp_path / "f.json")
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"objective": "binary"},
-        {"objective": "binary", "zero_as_missing": True},
-        {"objective": "multiclass", "num_class": 3},
-        {"objective": "binary", "boosting": "rf", "bagging_fraction": 0.7, "bagging_freq": 1},
-    ],
-)
+@pytest.mark.parametrize("params", LIGHTGBM_MODES)
 def test_lightgbm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, params: dict[str, Any]):
     X, y = _data(800, 2)
     if params.get("num_class") == 3:
