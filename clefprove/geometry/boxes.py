@@ -176,7 +176,7 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
         kind = model.nodes["kind"]
         pairs = int(model.nodes["depth"][kind == NodeKind.LEAF].sum())
         if pairs <= ANCESTOR_PAIRS_MAX:
-            return _all_leaf_boxes(model, ctx)
+            return ancestor_boxes(model, ctx, np.flatnonzero(kind == NodeKind.LEAF))
     return stepped_leaf_boxes(model, root, ctx)
 
 
@@ -192,7 +192,7 @@ def stepped_leaf_boxes(model: Model, root: int, ctx: Box) -> LeafBoxes:
     hi = np.empty((1, n_feat + 1), dtype=np.float64)
     lo[0, :n_feat] = ctx.lo
     hi[0, :n_feat] = ctx.hi
-    cats = _masked_cats(ctx, tab, 1)
+    cats = _masked_cats(ctx, tab.cat_split, 1)
     out_leaves: list[np.ndarray] = []
     out_lo: list[np.ndarray] = []
     out_hi: list[np.ndarray] = []
@@ -221,82 +221,99 @@ def stepped_leaf_boxes(model: Model, root: int, ctx: Box) -> LeafBoxes:
     return complete_boxes(model, leaves, lo, hi, cat_arrays)
 
 
-def _masked_cats(ctx: Box, tab: TreeTables, n: int) -> dict[int, np.ndarray]:
+def _masked_cats(ctx: Box, cat_split: frozenset[int], n: int) -> dict[int, np.ndarray]:
     """*n* copies of the code masks of *ctx* that boxes carry: those of categorical features
     that some split tests or the context narrows; a feature without a mask ranges over its
     whole vocabulary (see ``cat_mask``)."""
     return {
         f: np.repeat(m[None, :], n, axis=0)
         for f, m in ctx.cats.items()
-        if f in tab.cat_split or not m.all()
+        if f in cat_split or not m.all()
     }
 
 
 #: Up to this many (leaf, ancestor) pairs (the sum of the leaves' depths), the whole tree's
-#: boxes are built from each leaf's ancestors (:func:`_all_leaf_boxes`: a few dozen numpy calls
+#: boxes are built from each leaf's ancestors (:func:`ancestor_boxes`: a few dozen numpy calls
 #: whatever the depth); above it stepping down level by level is cheaper, since a node's
 #: tightening is then shared by every leaf below it (docs/performance.md, "Fixed costs").
 ANCESTOR_PAIRS_MAX = 32_768
+#: Leaves per block of :func:`ancestor_boxes` (bounds the (leaf, ancestor) pairs it holds).
+LEAF_BLOCK = 1 << 14
 
 
-def _all_leaf_boxes(model: Model, ctx: Box) -> LeafBoxes:
-    """Every leaf's box from the root, from its ancestors: the (leaf, ancestor) pairs are
-    collected by following parent links up from all leaves at once, then applied with one
-    ``ufunc.at`` per bound, root first for each leaf, as :func:`step_down` tightens level by
-    level (the same ufuncs in the same order per cell, so the same bits, signed zeros
-    included)."""
+def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
+    """The boxes of *leaves* (leaf nodes) from the root, from their ancestors: the (leaf,
+    ancestor) pairs are collected by following parent links up from all leaves at once, then
+    applied with one ``ufunc.at`` per bound, root first for each leaf, as :func:`step_down`
+    tightens level by level (the same split bounds, ufuncs and order per cell, so the same
+    bits, signed zeros included).  Needs only the parent links, not the whole tree's tables."""
     nodes = model.nodes
-    tab = tables(model)
-    kind = nodes["kind"]
+    lk = links(model)
     n_feat = len(model.features)
     width = n_feat + 1
-    leaves = np.flatnonzero(kind == NodeKind.LEAF).astype(np.int64)
+    leaves = np.asarray(leaves, dtype=np.int64)
     n = leaves.size
     lo = np.empty((n, width), dtype=np.float64)
     hi = np.empty((n, width), dtype=np.float64)
     lo[:, :n_feat] = ctx.lo
     hi[:, :n_feat] = ctx.hi
-    cats = _masked_cats(ctx, tab, n)
+    cats = _masked_cats(ctx, lk.cat_split, n)
     left = nodes["left"]
-    rows = np.arange(n, dtype=np.int64)
-    child = leaves
-    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    while rows.size:
-        parent = tab.parent[child]
-        up = parent >= 0
-        if not up.all():
-            rows, child, parent = rows[up], child[up], parent[up]
-            if not rows.size:
-                break
-        steps.append((rows, parent, left[parent] == child))
-        child = parent
-    if steps:
-        steps.reverse()  # root first: each leaf's ancestors in path order
-        r = np.concatenate([s[0] for s in steps])
-        p = np.concatenate([s[1] for s in steps])
-        went_left = np.concatenate([s[2] for s in steps])
-        f = nodes["feature"][p].astype(np.int64)
-        numeric = kind[p] == NodeKind.NUMERIC
-        cell = r * width + f
-        sel = numeric & went_left
-        np.minimum.at(hi.reshape(-1), cell[sel], tab.left_hi[p[sel]])
-        sel = numeric & ~went_left
-        np.maximum.at(lo.reshape(-1), cell[sel], tab.right_lo[p[sel]])
-        categorical = ~numeric
-        for g, m in cats.items():
-            sel = np.flatnonzero(categorical & (f == g))
-            if sel.size:
-                member = model.membership[
-                    nodes["aux"][p[sel]].astype(np.int64)[:, None] + np.arange(m.shape[1])
-                ].astype(bool)
-                # A leaf's mask is the AND over its splits on g: group the splits by leaf.
-                at = r[sel]
-                order = np.argsort(at, kind="stable")
-                at = at[order]
-                keep = (member == went_left[sel][:, None])[order]
-                starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
-                m[at[starts]] &= np.logical_and.reduceat(keep, starts, axis=0)
+    for start in range(0, n, LEAF_BLOCK):
+        rows = np.arange(start, min(n, start + LEAF_BLOCK), dtype=np.int64)
+        child = leaves[rows]
+        steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        while rows.size:
+            parent = lk.parent[child]
+            up = parent >= 0
+            if not up.all():
+                rows, child, parent = rows[up], child[up], parent[up]
+                if not rows.size:
+                    break
+            steps.append((rows, parent, left[parent] == child))
+            child = parent
+        if steps:
+            _apply_ancestors(model, lk, steps[::-1], lo, hi, cats)
     return complete_boxes(model, leaves, lo, hi, cats)
+
+
+def _apply_ancestors(
+    model: Model,
+    lk: TreeLinks,
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cats: dict[int, np.ndarray],
+) -> None:
+    """Tighten rows of *lo*, *hi*, *cats* by their (row, ancestor, went left) *steps*, given
+    root first."""
+    nodes = model.nodes
+    r = np.concatenate([s[0] for s in steps])
+    p = np.concatenate([s[1] for s in steps])
+    went_left = np.concatenate([s[2] for s in steps])
+    f = nodes["feature"][p].astype(np.int64)
+    numeric = nodes["kind"][p] == NodeKind.NUMERIC
+    # The bounds tables() holds, computed for these splits only (same ufuncs, same bits).
+    left_hi, right_lo = split_bounds(nodes["value"][p].astype(np.float64), numeric & lk.integral[f])
+    cell = r * lo.shape[1] + f
+    sel = numeric & went_left
+    np.minimum.at(hi.reshape(-1), cell[sel], left_hi[sel])
+    sel = numeric & ~went_left
+    np.maximum.at(lo.reshape(-1), cell[sel], right_lo[sel])
+    categorical = ~numeric
+    for g, m in cats.items():
+        sel = np.flatnonzero(categorical & (f == g))
+        if sel.size:
+            member = model.membership[
+                nodes["aux"][p[sel]].astype(np.int64)[:, None] + np.arange(m.shape[1])
+            ].astype(bool)
+            # A leaf's mask is the AND over its splits on g: group the splits by leaf.
+            at = r[sel]
+            order = np.argsort(at, kind="stable")
+            at = at[order]
+            keep = (member == went_left[sel][:, None])[order]
+            starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
+            m[at[starts]] &= np.logical_and.reduceat(keep, starts, axis=0)
 
 
 def step_down(
@@ -374,23 +391,12 @@ def context_box(model: Model, node: int) -> Box:
 
 def boxes_of(model: Model, leaves: np.ndarray) -> LeafBoxes:
     """The rows of ``leaf_boxes(model)`` for the given leaf nodes (sorted), computed from each
-    leaf's context alone: bit for bit what the whole tree's ``leaf_boxes`` gives them."""
-    keys = sorted(links(model).cat_split)
-    n_feat = len(model.features)
+    leaf's ancestors alone: bit for bit what the whole tree's ``leaf_boxes`` gives them."""
     leaves = np.asarray(leaves, dtype=np.int64)
-    n = leaves.size
-    lo = np.empty((n, n_feat + 1))
-    hi = np.empty((n, n_feat + 1))
-    cats = {f: np.empty((n, len(model.features[f].values)), dtype=bool) for f in keys}
-    for r, leaf in enumerate(leaves.tolist()):
-        if model.nodes["kind"][leaf] != NodeKind.LEAF:
-            raise ValueError(f"node {leaf} is not a leaf")
-        box = context_box(model, leaf)
-        lo[r, :n_feat] = box.lo
-        hi[r, :n_feat] = box.hi
-        for f in keys:
-            cats[f][r] = box.cats[f]
-    return complete_boxes(model, leaves, lo, hi, cats)
+    inner = np.flatnonzero(model.nodes["kind"][leaves] != NodeKind.LEAF)
+    if inner.size:
+        raise ValueError(f"node {int(leaves[inner[0]])} is not a leaf")
+    return ancestor_boxes(model, Box.domain(model), leaves)
 
 
 class LazyLeafBoxes:

@@ -28,18 +28,22 @@ def _same_bits(a: bx.LeafBoxes, b: bx.LeafBoxes) -> None:
     assert np.array_equal(a.actions, b.actions) and np.array_equal(a.feasible, b.feasible)
 
 
+def _from_ancestors(model, domain) -> bx.LeafBoxes:
+    return bx.ancestor_boxes(model, domain, np.flatnonzero(model.nodes["kind"] == 0))
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_ancestor_route_equals_stepping_down(data):
     model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))
     domain = bx.Box.domain(model)
-    _same_bits(bx._all_leaf_boxes(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
+    _same_bits(_from_ancestors(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
 
 
 def test_ancestor_route_on_the_example(edge):
     model = edge
     domain = bx.Box.domain(model)
-    _same_bits(bx._all_leaf_boxes(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
+    _same_bits(_from_ancestors(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
     _same_bits(bx.leaf_boxes(model), bx.stepped_leaf_boxes(model, 0, domain))
 
 
@@ -59,7 +63,7 @@ def test_signed_zeros_are_applied_in_path_order():
     }
     model = compile_source({"features": [feature], "actions": ["allow", "block"], "tree": tree})
     domain = bx.Box.domain(model)
-    fast = bx._all_leaf_boxes(model, domain)
+    fast = _from_ancestors(model, domain)
     _same_bits(fast, bx.stepped_leaf_boxes(model, 0, domain))
     assert np.signbit(fast.hi[0, 0])  # the deeper split's -0.0 is the last word
 
@@ -70,3 +74,16 @@ def test_leaf_boxes_takes_either_route_with_the_same_result(edge, monkeypatch):
     monkeypatch.setattr(bx, "ANCESTOR_PAIRS_MAX", 0)  # every tree is past the pair budget
     _same_bits(bx.leaf_boxes(edge), fast)
     _same_bits(bx.stepped_leaf_boxes(edge, 0, domain), fast)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_boxes_of_some_leaves_are_their_rows(data):
+    model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))
+    whole = bx.stepped_leaf_boxes(model, 0, bx.Box.domain(model))
+    rows = sorted(data.draw(st.sets(st.integers(0, whole.size - 1))))
+    _same_bits(bx.boxes_of(model, whole.leaves[rows]), whole.take(np.array(rows, dtype=np.int64)))
+    inner = int(np.flatnonzero(model.nodes["kind"] != 0)[0]) if model.n_nodes > 1 else None
+    if inner is not None:
+        with pytest.raises(ValueError, match=f"node {inner} is not a leaf"):
+            bx.boxes_of(model, np.array([inner]))
