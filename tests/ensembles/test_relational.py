@@ -19,6 +19,7 @@ from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import broken
 from clefprove.verify.verdicts import RelationalCounterexample
 from tests.ensembles.gen import ensembles
+from tests.ensembles.z3ref import Budget, z3_ensemble
 from tests.verify.gen import enumerate_inputs
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -182,52 +183,13 @@ def test_exhaustive_pairs_linear_when_sound(data):
 # ---------------------------------------------------------------- an independent Z3 reference
 
 
-def _z3_ensemble(model):
-    """(domain constraints, per-action decision formulas, the WholeTreeZ3 of tree 0) of the
-    whole ensemble in z3's FP theory: float64 inputs, the leaf values added tree after tree in
-    the library's precision, the margin rule."""
-    import z3
-
-    from tests.verify.gen import WholeTreeZ3
-
-    c = model.combine
-    sort = z3.Float32() if str(c.arithmetic) == "float32" else z3.Float64()
-    rne = z3.RNE()
-    refs = [WholeTreeZ3(model.tree(t)) for t in range(model.n_trees)]
-    scores = [z3.FPVal(b, sort) for b in c.base]
-    row = 0
-    for t, ref in enumerate(refs):
-        leaves = [n for n in model.tree(t).iter_nodes() if n.is_leaf]
-        for k in range(c.outputs):
-            value = None
-            for n in reversed(leaves):
-                v = z3.FPVal(float(model.values[row + leaves.index(n), k]), sort)
-                cond = z3.And(ref.path(n.index)) if ref.path(n.index) else z3.BoolVal(True)
-                value = v if value is None else z3.If(cond, v, value)
-            scores[k] = z3.fpAdd(rne, scores[k], value)
-        row += len(leaves)
-    if c.divisor != 1:
-        scores = [z3.fpDiv(rne, s, z3.FPVal(c.divisor, sort)) for s in scores]
-    if c.outputs == 1:
-        zero = z3.FPVal(0.0, sort)
-        decisions = [z3.Not(z3.fpGEQ(scores[0], zero)), z3.fpGEQ(scores[0], zero)]
-    else:
-        decisions = [
-            z3.And(
-                [z3.fpGT(scores[a], scores[j]) for j in range(a)]
-                + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)]
-            )
-            for a in range(c.outputs)
-        ]
-    return refs[0].base, decisions, refs[0]
-
-
 def z3_pair_violated(model, inv, severity) -> bool | None:
     """Whether some pair breaks the relational *inv*: two copies of the whole ensemble that
-    share every feature but f, decided by z3 (None: z3 gave up)."""
+    share every feature but f, decided by z3 (None: z3 gave up or the example's budget ran
+    out)."""
     import z3
 
-    base, decisions, ref = _z3_ensemble(model)
+    base, decisions, ref = z3_ensemble(model)
     rel = inv.ensure
     f = rel.feature
     x = ref.vars[f]
@@ -244,18 +206,16 @@ def z3_pair_violated(model, inv, severity) -> bool | None:
     when_x = ref.formula(inv.when, 0, 0.0)
     when_y = z3.substitute(when_x, (x, y))
     rank = _rank(model, severity)
+    budget = Budget()
     for a, da in enumerate(decisions):
         for b, db in enumerate(decisions):
             if not broken(rel, rank, a, b):
                 continue
             s = z3.Solver()
-            s.set("timeout", 60000)
             s.add(*base, *other, relc, when_x, when_y, da, z3.substitute(db, (x, y)))
-            r = s.check()
-            if r == z3.unknown:
-                return None
-            if r == z3.sat:
-                return True
+            r = budget.check(s)
+            if r is None or r:
+                return r
     return False
 
 

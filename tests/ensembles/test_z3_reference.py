@@ -15,7 +15,8 @@ from clefprove.dsl import checked as ck
 from clefprove.verify.ensemble import check_ensemble_invariant
 from clefprove.verify.options import CheckOptions
 from tests.ensembles.gen import ensembles
-from tests.verify.gen import WholeTreeZ3, invariants
+from tests.ensembles.z3ref import Budget, z3_ensemble
+from tests.verify.gen import invariants
 
 
 def _mentions_confidence(f) -> bool:
@@ -30,52 +31,18 @@ def _mentions_confidence(f) -> bool:
 
 
 def z3_violated(model, inv) -> bool | None:
-    """Whether some input breaks *inv*, decided by z3 on the whole ensemble."""
-    c = model.combine
-    sort = z3.Float32() if str(c.arithmetic) == "float32" else z3.Float64()
-    rne = z3.RNE()
-    refs = [WholeTreeZ3(model.tree(t)) for t in range(model.n_trees)]
-    base = refs[0].base
-    scores = [z3.FPVal(b, sort) for b in c.base]
-    row = 0
-    for t, ref in enumerate(refs):
-        tree = model.tree(t)
-        leaves = [n for n in tree.iter_nodes() if n.is_leaf]
-        for k in range(c.outputs):
-            value = None
-            for n in reversed(leaves):
-                v = z3.FPVal(float(model.values[row + leaves.index(n), k]), sort)
-                cond = z3.And(ref.path(n.index)) if ref.path(n.index) else z3.BoolVal(True)
-                value = v if value is None else z3.If(cond, v, value)
-            scores[k] = z3.fpAdd(rne, scores[k], value)
-        row += len(leaves)
-    if c.divisor != 1:
-        scores = [z3.fpDiv(rne, s, z3.FPVal(c.divisor, sort)) for s in scores]
-    if c.outputs == 1:
-        decisions = [
-            z3.Not(z3.fpGEQ(scores[0], z3.FPVal(0.0, sort))),
-            z3.fpGEQ(scores[0], z3.FPVal(0.0, sort)),
-        ]
-    else:
-        decisions = [
-            z3.And(
-                [z3.fpGT(scores[a], scores[j]) for j in range(a)]
-                + [z3.fpGEQ(scores[a], scores[j]) for j in range(a + 1, c.outputs)]
-            )
-            for a in range(c.outputs)
-        ]
-    ref = refs[0]
+    """Whether some input breaks *inv*, decided by z3 on the whole ensemble (None: z3 gave up
+    or the example's budget ran out)."""
+    base, decisions, ref = z3_ensemble(model)
+    budget = Budget()
     for a, decided in enumerate(decisions):
         s = z3.Solver()
-        s.set("timeout", 60000)
         s.add(
             *base, decided, ref.formula(inv.when, a, 0.0), z3.Not(ref.formula(inv.ensure, a, 0.0))
         )
-        r = s.check()
-        if r == z3.unknown:
-            return None
-        if r == z3.sat:
-            return True
+        r = budget.check(s)
+        if r is None or r:
+            return r
     return False
 
 
