@@ -53,20 +53,8 @@ def _when_met_at_a_landmark(model: Model, inv: ck.CheckedInvariant) -> bool:
     """Whether ``when`` holds at one of a few inputs of the domain (the defaults, the lower and
     upper corners, the middle): one such input proves it satisfiable, for the price of a few
     exact evaluations instead of the box stages."""
-    feats = model.features
-    mid = [f.min / 2 + f.max / 2 for f in feats]  # no overflow at the float64 ends
-    mid = [math.floor(v) if f.is_integral else v for f, v in zip(feats, mid, strict=True)]
-    landmarks = [
-        [min(max(float(v), f.min), f.max) for f, v in zip(feats, point, strict=True)]
-        for point in (
-            [f.default for f in feats],
-            [f.min for f in feats],
-            [f.max for f in feats],
-            mid,
-        )
-    ]
     decided = ck.mentions_decision(inv.when)
-    for x in landmarks:
+    for x in model.derived.get(("verify.landmarks",), lambda: _landmarks(model)):
         action, confidence = -1, 0.0  # read only by a 'when' that mentions the decision
         if decided:
             d = evaluator_for(model).evaluate_one(np.array(x, dtype=np.float64))
@@ -74,6 +62,22 @@ def _when_met_at_a_landmark(model: Model, inv: ck.CheckedInvariant) -> bool:
         if ck.evaluate(inv.when, x, action, confidence):
             return True
     return False
+
+
+def _landmarks(model: Model) -> tuple[list[float], ...]:
+    """The inputs of :func:`_when_met_at_a_landmark` (kept by the model)."""
+    feats = model.features
+    mid = [f.min / 2 + f.max / 2 for f in feats]  # no overflow at the float64 ends
+    mid = [math.floor(v) if f.is_integral else v for f, v in zip(feats, mid, strict=True)]
+    return tuple(
+        [min(max(float(v), f.min), f.max) for f, v in zip(feats, point, strict=True)]
+        for point in (
+            [f.default for f in feats],
+            [f.min for f in feats],
+            [f.max for f in feats],
+            mid,
+        )
+    )
 
 
 def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:
