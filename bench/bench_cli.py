@@ -17,12 +17,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import package_at  # noqa: E402
+
 COMMANDS = {
     "--help": ["--help"],
     "info": ["info", "examples/edge-allow-block.clef"],
@@ -69,13 +72,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "base.tar"
-        subprocess.run(
-            ["git", "archive", "-o", str(archive), args.baseline, "clefprove"], cwd=ROOT, check=True
-        )
-        with tarfile.open(archive) as tar:
-            tar.extractall(Path(tmp) / "base", filter="data")
-        base = Path(tmp) / "base"
+        base = package_at(args.baseline, Path(tmp) / "base")
         print(f"CLI start-up, median of {args.repeat} runs (baseline {args.baseline})")
         print(f"{'command':<24} {'baseline':>10} {'this tree':>10} {'ratio':>7}")
         for name, argv in REFERENCES.items():

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 if os.environ.get("BENCH_PACKAGE_ROOT"):  # --against: the worker imports that package
     sys.path.insert(0, os.environ["BENCH_PACKAGE_ROOT"])
 
-from bench.common import example_module, machine, table  # noqa: E402
+from bench.common import example_module, machine, package_at, table  # noqa: E402
 
 INVARIANTS = """
 severity allow < challenge < rate_limit < block
@@ -156,11 +156,7 @@ def against(rev: str, big: bool) -> None:
 
     from bench.common import extra_tree_model
 
-    base = Path(tempfile.mkdtemp(prefix="bench-relational-base-"))
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "clefprove"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    base = package_at(rev, Path(tempfile.mkdtemp(prefix="bench-relational-base-")))
     # This tree's package as it is now (later edits do not reach the run's processes).
     import shutil
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,17 @@ def example_module() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def package_at(rev: str, dest: Path) -> Path:
+    """The ``clefprove`` package as committed at git revision *rev*, extracted under *dest*
+    (``git archive``); returns *dest*, the directory to put on ``PYTHONPATH``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "clefprove"], check=True, capture_output=True
+    ).stdout
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
 
 
 def time_call(fn: Callable[[], Any], repeat: int = 5, number: int = 1) -> list[float]:

@@ -9,12 +9,13 @@ and one line, without ever serving it.  SIGTERM or Ctrl-C stops it gracefully (e
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import signal
-import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 from clefprove.errors import ClefproveError
 
@@ -105,6 +106,8 @@ def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
+        import ipaddress  # here: every command registers this module's parser
+
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name: it could resolve to anything
         return False
@@ -182,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -24,11 +24,13 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
-from multiprocessing.sharedctypes import RawValue
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 #: Room for the task indices of one group in the shared cancel word.
 _SPAN = 1 << 24
@@ -51,6 +53,10 @@ class RunPool:
     def executor(self) -> ProcessPoolExecutor:
         """The pool's executor (its processes are started here, on first use)."""
         if self._executor is None:
+            # imported here: multiprocessing and ctypes cost a run that starts no pool ~10 ms
+            from concurrent.futures import ProcessPoolExecutor
+            from multiprocessing.sharedctypes import RawValue
+
             self._cancel = RawValue("q", -1)
             self._executor = ProcessPoolExecutor(
                 max_workers=self.jobs, initializer=_init_worker, initargs=(self._cancel,)
