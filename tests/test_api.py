@@ -57,3 +57,19 @@ def test_a_single_tree_check_imports_no_ensemble_stage(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                        env=env, timeout=120)  # fmt: skip
     assert r.stdout.splitlines()[-1] == "['clefprove.model.ensemble'] 0", r.stderr
+
+
+def test_a_small_check_imports_no_pool_masked_arrays_or_sockets(tmp_path):
+    # start-up cost of every CI invocation: these are imported only by what needs them
+    root = INIT.parent.parent
+    unwanted = ["numpy.ma", "multiprocessing", "concurrent.futures.process", "socket"]
+    code = (
+        "import sys\nfrom clefprove.cli.main import main\n"
+        f"code = main(['check', {str(root / 'examples/edge-allow-block.clef')!r},"
+        f" {str(root / 'invariants')!r}, '--no-cache'])\n"
+        f"print([m for m in {unwanted!r} if m in sys.modules], code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=120)  # fmt: skip
+    assert r.stdout.splitlines()[-1] == "[] 0", r.stderr
