@@ -6,6 +6,7 @@ relational ones (:mod:`clefprove.verify.relational`), so neither imports the oth
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -50,11 +51,13 @@ def when_is_vacuous(
 
 
 def _when_met_at_a_landmark(model: Model, inv: ck.CheckedInvariant) -> bool:
-    """Whether ``when`` holds at one of a few inputs of the domain (the defaults, the lower and
-    upper corners, the middle): one such input proves it satisfiable, for the price of a few
-    exact evaluations instead of the box stages."""
+    """Whether ``when`` holds at one of a few inputs of the domain (one aimed at the literals
+    of ``when``, the defaults, the lower and upper corners, the middle): one such input proves
+    it satisfiable, for the price of a few exact evaluations instead of the box stages."""
     decided = ck.mentions_decision(inv.when)
-    for x in model.derived.get(("verify.landmarks",), lambda: _landmarks(model)):
+    landmarks = model.derived.get(("verify.landmarks",), lambda: _landmarks(model))
+    aimed = _aimed_landmark(model, inv.when, landmarks[0])
+    for x in landmarks if aimed is None else (aimed, *landmarks):
         action, confidence = -1, 0.0  # read only by a 'when' that mentions the decision
         if decided:
             d = evaluator_for(model).evaluate_one(np.array(x, dtype=np.float64))
@@ -62,6 +65,49 @@ def _when_met_at_a_landmark(model: Model, inv: ck.CheckedInvariant) -> bool:
         if ck.evaluate(inv.when, x, action, confidence):
             return True
     return False
+
+
+def _aimed_landmark(model: Model, when: ck.Formula, start: list[float]) -> list[float] | None:
+    """An input of the domain that satisfies as many single-feature literals of ``when``'s
+    top-level conjunction as it can: from *start*, each literal that does not hold moves its
+    feature to the literal's boundary (rounded onto the feature's values, clipped into its
+    range).  None when no literal moved anything.  Only a guess: the caller evaluates
+    ``when`` at it exactly."""
+    x = list(start)
+    moved = False
+    for lit in when.args if isinstance(when, ck.And) else (when,):
+        negated = isinstance(lit, ck.Not)
+        atom = lit.arg if isinstance(lit, ck.Not) else lit
+        if not isinstance(atom, ck.Compare | ck.InSet) or ck.evaluate(lit, x, -1, 0.0):
+            continue
+        if isinstance(atom, ck.InSet):
+            f = model.features[atom.feature]
+            if f.type not in (FeatureType.CATEGORICAL, FeatureType.BOOL):
+                continue
+            codes = [c for c in range(int(f.min), int(f.max) + 1) if (c in atom.codes) != negated]
+            if codes:
+                x[atom.feature], moved = float(codes[0]), True
+            continue
+        if len(atom.expr.terms) != 1 or atom.expr.terms[0][0] == ck.CONFIDENCE:
+            continue
+        ((var, coeff),) = atom.expr.terms
+        f = model.features[var]
+        # c*x + k <= 0 (< 0 if strict), or its negation: x below (or above) the boundary
+        below = (coeff > 0) != negated
+        # the boundary clipped into the range first (no float overflow), then onto the values
+        t = min(max(-atom.expr.const / coeff, Fraction(f.min)), Fraction(f.max))
+        if f.is_integral:
+            v = float(math.floor(t) if below else math.ceil(t))
+            nudged = v - 1.0 if below else v + 1.0
+        else:
+            v = float(t)
+            nudged = math.nextafter(v, -math.inf if below else math.inf)
+        if not ck.evaluate(lit, [v if i == var else w for i, w in enumerate(x)], -1, 0.0):
+            v = nudged  # the boundary itself is excluded (strict) or rounded the wrong way
+        v = min(max(v, f.min), f.max)
+        if not f.is_integral or v == math.floor(v):
+            x[var], moved = v, True
+    return x if moved else None
 
 
 def _landmarks(model: Model) -> tuple[list[float], ...]:

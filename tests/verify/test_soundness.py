@@ -151,3 +151,39 @@ def test_when_landmarks_never_contradict_the_box_probe(data):
         ev._when_met_at_a_landmark = original
     assert with_landmarks == probe
     assert not (met and probe)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_aimed_landmark_is_an_input_of_the_domain(data):
+    """The landmark aimed at ``when``'s literals is a valid input: inside every feature's
+    range, whole where the feature is integral (a point outside the domain that satisfies
+    ``when`` would call a vacuous ``when`` satisfiable)."""
+    from clefprove.verify import evidence as ev
+
+    model = data.draw(models(all_int=data.draw(st.booleans())))
+    inv = data.draw(invariants(model))
+    start = ev._landmarks(model)[0]
+    x = ev._aimed_landmark(model, inv.when, start)
+    if x is None:
+        return
+    for f, v in zip(model.features, x, strict=True):
+        assert f.min <= v <= f.max
+        assert not f.is_integral or v == int(v)
+
+
+def test_the_aimed_landmark_meets_a_when_no_corner_meets(spec_model):
+    """SPEC's scripted-clients 'when' (no default, corner or middle input is a script client
+    with path_depth >= 3) is met at the aimed landmark: no box probe needed."""
+    from clefprove.dsl.loader import parse_text
+    from clefprove.verify import evidence as ev
+
+    text = (
+        'invariant s:\n  when ua_family in {"curl", "python-requests"} and path_depth >= 3\n'
+        "  ensure action != allow\n"
+    )
+    inv = parse_text(text, spec_model, "s.inv").invariants[0]
+    assert not any(ck.evaluate(inv.when, x, -1, 0.0) for x in ev._landmarks(spec_model))
+    x = ev._aimed_landmark(spec_model, inv.when, ev._landmarks(spec_model)[0])
+    assert x is not None and ck.evaluate(inv.when, x, -1, 0.0)
+    assert ev._when_met_at_a_landmark(spec_model, inv)
