@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -47,29 +46,17 @@ class Linear:
             total += coeff * Fraction(confidence if var == CONFIDENCE else x[var])
         return total
 
-    @functools.cached_property
-    def _scaled(self) -> tuple[tuple[tuple[int, int], ...], int]:
-        """The terms and constant times the positive common denominator of them all: integer
-        coefficients with the same sign of the value everywhere."""
-        den = self.const.denominator
-        for _, c in self.terms:
-            den = den * c.denominator // math.gcd(den, c.denominator)
-        terms = tuple((v, c.numerator * (den // c.denominator)) for v, c in self.terms)
-        return terms, self.const.numerator * (den // self.const.denominator)
-
     def sign(self, x: Sequence[float], confidence: float) -> int:
-        """The sign (-1, 0, 1) of :meth:`value`, exactly, in integer arithmetic: every finite
-        float is ``a / 2**k``, so the scaled value times ``2**max(k)`` is an integer."""
-        terms, const = self._scaled
-        parts = [const]
-        shifts = [0]
-        for var, coeff in terms:
+        """The sign (-1, 0, 1) of :meth:`value`, exactly, in integer arithmetic: the running
+        sum is kept as an integer fraction over a positive denominator (every finite float is
+        ``a / 2**k``), without building or reducing a Fraction per term."""
+        num, den = self.const.numerator, self.const.denominator
+        for var, coeff in self.terms:
             a, b = float(confidence if var == CONFIDENCE else x[var]).as_integer_ratio()
-            parts.append(coeff * a)
-            shifts.append(b.bit_length() - 1)
-        top = max(shifts)
-        total = sum(p << (top - k) for p, k in zip(parts, shifts, strict=True))
-        return (total > 0) - (total < 0)
+            d = coeff.denominator * b
+            num = num * d + coeff.numerator * a * den
+            den *= d
+        return (num > 0) - (num < 0)
 
 
 class Formula:

@@ -6,7 +6,6 @@ relational ones (:mod:`clefprove.verify.relational`), so neither imports the oth
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -78,9 +77,9 @@ def _aimed_landmark(model: Model, when: ck.Formula, start: list[float]) -> list[
     for lit in when.args if isinstance(when, ck.And) else (when,):
         negated = isinstance(lit, ck.Not)
         atom = lit.arg if isinstance(lit, ck.Not) else lit
-        if not isinstance(atom, ck.Compare | ck.InSet) or ck.evaluate(lit, x, -1, 0.0):
-            continue
         if isinstance(atom, ck.InSet):
+            if (int(x[atom.feature]) in atom.codes) != negated:
+                continue
             f = model.features[atom.feature]
             if f.type not in (FeatureType.CATEGORICAL, FeatureType.BOOL):
                 continue
@@ -88,19 +87,29 @@ def _aimed_landmark(model: Model, when: ck.Formula, start: list[float]) -> list[
             if codes:
                 x[atom.feature], moved = float(codes[0]), True
             continue
-        if len(atom.expr.terms) != 1 or atom.expr.terms[0][0] == ck.CONFIDENCE:
+        if (
+            not isinstance(atom, ck.Compare)
+            or len(atom.expr.terms) != 1
+            or atom.expr.terms[0][0] == ck.CONFIDENCE
+            or ck.evaluate(lit, x, -1, 0.0)
+        ):
             continue
         ((var, coeff),) = atom.expr.terms
         f = model.features[var]
         # c*x + k <= 0 (< 0 if strict), or its negation: x below (or above) the boundary
         below = (coeff > 0) != negated
-        # the boundary clipped into the range first (no float overflow), then onto the values
-        t = min(max(-atom.expr.const / coeff, Fraction(f.min)), Fraction(f.max))
+        try:  # the boundary in float64: a guess, which the exact evaluations below test
+            t = -float(atom.expr.const) / float(coeff)
+        except (OverflowError, ZeroDivisionError):
+            continue
+        if math.isnan(t):
+            continue
+        t = min(max(t, f.min), f.max)
         if f.is_integral:
             v = float(math.floor(t) if below else math.ceil(t))
             nudged = v - 1.0 if below else v + 1.0
         else:
-            v = float(t)
+            v = t
             nudged = math.nextafter(v, -math.inf if below else math.inf)
         if not ck.evaluate(lit, [v if i == var else w for i, w in enumerate(x)], -1, 0.0):
             v = nudged  # the boundary itself is excluded (strict) or rounded the wrong way
