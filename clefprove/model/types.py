@@ -170,20 +170,20 @@ class Model(Vocabulary):
 
     @property
     def n_leaves(self) -> int:
-        return int(np.count_nonzero(self.nodes["kind"] == NodeKind.LEAF))
+        return self.derived.get(
+            ("model.n_leaves",), lambda: int(np.count_nonzero(self.nodes["kind"] == NodeKind.LEAF))
+        )
 
     def node(self, index: int) -> Node:
         """The node at *index* as a :class:`Node`."""
-        rec = self.nodes[index]
-        kind = NodeKind(int(rec["kind"]))
-        depth = int(rec["depth"])
+        # one read of the record as Python numbers (field reads of a numpy record cost ~1 µs each)
+        value, left, right, aux, feature, kind_code, depth = self.nodes[index].item()
+        kind = NodeKind(kind_code)
         if kind is NodeKind.LEAF:
-            return Node(index, kind, depth, action=int(rec["aux"]), confidence=float(rec["value"]))
-        feature = int(rec["feature"])
-        left, right = int(rec["left"]), int(rec["right"])
+            return Node(index, kind, depth, action=aux, confidence=value)
         if kind is NodeKind.NUMERIC:
-            return Node(index, kind, depth, feature, float(rec["value"]), left=left, right=right)
-        offset = int(rec["aux"])
+            return Node(index, kind, depth, feature, value, left=left, right=right)
+        offset = aux
         size = len(self.features[feature].values)
         row = self.membership[offset : offset + size]
         cats = frozenset(int(c) for c in np.flatnonzero(row))
