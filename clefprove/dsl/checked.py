@@ -52,7 +52,12 @@ class Linear:
         ``a / 2**k``), without building or reducing a Fraction per term."""
         num, den = self.const.numerator, self.const.denominator
         for var, coeff in self.terms:
-            a, b = float(confidence if var == CONFIDENCE else x[var]).as_integer_ratio()
+            v = confidence if var == CONFIDENCE else x[var]
+            if isinstance(v, float):
+                a, b = v.as_integer_ratio()
+            else:  # an int (numpy's too): exactly, as Python ints (float() rounds past 2**53)
+                q = Fraction(v)
+                a, b = int(q.numerator), int(q.denominator)
             d = coeff.denominator * b
             num = num * d + coeff.numerator * a * den
             den *= d

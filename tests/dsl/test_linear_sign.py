@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,5 +54,11 @@ def test_a_sum_that_cancels_exactly_is_zero():
     assert lin.sign([5e-324, 5e-324], 0.0) == 0
     assert lin.sign([5e-324, 0.0], 0.0) == 1
     assert lin.sign([-1.7976931348623157e308, 1.7976931348623157e308], 0.0) == -1
+    # integers, numpy's included, exactly (not through float64)
+    big = 2**53 + 1
+    lin = Linear.make({0: Fraction(1)}, -Fraction(big))
+    for v in (big, np.int64(big)):
+        assert lin.sign([v], 0.0) == 0
+    assert lin.sign([np.float64(big)], 0.0) == -1  # the float64 value is 2**53
     ident = Linear.make({0: Fraction(1)}, Fraction(0))
     assert ident.sign([0.0], 0.0) == ident.sign([-0.0], 0.0) == 0
