@@ -53,7 +53,7 @@ class RunPool:
     def executor(self) -> ProcessPoolExecutor:
         """The pool's executor (its processes are started here, on first use)."""
         if self._executor is None:
-            # imported here: multiprocessing and ctypes cost a run that starts no pool ~10 ms
+            # imported here: multiprocessing costs a run that starts no pool ~10 ms
             from concurrent.futures import ProcessPoolExecutor
             from multiprocessing.sharedctypes import RawValue
 
