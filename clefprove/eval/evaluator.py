@@ -717,6 +717,16 @@ class NodeWalker:
 
     def evaluate_one(self, x: Sequence[float] | np.ndarray) -> Decision:
         """The decision for one encoded input (a sequence of n_features floats)."""
+        return self._walk(x, None)
+
+    def path(self, x: Sequence[float] | np.ndarray) -> list[int]:
+        """Node indices from the root to the leaf that decides the encoded input *x* (as
+        :meth:`Evaluator.path`)."""
+        visited: list[int] = []
+        self._walk(x, visited)
+        return visited
+
+    def _walk(self, x: Sequence[float] | np.ndarray, visited: list[int] | None) -> Decision:
         xs = x.tolist() if isinstance(x, np.ndarray) else list(x)
         if len(xs) != len(self._lo):
             raise InputError(f"expected {len(self._lo)} values, got {len(xs)}")
@@ -727,6 +737,8 @@ class NodeWalker:
         i = 0
         for _ in range(self.model.max_depth + 1):
             k = int(kind[i])
+            if visited is not None:
+                visited.append(i)
             if k == _LEAF:
                 return Decision(int(self._aux[i]), float(value[i]), i)
             f = int(feat[i])

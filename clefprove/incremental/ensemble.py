@@ -33,6 +33,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from typing import Any
 
 import numpy as np
 
@@ -166,5 +167,5 @@ def _check_program(
     return results
 
 
-def _no_region(_leaf: int) -> tuple[str, ...]:
+def _no_region(_leaf: int, _record: dict[str, Any]) -> tuple[str, ...]:
     return ()

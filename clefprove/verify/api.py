@@ -143,11 +143,11 @@ def _check(
             progress(len(results), len(program.invariants))
     regions: dict[int, tuple[str, ...]] = {}
 
-    def region_of(leaf: int) -> tuple[str, ...]:
+    def region_of(leaf: int, record: dict[str, Any]) -> tuple[str, ...]:
         if isinstance(mdl, Ensemble):  # an ensemble's leaf is one of many trees': no region
             return ()
         if leaf not in regions:
-            regions[leaf] = describe_region(mdl, leaf)
+            regions[leaf] = describe_region(mdl, leaf, record)
         return regions[leaf]
 
     # The cache stores inputs as sorted JSON objects: restore declaration order, so that every

@@ -12,6 +12,9 @@ from typing import Any, Protocol
 
 from clefprove.status import ExitCode, Verdict
 
+#: A leaf's region text, given the leaf and an input record that reaches it.
+RegionOf = Callable[[int, dict[str, Any]], tuple[str, ...]]
+
 HOLDS, VIOLATED, UNKNOWN = Verdict.HOLDS, Verdict.VIOLATED, Verdict.UNKNOWN
 
 
@@ -129,8 +132,8 @@ class Counterexample:
     def in_feature_order(self, order: Sequence[str]) -> Counterexample:
         return replace(self, input=ordered(self.input, order))
 
-    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> Counterexample:
-        return replace(self, region=region_of(self.leaf))
+    def with_regions(self, region_of: RegionOf) -> Counterexample:
+        return replace(self, region=region_of(self.leaf, self.input))
 
     #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
     leaves: tuple[int, ...] | None = None
@@ -176,8 +179,14 @@ class RelationalCounterexample:
     feature: str
     regions: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
-    def with_regions(self, region_of: Callable[[int], tuple[str, ...]]) -> RelationalCounterexample:
-        return replace(self, regions=(region_of(self.leaves[0]), region_of(self.leaves[1])))
+    def with_regions(self, region_of: RegionOf) -> RelationalCounterexample:
+        return replace(
+            self,
+            regions=(
+                region_of(self.leaves[0], self.inputs[0]),
+                region_of(self.leaves[1], self.inputs[1]),
+            ),
+        )
 
     def in_feature_order(self, order: Sequence[str]) -> RelationalCounterexample:
         return replace(
@@ -221,11 +230,9 @@ class InvariantResult:
     #: For an ensemble: the share of the input domain proved (docs/verification.md).
     proved_share: float | None = None
 
-    def finished(
-        self, order: Sequence[str], region_of: Callable[[int], tuple[str, ...]]
-    ) -> InvariantResult:
+    def finished(self, order: Sequence[str], region_of: RegionOf) -> InvariantResult:
         """This result with every counterexample input listed in *order* and its leaf's region
-        (*region_of* a leaf index) filled in."""
+        (*region_of* a leaf index and an input that reaches it) filled in."""
         if not self.counterexamples:
             return self
         return replace(

@@ -179,6 +179,7 @@ def test_round_trip_matches_reference(tmp_path_factory, case) -> None:
             assert d.leaf == res.leaves[k]
             path_nodes = ev.path(x)
             assert path_nodes[0] == 0 and path_nodes[-1] == d.leaf
+            assert walker.path(x) == path_nodes
             assert model.node(d.leaf).is_leaf
 
 

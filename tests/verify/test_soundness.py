@@ -12,6 +12,7 @@ from clefprove.eval.evaluator import Evaluator
 from clefprove.geometry.boxes import leaf_boxes
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
+from clefprove.verify.evidence import describe_region
 from clefprove.verify.options import CheckOptions
 from tests.verify.gen import WholeTreeZ3, exhaustive_violating_leaves, invariants, models
 
@@ -41,6 +42,8 @@ def _check_counterexamples(model, inv, result):
         assert d.leaf == c.leaf and model.actions[d.action] == c.action
         assert ck.evaluate(inv.when, x, d.action, d.confidence)
         assert not ck.evaluate(inv.ensure, x, d.action, d.confidence)
+        # the region found by walking the input down equals the one up the parent links
+        assert describe_region(model, c.leaf, c.input) == describe_region(model, c.leaf)
 
 
 @pytest.mark.slow
@@ -187,3 +190,21 @@ def test_the_aimed_landmark_meets_a_when_no_corner_meets(spec_model):
     x = ev._aimed_landmark(spec_model, inv.when, ev._landmarks(spec_model)[0])
     assert x is not None and ck.evaluate(inv.when, x, -1, 0.0)
     assert ev._when_met_at_a_landmark(spec_model, inv)
+
+
+def test_a_region_from_an_input_of_another_leaf_is_the_leafs_own(spec_model):
+    """An input that does not reach the leaf (a damaged cached record) or cannot be encoded
+    is not used: the region is the leaf's, from the parent links."""
+    leaves = [n.index for n in spec_model.iter_nodes() if n.is_leaf]
+    record = {
+        "client_rtt_ms": 50.0,
+        "tls_version": 772,
+        "path_depth": 1,
+        "referer_entropy": 0.0,
+        "ua_family": "other",
+        "is_tor": False,
+    }
+    for leaf in leaves:
+        want = describe_region(spec_model, leaf)
+        assert describe_region(spec_model, leaf, record) == want
+        assert describe_region(spec_model, leaf, {"client_rtt_ms": "x"}) == want
