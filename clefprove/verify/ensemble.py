@@ -296,7 +296,10 @@ def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.nd
 
 
 def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K)."""
+    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K).
+
+    A tree with no reachable leaf (an empty region: every caller tests ``n == 0`` first)
+    gives NaN bounds, quietly: numpy's "invalid value" warning went to the user's terminal."""
     n = np.add.reduceat(reach.astype(np.int64), tab.starts)
     big = np.where(reach[:, None], tab.values, np.inf)
     small = np.where(reach[:, None], tab.values, -np.inf)
@@ -304,14 +307,15 @@ def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.n
     maxs = np.maximum.reduceat(small, tab.starts, axis=0)
     c = model.combine
     base = np.array(c.base)
-    lo = base + mins.sum(axis=0)
-    hi = base + maxs.sum(axis=0)
-    mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
-    # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
-    # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
-    terms = model.n_trees + 2
-    err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
-    return lo - err, hi + err, n, mins, maxs
+    with np.errstate(invalid="ignore"):
+        lo = base + mins.sum(axis=0)
+        hi = base + maxs.sum(axis=0)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+        # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
+        # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
+        terms = model.n_trees + 2
+        err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
+        return lo - err, hi + err, n, mins, maxs
 
 
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:

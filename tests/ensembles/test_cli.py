@@ -164,6 +164,22 @@ def test_gate_on_an_ensemble_prints_no_empty_region(toy, tmp_path):
     assert all(line.strip() != "region" for line in r.stdout.splitlines()), r.stdout
 
 
+def test_an_empty_region_of_a_relational_search_prints_no_numpy_warning(toy, tmp_path):
+    """A region that no input reaches (here: a ``when`` that leaves no ``ua_family``) got NaN
+    score bounds, and numpy's RuntimeWarning went to stderr on an exit-0 run."""
+    clef, _ = toy
+    inv = tmp_path / "empty.inv"
+    inv.write_text(
+        "invariant e:\n"
+        '  when ua_family not in {"curl", "other"} and ua_family not in {"Chrome", "Firefox"}\n'
+        "  ensure independent(path_depth)\n"
+    )
+    r = run_cli("check", clef, inv, "--no-cache")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Warning" not in r.stderr + r.stdout, r.stderr
+    assert "holds vacuously" in r.stdout
+
+
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9])
 def test_truncated_ensemble_files_exit_2_in_one_line(toy, tmp_path, cut):
     clef, inv = toy
