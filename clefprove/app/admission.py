@@ -464,13 +464,15 @@ def diff_and_record(old: str, new: str, store_dir: str) -> dict[str, Any]:
 def diff_files(old: str, new: str) -> dict[str, Any]:
     """The behaviour diff summary from the model file *old* to *new* (as ``clefprove gate
     --previous`` reports it), for two single trees or two ensembles (whose behaviour search
-    has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``); an unreadable
-    file, or a tree against an ensemble, gives ``{"error": ...}``."""
+    has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``; a tree against
+    an ensemble: not compared); an unreadable file gives ``{"error": ...}``."""
     from clefprove.incremental.ensemble_diff import diff_models
     from clefprove.model.clef import load
 
     try:
-        d = diff_models(load(old), load(new), old, new, 3, DIFF_BUDGET).to_json_dict()
+        d = diff_models(
+            load(old), load(new), old, new, 3, DIFF_BUDGET, refuse_mixed=False
+        ).to_json_dict()
     except ClefproveError as exc:
         return {"error": exc.one_line()}
     d["semantic"].pop("regions", None)
