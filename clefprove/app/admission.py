@@ -51,7 +51,9 @@ class Verdict:
     """The gate's answer on one file: ``exit_code`` as ``clefprove gate`` (0/1/2/3).
 
     ``error`` is the one-line reason of an exit 2 (the file or an invariant cannot be read);
-    ``check`` is SPEC §4's check JSON otherwise.
+    ``check`` is SPEC §4's check JSON otherwise.  ``unfit`` marks an exit 2 of a valid file
+    that the invariants cannot be checked on (they name a feature or action it lacks, or
+    cannot be read): the model is refused (409), not invalid (400).
     """
 
     exit_code: int
@@ -60,6 +62,7 @@ class Verdict:
     digests: tuple[tuple[str, str], ...] = ()  # (invariant name, digest of its checked form)
     seconds: float = 0.0
     error: str = ""
+    unfit: bool = False
 
     @property
     def admitted(self) -> bool:
@@ -134,7 +137,13 @@ def _gate(path: str, settings: GateSettings, label: str | None = None) -> tuple[
     try:
         # load(), not load_model(): a genuine .clef file, never a JSON source compiled on the way
         model = load(path) if label is None else load_bytes(Path(path).read_bytes(), label)
+    except ClefproveError as exc:
+        return Verdict(2, error=exc.one_line()), None
+    try:
         program = _program(settings.invariants, model)
+    except ClefproveError as exc:  # a valid model that the invariants do not fit
+        return Verdict(2, error=exc.one_line(), unfit=True), None
+    try:
         res = run_gate(
             path,
             program,
@@ -455,13 +464,15 @@ def diff_and_record(old: str, new: str, store_dir: str) -> dict[str, Any]:
 def diff_files(old: str, new: str) -> dict[str, Any]:
     """The behaviour diff summary from the model file *old* to *new* (as ``clefprove gate
     --previous`` reports it), for two single trees or two ensembles (whose behaviour search
-    has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``); an unreadable
-    file, or a tree against an ensemble, gives ``{"error": ...}``."""
+    has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``; a tree against
+    an ensemble: not compared); an unreadable file gives ``{"error": ...}``."""
     from clefprove.incremental.ensemble_diff import diff_models
     from clefprove.model.clef import load
 
     try:
-        d = diff_models(load(old), load(new), old, new, 3, DIFF_BUDGET).to_json_dict()
+        d = diff_models(
+            load(old), load(new), old, new, 3, DIFF_BUDGET, refuse_mixed=False
+        ).to_json_dict()
     except ClefproveError as exc:
         return {"error": exc.one_line()}
     d["semantic"].pop("regions", None)

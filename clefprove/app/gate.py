@@ -24,7 +24,6 @@ from typing import Any
 from clefprove.dsl.checked import CheckedProgram
 from clefprove.incremental import diff as df
 from clefprove.incremental.cache import ProofCache
-from clefprove.model.types import Model
 from clefprove.verify.verdicts import Report
 
 
@@ -83,8 +82,6 @@ def run_gate(
     t0 = time.perf_counter()
     model = loaded if loaded is not None else load_any(new, clef_only=True)  # full validation
     old = load_any(previous) if previous is not None else None
-    if old is not None and isinstance(old, Model) != isinstance(model, Model):
-        diff_models(old, model, str(previous), str(new))  # refuses a tree against an ensemble
     if isinstance(invariants, CheckedProgram):
         program = invariants
     else:
@@ -92,7 +89,8 @@ def run_gate(
     report = check(model, program, cache=cache, model_path=str(new), **check_options)
     d = None
     if old is not None:
-        d = diff_models(old, model, str(previous), str(new), limit=3)
+        # a tree against an ensemble (a model retrained as a forest) is reported, not refused
+        d = diff_models(old, model, str(previous), str(new), limit=3, refuse_mixed=False)
     return GateResult(
         str(new),
         model.sha256,

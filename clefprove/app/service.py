@@ -276,7 +276,8 @@ class Service:
         if verdict.exit_code == 4:  # pragma: no cover - the file changed under the gate
             return Outcome(ReloadResult.ERROR, adm.body, 4, adm.response)
         if verdict.exit_code == 2:
-            return Outcome(ReloadResult.INVALID, adm.body, 2, adm.response)
+            result = ReloadResult.REFUSED if verdict.unfit else ReloadResult.INVALID
+            return Outcome(result, adm.body, 2, adm.response)
         if verdict.sha256 != digest or verdict.check is None:  # pragma: no cover - a bug
             return Outcome(
                 ReloadResult.ERROR, {"error": "internal error: the gate checked other bytes"}, 4

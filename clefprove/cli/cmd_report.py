@@ -38,10 +38,12 @@ def behaviour_diff(
     old: Model | Ensemble, new: Model | Ensemble, old_path: str, new_path: str
 ) -> dict[str, Any]:
     """The behaviour diff from *old* to *new*: the object ``clefprove diff --format json``
-    prints (two trees or two ensembles)."""
+    prints (two trees or two ensembles; a tree against an ensemble is reported as not
+    compared, never a reason to write no report)."""
     from clefprove.incremental.ensemble_diff import diff_models
 
-    return diff_models(old, new, old_path=old_path, new_path=new_path).to_json_dict()
+    d = diff_models(old, new, old_path=old_path, new_path=new_path, refuse_mixed=False)
+    return d.to_json_dict()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -157,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.incremental.store import DEFAULT_DIR as CACHE_DIR
 
     expand_paths(args.invariants)  # an unreadable path is exit 2 before anything starts
+    if args.cache is not None and not args.no_cache:
+        from clefprove.incremental.cache import require_parent
+
+        require_parent(args.cache)
     cache = None if args.no_cache else args.cache or os.environ.get("CLEFPROVE_CACHE") or CACHE_DIR
     settings = GateSettings(
         tuple(str(os.path.abspath(p)) for p in args.invariants),

@@ -478,12 +478,9 @@ class Checker:
                 return _and(self._all(args))
             case ast.Or(args):
                 return _or(self._all(args))
-            case ast.Implies(args):
+            case ast.Implies(args):  # right-associative: a => (b => c) is not a or not b or c
                 parts = self._all(args)
-                result = parts[-1]
-                for p in reversed(parts[:-1]):
-                    result = _or((ck.Not(p), result))
-                return result
+                return _or([*(ck.Not(p) for p in parts[:-1]), parts[-1]])
             case ast.Call(name, _) if name in RELATIONAL:
                 raise self.error(
                     expr.pos, f"{name}(...) is a relational form: it must be the whole 'ensure'"

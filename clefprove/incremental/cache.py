@@ -8,8 +8,10 @@ the two, so that neither imports the other's caller.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from clefprove.dsl import checked as ck
+from clefprove.errors import ClefproveError
 from clefprove.incremental import walk
 from clefprove.incremental.store import DEFAULT_DIR, CacheStore
 from clefprove.model.ensemble import Ensemble
@@ -45,7 +47,17 @@ def open_cache(
     ``CLEFPROVE_CACHE`` environment variable, else :data:`DEFAULT_DIR`), or None when disabled."""
     if disabled:
         return None
+    if directory is not None:
+        require_parent(directory)
     return ProofCache(directory or os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR)
+
+
+def require_parent(directory: str | os.PathLike[str]) -> None:
+    """``--cache DIR`` creates DIR if it is missing, never its parents: a mistyped path must
+    not silently build a tree of directories (``-o FILE`` refuses a missing directory too)."""
+    parent = Path(os.path.abspath(directory)).parent
+    if not Path(directory).exists() and not parent.is_dir():
+        raise ClefproveError(f"--cache {directory}: directory {parent} does not exist")
 
 
 def cache_from_args(args: object) -> ProofCache | None:

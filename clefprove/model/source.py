@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
-from clefprove.model.ensemble import Combine, Ensemble, Link
+from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link
 from clefprove.model.features import (
     _check_keys,
     _fail,
@@ -135,10 +135,12 @@ class _TreeBuilder:
 class _EnsembleBuilder(_TreeBuilder):
     """Flattens several JSON trees: leaves carry value vectors, rows in node order."""
 
-    def __init__(self, features: tuple[Feature, ...], actions: tuple[str, ...], outputs: int):
+    def __init__(self, features: tuple[Feature, ...], actions: tuple[str, ...], combine: Combine):
         super().__init__(features, actions)
-        self.outputs = outputs
+        self.combine = combine
+        self.outputs = combine.outputs
         self.values: list[list[float]] = []
+        self.value_paths: list[tuple[str, bool]] = []  # per row: its JSON path, listed or not
         self.all_records: list[tuple[float, int, int, int, int, int, int]] = []
         self.sizes: list[int] = []
         self.depths: list[int] = []
@@ -163,7 +165,27 @@ class _EnsembleBuilder(_TreeBuilder):
             raise _fail(f"{path}.value", f"needs {self.outputs} number(s), one per output")
         row = [_finite(v, f"{path}.value", "a leaf value") for v in vec]
         self.values.append(row)
+        self.value_paths.append((f"{path}.value", isinstance(raw, list)))
         return (0.0, index, index, len(self.values) - 1, 0, NodeKind.LEAF, depth)
+
+    def value_table(self) -> np.ndarray:
+        """The leaf value rows, after the ``.clef`` loader's value checks that concern one
+        leaf, here named by the leaf's JSON path (the loader can only name a table row)."""
+        values = np.array(self.values, dtype=np.float64).reshape(-1, self.outputs)
+        bad = np.zeros(values.shape, dtype=bool)
+        why = ""
+        if self.combine.arithmetic is Arithmetic.FLOAT32:
+            with np.errstate(over="ignore"):
+                bad = values.astype(np.float32).astype(np.float64) != values
+            why = "is not a float32 value (float32 arithmetic)"
+        if not bad.any() and self.combine.link is Link.IDENTITY:
+            bad = (values < 0) | (values > 1)
+            why = "is outside [0, 1]: an identity link needs leaf values in [0, 1]"
+        if bad.any():
+            row, k = (int(i) for i in np.argwhere(bad)[0])
+            path, listed = self.value_paths[row]
+            raise _fail(f"{path}[{k}]" if listed else path, f"{float(values[row, k])!r} {why}")
+        return values
 
 
 _ENSEMBLE_LEAF_KEYS = {"value", "id", "samples"}
@@ -264,8 +286,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
     features = parse_features(_require(obj, "features", ""))
     actions = parse_actions(_require(obj, "actions", ""))
     combine = ensemble_combine(_require(obj, "ensemble", ""), len(actions))
-    outputs = combine.outputs
-    builder = _EnsembleBuilder(features, actions, outputs)
+    builder = _EnsembleBuilder(features, actions, combine)
     builder.build_trees(_require(obj, "trees", ""))
     meta: dict[str, Any] = {k: obj[k] for k in ("description", "metadata") if k in obj}
     return assemble_ensemble(
@@ -278,7 +299,7 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
         np.frombuffer(bytes(builder.membership), dtype=np.uint8),
         np.array(builder.sizes),
         np.array(builder.depths),
-        np.array(builder.values, dtype=np.float64).reshape(-1, outputs),
+        builder.value_table(),
         meta,
         origin,
     )

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from clefprove.report.locations import locate, repository_root
-from clefprove.report.wording import plural
+from clefprove.report.wording import plural, proved
 from clefprove.verify.verdicts import UNKNOWN, VIOLATED, RelationalCounterexample, Report
 
 
@@ -49,7 +49,10 @@ def render_github(report: Report, root: Path | None = None) -> str:
                     )
         else:
             command = "warning"
-            message = f"undecided on {plural(r.unknown_paths, unit)} (solver limits): not proved"
+            message = (
+                f"undecided on {plural(r.unknown_paths, unit)} (solver limits): not proved"
+                + proved(r.proved_share)
+            )
         if r.description:
             message = f"{r.description}\n{message}"
         props = ",".join(

@@ -10,7 +10,7 @@ from typing import Any
 
 from clefprove.report.locations import locate, repository_root
 from clefprove.report.sarif import fingerprint
-from clefprove.report.wording import plural
+from clefprove.report.wording import plural, proved
 from clefprove.verify.verdicts import UNKNOWN, VIOLATED, Report
 
 
@@ -27,6 +27,7 @@ def render_gitlab(report: Report, root: Path | None = None) -> str:
             what = f"violated on {plural(r.violating_paths, unit)}"
         else:
             what = f"undecided on {plural(r.unknown_paths, unit)} (solver limits)"
+            what += proved(r.proved_share)
         issues.append(
             {
                 "type": "issue",

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 
 from clefprove.report.locations import locate, repository_root
-from clefprove.report.wording import confidence, plural
+from clefprove.report.wording import confidence, plural, proved
 from clefprove.verify.verdicts import InvariantResult, RelationalCounterexample, Report
 
 
@@ -90,11 +90,13 @@ def render_junit(report: Report, root: Path | None = None) -> str:
             el = ET.SubElement(
                 case,
                 "error",
-                message=f"undecided on {plural(r.unknown_paths, _unit(r))}",
+                message=f"undecided on {plural(r.unknown_paths, _unit(r))}"
+                + proved(r.proved_share),
                 type="unknown",
             )
             el.text = (
                 f"{where}:{r.line}: the solver could not decide {plural(r.unknown_paths, _unit(r))}"
+                + proved(r.proved_share)
             )
         elif r.vacuous:
             out = ET.SubElement(case, "system-out")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clefprove.report.locations import Location, file_uri, locate, repository_root
-from clefprove.report.wording import plural
+from clefprove.report.wording import plural, proved
 from clefprove.verify.verdicts import (
     UNKNOWN,
     VIOLATED,
@@ -63,7 +63,7 @@ def _message(r: InvariantResult) -> str:
         return text
     return (
         f"Invariant '{r.invariant}' is undecided on {plural(r.unknown_paths, unit)} "
-        "(solver limits): it is not proved."
+        f"(solver limits): it is not proved{proved(r.proved_share)}."
     )
 
 

@@ -8,6 +8,12 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def proved(share: float | None) -> str:
+    """``" (50.3% of the input domain proved)"`` for an undecided ensemble invariant (SPEC §5:
+    the report says which share was proved), as the text warning words it; else empty."""
+    return "" if share is None else f" ({share:.1%} of the input domain proved)"
+
+
 def confidence(value: float) -> str:
     """A leaf confidence as every output prints it: the shortest repr of the float64
     (``0.91``, ``1.0``), so that it reads back to the stored value exactly."""

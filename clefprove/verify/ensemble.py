@@ -296,7 +296,10 @@ def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.nd
 
 
 def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K)."""
+    """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K).
+
+    A tree with no reachable leaf (an empty region: every caller tests ``n == 0`` first)
+    gives NaN bounds, quietly: numpy's "invalid value" warning went to the user's terminal."""
     n = np.add.reduceat(reach.astype(np.int64), tab.starts)
     big = np.where(reach[:, None], tab.values, np.inf)
     small = np.where(reach[:, None], tab.values, -np.inf)
@@ -304,14 +307,15 @@ def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.n
     maxs = np.maximum.reduceat(small, tab.starts, axis=0)
     c = model.combine
     base = np.array(c.base)
-    lo = base + mins.sum(axis=0)
-    hi = base + maxs.sum(axis=0)
-    mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
-    # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
-    # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
-    terms = model.n_trees + 2
-    err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
-    return lo - err, hi + err, n, mins, maxs
+    with np.errstate(invalid="ignore"):
+        lo = base + mins.sum(axis=0)
+        hi = base + maxs.sum(axis=0)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+        # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
+        # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
+        terms = model.n_trees + 2
+        err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
+        return lo - err, hi + err, n, mins, maxs
 
 
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
@@ -1251,6 +1255,26 @@ def tally(
     return 0, n_unknown, share
 
 
+def when_is_vacuous(
+    model: Ensemble, prep: eg.Prepared, settings: CheckOptions, deadline: float
+) -> bool:
+    """True only when ``when`` of ``prep.invariant`` is proved unsatisfiable on the domain.
+    A ``when`` about the domain alone is decided on the domain box; one that mentions the
+    decision by the same search as the invariant's, of ``when => false``, within what is left
+    of the invariant's budget (by *deadline*): vacuous when that search settles every region
+    with none violating (a region whose decisions may satisfy ``when`` is never settled)."""
+    from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain
+
+    if not ck.mentions_decision(prep.invariant.when):
+        return when_is_vacuous_on_domain(model, prep, settings)  # type: ignore[arg-type]
+    wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return False
+    res = search(model, wprep, settings, 1, left)
+    return not (res.n_violating or res.n_unknown or res.timed_out or res.unsettled > 0)
+
+
 def check_ensemble_invariant(
     model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, counterexamples: int
 ) -> Any:
@@ -1271,12 +1295,13 @@ def decide_ensemble_invariant(
     A *path* of an ensemble is a settled region of the search: ``paths_checked`` counts the
     regions settled in this run, ``paths_reused`` those of *start* that the bounds re-proved
     as they were (no split, no solver)."""
-    from clefprove.verify.evidence import decode, encode, when_is_vacuous_on_domain
+    from clefprove.verify.evidence import decode, encode
     from clefprove.verify.verdicts import Counterexample, settled_result
 
     t0 = time.perf_counter()
     prep = eg.prepare(model, inv, settings.dnf_cap)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    deadline = time.monotonic() + budget
     res = search(model, prep, settings, counterexamples, budget, start, record=True)
     evaluator = _evaluator(model)
     warnings: list[str] = []
@@ -1319,7 +1344,7 @@ def decide_ensemble_invariant(
         inv,
         n_violating,
         n_unknown,
-        lambda: when_is_vacuous_on_domain(model, prep, settings),  # type: ignore[arg-type]
+        lambda: when_is_vacuous(model, prep, settings, deadline),
         warnings,
         cexs,
         time.perf_counter() - t0,

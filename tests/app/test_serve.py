@@ -147,6 +147,7 @@ def test_every_refused_reload_keeps_the_served_model(serve, tmp_path) -> None:
         (auth(), b"", 400, "invalid"),
         (auth(), json_source, 400, "invalid"),
         (auth(), UNSAFE.read_bytes(), 409, "refused"),
+        (auth(), _renamed_feature(tmp_path).read_bytes(), 409, "refused"),
     ]
     with srv.client() as c:
         for headers, body, status, _ in cases:
@@ -165,10 +166,31 @@ def test_every_refused_reload_keeps_the_served_model(serve, tmp_path) -> None:
         assert r.status_code == 400 and "'model'" in r.json()["error"]
         m = _metrics(c)
         assert not (tmp_path / ".clefprove-store" / f"{report['model']['sha256']}.clef").exists()
-    want = {"unauthorized": 3, "invalid": 5, "refused": 2, "accepted": 0}
+    want = {"unauthorized": 3, "invalid": 5, "refused": 3, "accepted": 0}
     for result, n in want.items():
         assert m[("clefprove_reloads_total", (("result", result),))] == n, result
     assert TOKEN not in "".join(srv.stderr) + "".join(srv.stdout)
+
+
+def _renamed_feature(tmp_path: Path) -> Path:
+    """A valid .clef whose features the invariants do not fit (``client_rtt_ms`` renamed)."""
+    src = all_block_source()
+    src["features"][0]["name"] = "rtt_ms"
+    src["tree"]["feature"] = "rtt_ms"
+    return compiled(tmp_path, "renamed.clef", src)
+
+
+def test_a_valid_model_the_invariants_do_not_fit_is_refused_409(serve, tmp_path) -> None:
+    """Not a bad file (400): a valid .clef the gate cannot prove the invariants on, because
+    they name a feature it lacks, is refused like an unproved one, with the reason."""
+    srv = serve(SAFE, INVARIANTS, "--token-file", token_file(tmp_path))
+    served = srv.sha()
+    with srv.client() as c:
+        r = c.post("/reload", content=_renamed_feature(tmp_path).read_bytes(), headers=auth())
+        assert r.status_code == 409, r.text
+        error = r.json()["error"]
+        assert "unknown feature 'client_rtt_ms'" in error and "\n" not in error
+        assert c.post("/decide", json={}).json()["model"]["sha256"] == served
 
 
 def test_accepted_reload_swaps_stores_and_rolls_back(serve, tmp_path) -> None:
@@ -379,6 +401,7 @@ def _serve_cli(*args: str, cwd) -> subprocess.CompletedProcess[str]:  # type: ig
         ((str(SAFE), "missing.inv", "--addr", "127.0.0.1:0"), 2, "missing.inv"),
         ((str(SAFE), str(INVARIANTS), "--token-file", "absent"), 2, "token file"),
         ((str(SAFE), str(INVARIANTS), "--gate-nice", "20"), 2, "--gate-nice 20"),
+        ((str(SAFE), str(INVARIANTS), "--cache", "no/such/dir"), 2, "does not exist"),
     ],
 )
 def test_start_up_refusals(tmp_path, args, code, words) -> None:
@@ -386,6 +409,7 @@ def test_start_up_refusals(tmp_path, args, code, words) -> None:
     assert r.returncode == code, r.stderr
     assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "Traceback" not in r.stderr and "listening" not in r.stderr
+    assert not (tmp_path / "no").exists()
 
 
 def test_missing_serve_extra_names_the_install_command(tmp_path) -> None:

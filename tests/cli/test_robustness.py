@@ -907,3 +907,16 @@ def test_stderr_closed_keeps_the_exit_status(work: Path, argv: list[str], code: 
         timeout=120,
     )
     assert res.returncode == code
+
+
+@pytest.mark.parametrize("command", ["check", "gate"])
+def test_cache_in_a_missing_directory_is_refused(work: Path, command: str) -> None:
+    """``--cache DIR`` creates DIR, never its missing parents (a mistyped path must not
+    build a tree of directories); the run stops before any check, like ``-o`` does."""
+    cache = work / "no" / "such" / "cache"
+    res = clefprove(command, "model.clef", "edge.inv", "--cache", str(cache), cwd=work)
+    assert_usage_error(res, f"directory {work / 'no' / 'such'} does not exist")
+    assert not (work / "no").exists()
+    res = clefprove(command, "model.clef", "edge.inv", "--cache", str(work / "new"), cwd=work)
+    assert res.returncode in (0, 1), res.stderr
+    assert (work / "new").is_dir()

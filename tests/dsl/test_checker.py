@@ -191,6 +191,21 @@ def test_condition_forms(spec_model, cond: str, expected) -> None:
     assert when_of(spec_model, cond) == expected
 
 
+def test_a_long_implies_chain_is_one_flat_or_built_once(spec_model, monkeypatch) -> None:
+    """``a implies b implies ... z`` is one Or of n terms, built once; it was rebuilt once per
+    term, copying the growing tuple (quadratic: about two minutes for a 100,000-term chain)."""
+    from clefprove.dsl import checker
+
+    built = []
+    real = checker._or
+    monkeypatch.setattr(checker, "_or", lambda parts: built.append(1) or real(parts))
+    n = 2_000
+    f = when_of(spec_model, " implies ".join(["path_depth > 1"] * n))
+    assert isinstance(f, Or) and len(f.args) == n
+    assert f.args[0] == Not(lt(1, depth=-1)) and f.args[-1] == lt(1, depth=-1)
+    assert len(built) == 1
+
+
 @pytest.mark.parametrize(
     ("cond", "expected"),
     [

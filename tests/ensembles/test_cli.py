@@ -154,6 +154,30 @@ def test_gate_on_an_ensemble(toy, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("order", ["tree_to_ensemble", "ensemble_to_tree"])
+def test_gate_previous_of_the_other_kind_is_reported_not_refused(toy, tmp_path, order):
+    """docs/incremental.md: the diff never changes the gate's status. A model retrained as a
+    forest (or back) was exit 2 ('cannot be compared') with every invariant holding."""
+    clef, _ = toy
+    tree = tmp_path / "tree.clef"
+    assert run_cli("compile", Path(__file__).parent.parent / "fixtures" / "spec_model.json",
+                   "-o", tree).returncode == 0  # fmt: skip
+    new, old = (clef, tree) if order == "tree_to_ensemble" else (tree, clef)
+    inv = tmp_path / "ok.inv"
+    inv.write_text("invariant sure:\n  ensure confidence >= 0\n")
+    r = run_cli("gate", new, inv, "--previous", old, "--no-cache", "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["gate"] == "pass" and out["diff"]["semantic"]["comparable"] is False
+    assert "diff compares two trees or two ensembles" in out["diff"]["semantic"]["reason"]
+    r = run_cli("gate", new, inv, "--previous", old, "--no-cache")
+    assert r.returncode == 0 and "behaviour not compared" in r.stdout, r.stdout + r.stderr
+    md = tmp_path / "review.md"  # the report's diff section says so too, and is written
+    r = run_cli("report", new, inv, "--previous", old, "-o", md)
+    assert r.returncode == 0, r.stderr
+    assert "diff compares two trees or two ensembles" in md.read_text()
+
+
 def test_gate_on_an_ensemble_prints_no_empty_region(toy, tmp_path):
     clef, _ = toy
     inv = tmp_path / "bad.inv"
@@ -162,6 +186,22 @@ def test_gate_on_an_ensemble_prints_no_empty_region(toy, tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "counterexample {" in r.stdout
     assert all(line.strip() != "region" for line in r.stdout.splitlines()), r.stdout
+
+
+def test_an_empty_region_of_a_relational_search_prints_no_numpy_warning(toy, tmp_path):
+    """A region that no input reaches (here: a ``when`` that leaves no ``ua_family``) got NaN
+    score bounds, and numpy's RuntimeWarning went to stderr on an exit-0 run."""
+    clef, _ = toy
+    inv = tmp_path / "empty.inv"
+    inv.write_text(
+        "invariant e:\n"
+        '  when ua_family not in {"curl", "other"} and ua_family not in {"Chrome", "Firefox"}\n'
+        "  ensure independent(path_depth)\n"
+    )
+    r = run_cli("check", clef, inv, "--no-cache")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Warning" not in r.stderr + r.stdout, r.stderr
+    assert "holds vacuously" in r.stdout
 
 
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9])

@@ -171,4 +171,6 @@ def test_the_services_reload_diff_of_two_ensembles(tmp_path):
 
     clef = tmp_path / "tree.clef"
     assert main(["compile", str(tree), "-o", str(clef)]) == 0
-    assert "cannot be compared with a single tree" in diff_files(str(clef), str(b))["error"]
+    mixed = diff_files(str(clef), str(b))  # as the gate reports it: not compared
+    assert "error" not in mixed and mixed["semantic"]["comparable"] is False, mixed
+    assert "diff compares two trees or two ensembles" in mixed["semantic"]["reason"]

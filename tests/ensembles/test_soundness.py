@@ -7,7 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import parse_text
 from clefprove.eval.ensemble import EnsembleEvaluator
+from clefprove.model.source import compile_source
 from clefprove.verify.ensemble import check_ensemble_invariant
 from clefprove.verify.options import CheckOptions
 from tests.ensembles.gen import ensembles
@@ -53,7 +55,8 @@ def _confirm(model, inv, result):
 def test_exhaustive_integer_domains(data):
     model = data.draw(ensembles(all_int=True))
     inv = data.draw(invariants(model))
-    truth = _violating_inputs(model, inv, enumerate_inputs(model))
+    X = enumerate_inputs(model)
+    truth = _violating_inputs(model, inv, X)
     result = check_ensemble_invariant(model, inv, CheckOptions(timeout=30), 3)
     assert result.status == ("violated" if truth else "holds"), (truth[:3], result)
     if truth:
@@ -61,6 +64,46 @@ def test_exhaustive_integer_domains(data):
         _confirm(model, inv, result)
     else:
         assert result.proved_share == 1.0
+        assert result.vacuous == (not _when_inputs(model, inv, X)), result
+
+
+def _when_inputs(model, inv, X):
+    """The rows of *X* that satisfy ``when`` on the ensemble's own decisions."""
+    b = EnsembleEvaluator(model).evaluate(X)
+    return [
+        i
+        for i in range(X.shape[0])
+        if ck.evaluate(inv.when, X[i].tolist(), int(b.actions[i]), float(b.confidences[i]))
+    ]
+
+
+VACUOUS_WHEN = """
+severity allow < challenge < block
+invariant never_challenge: when action == challenge ensure false
+invariant never_unsure: when confidence < 0.4 and k >= 0 ensure action == block
+invariant sometimes: when action == allow ensure k <= 1
+"""
+
+
+def test_vacuity_of_a_when_about_the_decision():
+    """SPEC §4: an invariant whose ``when`` no input satisfies holds vacuously, also when
+    ``when`` is about the decision: this ensemble never decides ``challenge`` (a tie goes to
+    ``allow``) and is never less than 0.42 confident."""
+    src = {
+        "name": "e", "version": "1",
+        "features": [{"name": "k", "type": "int", "min": 0, "max": 3, "default": 0}],
+        "actions": ["allow", "challenge", "block"],
+        "ensemble": {"link": "softmax", "rule": "proba"},
+        "trees": [{"feature": "k", "threshold": 1.5,
+                   "left": {"value": [1.0, 1.0, 0.0]}, "right": {"value": [0.0, 0.0, 2.0]}}],
+    }  # fmt: skip
+    model = compile_source(src)
+    program = parse_text(VACUOUS_WHEN, model)
+    results = [check_ensemble_invariant(model, inv, CheckOptions(timeout=30), 3)
+               for inv in program.invariants]  # fmt: skip
+    assert [r.status for r in results] == ["holds"] * 3
+    assert [r.vacuous for r in results] == [True, True, False]
+    assert "holds vacuously" in " ".join(results[0].warnings)
 
 
 def _dense_rows(model, rng, n=3000):

@@ -185,6 +185,21 @@ def test_crafted_combine_metadata(toy):
         (lambda s: s["ensemble"].update(rule="half"), "rule 'half' needs a logistic link"),
         (lambda s: s["ensemble"].update(base=[0.1, 0, 0]), "float32 arithmetic needs float32"),
         (lambda s: s["ensemble"].update(link="identity"), "identity link needs leaf values"),
+        (
+            lambda s: s["trees"][1]["right"]["left"].update(value=[0, 0.1, 0]),
+            "trees[1].right.left.value[1]: 0.1 is not a float32 value",
+        ),
+        (
+            lambda s: s.update(
+                ensemble={"link": "identity", "divisor": 3},
+                trees=[
+                    {"value": [0.25, 0.5, 0.25]},
+                    {"value": [0.5, 0.5, 0]},
+                    {"value": [2, 0, 0]},
+                ],
+            ),
+            "trees[2].value[0]: 2.0 is outside [0, 1]: an identity link needs leaf values",
+        ),
         (lambda s: s["ensemble"].update(bogus=1), "unknown key 'bogus'"),
         (lambda s: s["trees"][0].update(feature="nope"), "trees[0].feature: unknown feature"),
         (lambda s: s["trees"][0]["left"].update(action="allow"), "unknown key 'action'"),

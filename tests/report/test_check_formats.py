@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -168,3 +169,27 @@ def test_junit_counts_in_the_singular(tmp_path):
     failure = ET.fromstring(xml).find(".//failure")
     assert failure.get("message") == "violated on 1 path"
     assert "1 paths" not in xml and "1 path" in failure.text
+
+
+def test_ci_formats_say_which_share_of_an_undecided_ensemble_was_proved(report):
+    """SPEC §5: an undecided ensemble invariant is ``unknown`` and the report says which share
+    of the input domain was proved; the JSON and text said it, SARIF and JUnit did not."""
+    from clefprove.report.formats import render_report
+    from clefprove.status import Verdict
+
+    r = dataclasses.replace(
+        report.results[0],
+        status=Verdict.UNKNOWN,
+        violating_paths=0,
+        unknown_paths=1,
+        counterexamples=(),
+        proved_share=0.503247,
+    )
+    rep = dataclasses.replace(report, results=(r,))
+    sarif = json.loads(render_sarif(rep, root=ROOT))
+    jsonschema.validate(sarif, SCHEMA, cls=jsonschema.Draft4Validator)
+    assert "(50.3% of the input domain proved)" in sarif["runs"][0]["results"][0]["message"]["text"]
+    error = ET.fromstring(render_junit(rep, root=ROOT)).find(".//error")
+    assert error is not None and "50.3% of the input domain proved" in error.get("message", "")
+    assert "50.3% of the input domain proved" in render_report(rep, "gitlab")
+    assert "50.3%25 of the input domain proved" in render_report(rep, "github")  # '%' escaped
