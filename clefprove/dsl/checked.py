@@ -46,6 +46,23 @@ class Linear:
             total += coeff * Fraction(confidence if var == CONFIDENCE else x[var])
         return total
 
+    def sign(self, x: Sequence[float], confidence: float) -> int:
+        """The sign (-1, 0 or 1) of :meth:`value`, exactly; one term in integer arithmetic
+        (``c * p/q + k`` has the sign of ``c.num * p * k.den + k.num * c.den * q``, every
+        denominator positive), without a Fraction per input value."""
+        ratio = None
+        if len(self.terms) == 1:
+            var, coeff = self.terms[0]
+            # (numpy's integer scalars have no as_integer_ratio: those take value())
+            ratio = getattr(confidence if var == CONFIDENCE else x[var], "as_integer_ratio", None)
+        if ratio is None:
+            v = self.value(x, confidence)
+            return int(v > 0) - int(v < 0)
+        p, q = ratio()
+        k = self.const
+        s: int = coeff.numerator * p * k.denominator + k.numerator * coeff.denominator * q
+        return (s > 0) - (s < 0)
+
 
 class Formula:
     """Base class of checked boolean formulas."""
@@ -221,8 +238,8 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
         case Const(value):
             return value
         case Compare(expr, strict):
-            v = expr.value(x, confidence)
-            return v < 0 if strict else v <= 0
+            sign = expr.sign(x, confidence)
+            return sign < 0 if strict else sign <= 0
         case InSet(feature, codes):
             return int(x[feature]) in codes
         case ActionIn(actions):
