@@ -384,6 +384,7 @@ class SearchResult:
     settled: list[Settled] = field(default_factory=list)  # with record: the partition
     reused: int = 0  # regions of the starting partition settled as they were
     seeded: bool = False  # the search started from a stored partition
+    probes: list[np.ndarray] = field(default_factory=list)  # an input of each root (vacuity)
 
     def settle(self, g: Region, record: bool) -> None:
         """Count *g* as settled by the bounds alone (reused when it is a stored region), and
@@ -677,6 +678,21 @@ def _point(model: Ensemble, g: Region) -> np.ndarray:
     return eg.nice_point(model, rows, 0)
 
 
+def _probe(model: Ensemble, g: Region) -> np.ndarray:
+    """An input of region *g* when it is simple to give (the middle, whole numbers rounded
+    down, the first code of a categorical set): what ``when`` is tried at first to show it
+    is not vacuous (:func:`~clefprove.verify.evidence.when_met_at` checks it is an input)."""
+    x = g.lo / 2 + g.hi / 2  # no overflow at the float64 ends
+    for i, f in enumerate(model.features):
+        if i in g.cats:
+            codes = np.flatnonzero(g.cats[i])
+            x[i] = float(codes[0]) if codes.size else g.lo[i]
+        elif f.is_integral:
+            x[i] = math.floor(x[i])
+    out: np.ndarray = np.minimum(np.maximum(x, g.lo), g.hi)
+    return out
+
+
 def search(
     model: Ensemble,
     prep: eg.Prepared,
@@ -742,6 +758,7 @@ def search(
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
+            res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
     mentions_conf = _mentions_confidence(prep.violation, n_feat)
@@ -1319,7 +1336,7 @@ def decide_ensemble_invariant(
         inv,
         n_violating,
         n_unknown,
-        lambda: when_is_vacuous_on_domain(model, prep, settings),  # type: ignore[arg-type]
+        lambda: when_is_vacuous_on_domain(model, prep, settings, res.probes),  # type: ignore[arg-type]
         warnings,
         cexs,
         time.perf_counter() - t0,

@@ -145,3 +145,51 @@ def test_steps_are_step_region_by_region(data) -> None:
         single = [ve._step(model, tab, g, f, mentions) for g, f in items]
         for a, b in zip(batched, single, strict=True):
             _same_step(a, b)
+
+
+@SETTINGS
+@given(st.data())
+def test_vacuity_probes_agree_with_the_domain_check(data) -> None:
+    """``when_is_vacuous_on_domain`` with the search's root inputs as probes (branch
+    ``ensspeed``) gives what the full check gives without them; every probe is an input of
+    the domain that lies in its root."""
+    from clefprove.verify import engine as eg
+    from clefprove.verify import evidence as ev
+    from clefprove.verify.options import CheckOptions
+    from tests.verify.gen import invariants
+
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=3))
+    inv = data.draw(invariants(model))
+    if inv.is_relational:
+        return
+    opts = CheckOptions(timeout=5)
+    prep = eg.prepare(model, inv)
+    res = ve.search(model, prep, opts, 1, 5.0)
+    for p in res.probes:
+        for i, f in enumerate(model.features):
+            assert f.min <= p[i] <= f.max
+            assert not f.is_integral or p[i] == np.floor(p[i])
+    full = ev.when_is_vacuous_on_domain(model, prep, opts)
+    assert ev.when_is_vacuous_on_domain(model, prep, opts, res.probes) == full
+    if ev.when_met_at(model, inv.when, res.probes):
+        assert not full
+
+
+@SETTINGS
+@given(ensembles(all_int=True, max_trees=1))
+def test_when_met_at_skips_inputs_outside_the_domain(model) -> None:
+    """A point outside a feature's range, or not whole for an integral feature, is no input."""
+    from clefprove.dsl import checked as ck
+    from clefprove.verify import evidence as ev
+
+    f = model.features[0]
+    true = ck.Const(True)
+    inside = np.array([g.min for g in model.features], dtype=np.float64)
+    assert ev.when_met_at(model, true, [inside])
+    above = inside.copy()
+    above[0] = f.max + 1.0
+    assert not ev.when_met_at(model, true, [above])
+    if f.max > f.min:
+        half = inside.copy()
+        half[0] = f.min + 0.5
+        assert not ev.when_met_at(model, true, [half])
