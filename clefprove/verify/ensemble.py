@@ -44,7 +44,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
-from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -84,6 +84,10 @@ class Tables:
     cuts: tuple[np.ndarray, ...]  # per feature: sorted distinct cuts (left-child hi bounds)
     flat: Model  # a one-leaf model: the per-path engine's view of a region
     cut_lists: tuple[list[float], ...] = ()  # ``cuts`` as lists (bisect)
+    # every node's (numeric split's) tightened bounds, ``geometry.boxes.tables`` of each tree
+    # concatenated: the search's splits read them without a view of the tree
+    left_hi: np.ndarray = field(default_factory=lambda: np.empty(0))
+    right_lo: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
@@ -190,6 +194,8 @@ def _tables(model: Ensemble) -> Tables:
         tuple(cuts),
         flat,
         tuple(c.tolist() for c in cuts),
+        left_hi,
+        right_lo,
     )
 
 
@@ -446,31 +452,31 @@ def _split_node(
     ``(left_hi, right_lo)`` bounds of a numeric split, or the left code mask of a categorical
     one."""
     order = np.argsort(-spread, kind="stable")
+    nodes = model.nodes  # every tree's, child indices within the tree (offset by its root)
+    kinds, feats, lefts, rights = nodes["kind"], nodes["feature"], nodes["left"], nodes["right"]
     for t in order.tolist():
         if n_reach[t] < 2:
             continue
-        tree = model.tree(t)
-        tt = tables(tree)
-        nodes = tree.nodes
-        i = 0
-        while int(nodes["kind"][i]) != NodeKind.LEAF:
-            f = int(nodes["feature"][i])
-            if int(nodes["kind"][i]) == NodeKind.NUMERIC:
-                left_hi, right_lo = float(tt.left_hi[i]), float(tt.right_lo[i])
+        root = int(model.roots[t])
+        i = root
+        while int(kinds[i]) != NodeKind.LEAF:
+            f = int(feats[i])
+            if int(kinds[i]) == NodeKind.NUMERIC:
+                left_hi, right_lo = float(tab.left_hi[i]), float(tab.right_lo[i])
                 if g.hi[f] <= left_hi:
-                    i = int(nodes["left"][i])
+                    i = root + int(lefts[i])
                 elif g.lo[f] >= right_lo:
-                    i = int(nodes["right"][i])
+                    i = root + int(rights[i])
                 else:
                     return f, (left_hi, right_lo)
             else:
                 off = int(nodes["aux"][i])
-                member = np.asarray(tree.membership[off : off + g.cats[f].size], dtype=bool)
+                member = np.asarray(model.membership[off : off + g.cats[f].size], dtype=bool)
                 inside = g.cats[f] & member
                 if not inside.any():
-                    i = int(nodes["right"][i])
+                    i = root + int(rights[i])
                 elif not (g.cats[f] & ~member).any():
-                    i = int(nodes["left"][i])
+                    i = root + int(lefts[i])
                 else:
                     return f, member
     return None
