@@ -1301,7 +1301,7 @@ def decide_ensemble_invariant(
     prep = eg.prepare(model, inv, settings.dnf_cap)
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
     res = search(model, prep, settings, counterexamples, budget, start, record=True)
-    evaluator = _evaluator(model)
+    evaluator = _evaluator(model) if res.violating else None  # (built for witnesses only)
     warnings: list[str] = []
     cexs: list[Counterexample] = []
     confirmed = 0
@@ -1313,7 +1313,7 @@ def decide_ensemble_invariant(
         ok = np.array_equal(xe, x) and all(
             f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
         )
-        d = evaluator.evaluate_one(xe) if ok else None
+        d = evaluator.evaluate_one(xe) if ok and evaluator is not None else None
         xs = xe.tolist()
         if (
             d is None
