@@ -36,7 +36,7 @@ import itertools
 import math
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
-from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds, tables
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -84,6 +84,10 @@ class Tables:
     cuts: tuple[np.ndarray, ...]  # per feature: sorted distinct cuts (left-child hi bounds)
     flat: Model  # a one-leaf model: the per-path engine's view of a region
     cut_lists: tuple[list[float], ...] = ()  # ``cuts`` as lists (bisect)
+    # every node's (numeric split's) tightened bounds, ``geometry.boxes.tables`` of each tree
+    # concatenated: the search's splits read them without a view of the tree
+    left_hi: np.ndarray = field(default_factory=lambda: np.empty(0))
+    right_lo: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def ensemble_tables(model: Ensemble) -> Tables:
@@ -190,6 +194,8 @@ def _tables(model: Ensemble) -> Tables:
         tuple(cuts),
         flat,
         tuple(c.tolist() for c in cuts),
+        left_hi,
+        right_lo,
     )
 
 
@@ -388,6 +394,7 @@ class SearchResult:
     settled: list[Settled] = field(default_factory=list)  # with record: the partition
     reused: int = 0  # regions of the starting partition settled as they were
     seeded: bool = False  # the search started from a stored partition
+    probes: list[np.ndarray] = field(default_factory=list)  # an input of each root (vacuity)
 
     def settle(self, g: Region, record: bool) -> None:
         """Count *g* as settled by the bounds alone (reused when it is a stored region), and
@@ -449,31 +456,31 @@ def _split_node(
     ``(left_hi, right_lo)`` bounds of a numeric split, or the left code mask of a categorical
     one."""
     order = np.argsort(-spread, kind="stable")
+    nodes = model.nodes  # every tree's, child indices within the tree (offset by its root)
+    kinds, feats, lefts, rights = nodes["kind"], nodes["feature"], nodes["left"], nodes["right"]
     for t in order.tolist():
         if n_reach[t] < 2:
             continue
-        tree = model.tree(t)
-        tt = tables(tree)
-        nodes = tree.nodes
-        i = 0
-        while int(nodes["kind"][i]) != NodeKind.LEAF:
-            f = int(nodes["feature"][i])
-            if int(nodes["kind"][i]) == NodeKind.NUMERIC:
-                left_hi, right_lo = float(tt.left_hi[i]), float(tt.right_lo[i])
+        root = int(model.roots[t])
+        i = root
+        while int(kinds[i]) != NodeKind.LEAF:
+            f = int(feats[i])
+            if int(kinds[i]) == NodeKind.NUMERIC:
+                left_hi, right_lo = float(tab.left_hi[i]), float(tab.right_lo[i])
                 if g.hi[f] <= left_hi:
-                    i = int(nodes["left"][i])
+                    i = root + int(lefts[i])
                 elif g.lo[f] >= right_lo:
-                    i = int(nodes["right"][i])
+                    i = root + int(rights[i])
                 else:
                     return f, (left_hi, right_lo)
             else:
                 off = int(nodes["aux"][i])
-                member = np.asarray(tree.membership[off : off + g.cats[f].size], dtype=bool)
+                member = np.asarray(model.membership[off : off + g.cats[f].size], dtype=bool)
                 inside = g.cats[f] & member
                 if not inside.any():
-                    i = int(nodes["right"][i])
+                    i = root + int(rights[i])
                 elif not (g.cats[f] & ~member).any():
-                    i = int(nodes["left"][i])
+                    i = root + int(lefts[i])
                 else:
                     return f, member
     return None
@@ -681,6 +688,21 @@ def _point(model: Ensemble, g: Region) -> np.ndarray:
     return eg.nice_point(model, rows, 0)
 
 
+def _probe(model: Ensemble, g: Region) -> np.ndarray:
+    """An input of region *g* when it is simple to give (the middle, whole numbers rounded
+    down, the first code of a categorical set): what ``when`` is tried at first to show it
+    is not vacuous (:func:`~clefprove.verify.evidence.when_met_at` checks it is an input)."""
+    x = g.lo / 2 + g.hi / 2  # no overflow at the float64 ends
+    for i, f in enumerate(model.features):
+        if i in g.cats:
+            codes = np.flatnonzero(g.cats[i])
+            x[i] = float(codes[0]) if codes.size else g.lo[i]
+        elif f.is_integral:
+            x[i] = math.floor(x[i])
+    out: np.ndarray = np.minimum(np.maximum(x, g.lo), g.hi)
+    return out
+
+
 def search(
     model: Ensemble,
     prep: eg.Prepared,
@@ -746,6 +768,7 @@ def search(
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
+            res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
     mentions_conf = _mentions_confidence(prep.violation, n_feat)
@@ -1256,17 +1279,22 @@ def tally(
 
 
 def when_is_vacuous(
-    model: Ensemble, prep: eg.Prepared, settings: CheckOptions, deadline: float
+    model: Ensemble,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    deadline: float,
+    probes: Sequence[np.ndarray] = (),
 ) -> bool:
     """True only when ``when`` of ``prep.invariant`` is proved unsatisfiable on the domain.
-    A ``when`` about the domain alone is decided on the domain box; one that mentions the
+    A ``when`` about the domain alone is decided on the domain box (after the inputs
+    *probes*, the search's roots, are tried); one that mentions the
     decision by the same search as the invariant's, of ``when => false``, within what is left
     of the invariant's budget (by *deadline*): vacuous when that search settles every region
     with none violating (a region whose decisions may satisfy ``when`` is never settled)."""
     from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain
 
     if not ck.mentions_decision(prep.invariant.when):
-        return when_is_vacuous_on_domain(model, prep, settings)  # type: ignore[arg-type]
+        return when_is_vacuous_on_domain(model, prep, settings, probes)  # type: ignore[arg-type]
     wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     left = deadline - time.monotonic()
     if left <= 0:
@@ -1303,7 +1331,7 @@ def decide_ensemble_invariant(
     budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
     deadline = time.monotonic() + budget
     res = search(model, prep, settings, counterexamples, budget, start, record=True)
-    evaluator = _evaluator(model)
+    evaluator = _evaluator(model) if res.violating else None  # (built for witnesses only)
     warnings: list[str] = []
     cexs: list[Counterexample] = []
     confirmed = 0
@@ -1315,7 +1343,7 @@ def decide_ensemble_invariant(
         ok = np.array_equal(xe, x) and all(
             f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
         )
-        d = evaluator.evaluate_one(xe) if ok else None
+        d = evaluator.evaluate_one(xe) if ok and evaluator is not None else None
         xs = xe.tolist()
         if (
             d is None
@@ -1344,7 +1372,7 @@ def decide_ensemble_invariant(
         inv,
         n_violating,
         n_unknown,
-        lambda: when_is_vacuous(model, prep, settings, deadline),
+        lambda: when_is_vacuous(model, prep, settings, deadline, res.probes),
         warnings,
         cexs,
         time.perf_counter() - t0,

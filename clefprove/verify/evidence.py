@@ -6,6 +6,7 @@ relational ones (:mod:`clefprove.verify.relational`), so neither imports the oth
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -136,9 +137,16 @@ def _landmarks(model: Model) -> tuple[list[float], ...]:
     )
 
 
-def when_is_vacuous_on_domain(model: Model, prep: eg.Prepared, settings: CheckOptions) -> bool:
+def when_is_vacuous_on_domain(
+    model: Model, prep: eg.Prepared, settings: CheckOptions, probes: Sequence[np.ndarray] = ()
+) -> bool:
     """True only when ``when`` (which must not mention the decision) is proved unsatisfiable
-    on the domain box; False (not proved) when it mentions the decision (ensembles)."""
+    on the domain box; False (not proved) when it mentions the decision (ensembles).  Inputs
+    *probes* (an ensemble search's roots) are tried first: ``when`` true at one of them, which
+    :func:`when_met_at` checks are inputs of the domain, proves it satisfiable."""
+    when = prep.invariant.when
+    if probes and not ck.mentions_decision(when) and when_met_at(model, when, probes):
+        return False
     wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     if nm.uses_decision(wprep.violation, len(model.features)):
         return False
@@ -159,6 +167,24 @@ def domain_boxes(model: Model) -> LeafBoxes:
         np.array([-1]),
         np.array([not d.empty]),
     )
+
+
+def when_met_at(model: Model, when: ck.Formula, points: Sequence[np.ndarray]) -> bool:
+    """Whether *when* (not mentioning the decision) is exactly true at one of *points* that is
+    an input of the domain (each value within its feature's range, whole for an integral
+    feature; the others are skipped)."""
+    feats = model.features
+    lo = np.array([f.min for f in feats])
+    hi = np.array([f.max for f in feats])
+    whole = np.array([f.is_integral for f in feats], dtype=bool)
+    for p in points:
+        if p.shape != lo.shape or not np.all((lo <= p) & (p <= hi)):
+            continue
+        if not np.all(p[whole] == np.floor(p[whole])):
+            continue
+        if ck.evaluate(when, p.tolist(), -1, 0.0):
+            return True
+    return False
 
 
 def evaluator_for(model: Model) -> Any:

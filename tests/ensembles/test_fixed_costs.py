@@ -145,3 +145,116 @@ def test_steps_are_step_region_by_region(data) -> None:
         single = [ve._step(model, tab, g, f, mentions) for g, f in items]
         for a, b in zip(batched, single, strict=True):
             _same_step(a, b)
+
+
+@SETTINGS
+@given(st.data())
+def test_vacuity_probes_agree_with_the_domain_check(data) -> None:
+    """``when_is_vacuous_on_domain`` with the search's root inputs as probes (branch
+    ``ensspeed``) gives what the full check gives without them; every probe is an input of
+    the domain that lies in its root."""
+    from clefprove.verify import engine as eg
+    from clefprove.verify import evidence as ev
+    from clefprove.verify.options import CheckOptions
+    from tests.verify.gen import invariants
+
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=3))
+    inv = data.draw(invariants(model))
+    if inv.is_relational:
+        return
+    opts = CheckOptions(timeout=5)
+    prep = eg.prepare(model, inv)
+    res = ve.search(model, prep, opts, 1, 5.0)
+    for p in res.probes:
+        for i, f in enumerate(model.features):
+            assert f.min <= p[i] <= f.max
+            assert not f.is_integral or p[i] == np.floor(p[i])
+    full = ev.when_is_vacuous_on_domain(model, prep, opts)
+    assert ev.when_is_vacuous_on_domain(model, prep, opts, res.probes) == full
+    if ev.when_met_at(model, inv.when, res.probes):
+        assert not full
+
+
+@SETTINGS
+@given(ensembles(all_int=True, max_trees=1))
+def test_when_met_at_skips_inputs_outside_the_domain(model) -> None:
+    """A point outside a feature's range, or not whole for an integral feature, is no input."""
+    from clefprove.dsl import checked as ck
+    from clefprove.verify import evidence as ev
+
+    f = model.features[0]
+    true = ck.Const(True)
+    inside = np.array([g.min for g in model.features], dtype=np.float64)
+    assert ev.when_met_at(model, true, [inside])
+    above = inside.copy()
+    above[0] = f.max + 1.0
+    assert not ev.when_met_at(model, true, [above])
+    if f.max > f.min:
+        half = inside.copy()
+        half[0] = f.min + 0.5
+        assert not ev.when_met_at(model, true, [half])
+
+
+def _split_node_by_views(model, g, spread, n_reach):
+    """The search's split choice through each tree's own view and ``geometry.boxes.tables``
+    (the route before branch ``ensspeed``)."""
+    from clefprove.geometry.boxes import tables
+
+    for t in np.argsort(-spread, kind="stable").tolist():
+        if n_reach[t] < 2:
+            continue
+        tree = model.tree(t)
+        tt = tables(tree)
+        nodes = tree.nodes
+        i = 0
+        while int(nodes["kind"][i]) != NodeKind.LEAF:
+            f = int(nodes["feature"][i])
+            if int(nodes["kind"][i]) == NodeKind.NUMERIC:
+                left_hi, right_lo = float(tt.left_hi[i]), float(tt.right_lo[i])
+                if g.hi[f] <= left_hi:
+                    i = int(nodes["left"][i])
+                elif g.lo[f] >= right_lo:
+                    i = int(nodes["right"][i])
+                else:
+                    return f, (left_hi, right_lo)
+            else:
+                off = int(nodes["aux"][i])
+                member = np.asarray(tree.membership[off : off + g.cats[f].size], dtype=bool)
+                if not (g.cats[f] & member).any():
+                    i = int(nodes["right"][i])
+                elif not (g.cats[f] & ~member).any():
+                    i = int(nodes["left"][i])
+                else:
+                    return f, member
+    return None
+
+
+@SETTINGS
+@given(st.data())
+def test_split_node_reads_the_ensemble_tables(data) -> None:
+    """The split the search makes, from the ensemble's concatenated split bounds, is the one
+    each tree's own view and tables give (bounds bit for bit), down a random descent of
+    regions (int, float, bool and categorical features)."""
+    model = data.draw(ensembles(all_int=data.draw(st.booleans()), max_trees=4))
+    tab = ve._tables(model)
+    dom = Box.domain(model)
+    g = ve.Region(dom.lo, dom.hi, dict(dom.cats), tab.feasible.copy(), 1.0)
+    for _ in range(12):
+        n_reach = np.add.reduceat(g.reach.astype(np.int64), tab.starts)
+        if np.any(n_reach == 0) or np.all(n_reach <= 1):
+            break
+        spread = np.array(data.draw(st.lists(st.floats(0, 4), min_size=len(n_reach),
+                                             max_size=len(n_reach))))  # fmt: skip
+        got = ve._split_node(model, tab, g, spread, n_reach)
+        want = _split_node_by_views(model, g, spread, n_reach)
+        assert (got is None) == (want is None)
+        if got is None:
+            break
+        assert got[0] == want[0]
+        if isinstance(want[1], tuple):
+            assert np.array_equal(np.array(got[1]), np.array(want[1]))
+            assert [np.signbit(v) for v in got[1]] == [np.signbit(v) for v in want[1]]
+        else:
+            assert np.array_equal(got[1], want[1])
+        kids = ve._children(model, tab, g, *got)
+        g = kids[data.draw(st.integers(0, len(kids) - 1))]

@@ -385,6 +385,8 @@ def _all_tree_arrays(trees: list[Any], n_columns: int) -> list[dict[str, Any]]:
 
 #: The categorical-split arrays of a tree; the vectorised route takes trees without any.
 _CATEGORY_KEYS = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
+_NONE: list[Any] = []
+_NO_CATEGORIES = (_NONE, _NONE, _NONE, _NONE)  # (only compared with, never changed)
 
 
 @dataclass(frozen=True)
@@ -409,6 +411,7 @@ def _flat_trees(trees: list[Any], n_columns: int) -> _Flat | None:
     indices: list[Any] = []
     conds: list[Any] = []
     sizes: list[int] = []
+    c0, c1, c2, c3 = _CATEGORY_KEYS
     try:
         for tree in trees:
             lt, rt = tree["left_children"], tree["right_children"]
@@ -420,10 +423,11 @@ def _flat_trees(trees: list[Any], n_columns: int) -> _Flat | None:
                 return None
             if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
                 return None
-            types = tree.get("split_type", [])
+            types = tree.get("split_type", _NONE)
             if type(types) is not list or (types and (len(types) != n or any(types))):
                 return None
-            if any(tree.get(key, []) != [] for key in _CATEGORY_KEYS):
+            get = tree.get
+            if (get(c0, _NONE), get(c1, _NONE), get(c2, _NONE), get(c3, _NONE)) != _NO_CATEGORIES:
                 return None
             lefts.extend(lt)
             rights.extend(rt)
