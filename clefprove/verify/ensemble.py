@@ -311,17 +311,27 @@ def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.n
     small = np.where(reach[:, None], tab.values, -np.inf)
     mins = np.minimum.reduceat(big, tab.starts, axis=0)  # (T, K)
     maxs = np.maximum.reduceat(small, tab.starts, axis=0)
+    lo, hi = _summed(model, mins, maxs, 0)
+    return lo, hi, n, mins, maxs
+
+
+def _summed(
+    model: Ensemble, mins: np.ndarray, maxs: np.ndarray, axis: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The base scores plus the sums over the trees (*axis*) of their least and greatest
+    values, widened by every rounding of the library's sums and of ours (an empty region's
+    NaN passes quietly: its callers test it first)."""
     c = model.combine
     base = np.array(c.base)
     with np.errstate(invalid="ignore"):
-        lo = base + mins.sum(axis=0)
-        hi = base + maxs.sum(axis=0)
-        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=0)
+        lo = base + mins.sum(axis=axis)
+        hi = base + maxs.sum(axis=axis)
+        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=axis)
         # Each of the T additions of the library rounds by at most u * |partial sum| <= u * mag;
         # our own float64 sums of T + 1 terms add at most (T + 1) 2**-53 mag.
         terms = model.n_trees + 2
         err = terms * mag * (_U[c.arithmetic] + 2.0**-53) * 1.01 + 1e-300
-        return lo - err, hi + err, n, mins, maxs
+        return lo - err, hi + err
 
 
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
@@ -652,16 +662,9 @@ def _safe_many(
     mins = np.minimum.reduceat(big, tab.starts, axis=1)  # (c, T, K)
     maxs = np.maximum.reduceat(small, tab.starts, axis=1)
     empty = np.any(n == 0, axis=1)
-    comb = model.combine
-    base = np.array(comb.base)
-    with np.errstate(invalid="ignore"):
-        lo = base + mins.sum(axis=1)
-        hi = base + maxs.sum(axis=1)
-        mag = np.abs(base) + np.maximum(np.abs(mins), np.abs(maxs)).sum(axis=1)
-    terms = model.n_trees + 2
-    err = terms * mag * (_U[comb.arithmetic] + 2.0**-53) * 1.01 + 1e-300
+    lo, hi = _summed(model, mins, maxs, 1)
     live = np.flatnonzero(~empty)
-    owner, acts, conf_lo, conf_hi = _outcome_rows(model, lo[live] - err[live], hi[live] + err[live])
+    owner, acts, conf_lo, conf_hi = _outcome_rows(model, lo[live], hi[live])
     rows = part[live][owner]
     n_feat = len(model.features)
     m = owner.size
