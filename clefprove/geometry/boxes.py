@@ -146,10 +146,29 @@ def _links(model: Model) -> TreeLinks:
     internal = np.flatnonzero(kind != NodeKind.LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
-    integral = np.array([f.is_integral for f in model.features], dtype=bool)
-    # (a set, not np.unique: that imports numpy.ma, ~10 ms of a small check's start-up)
-    cat_split = frozenset(nodes["feature"][kind == NodeKind.CATEGORICAL].tolist())
-    return TreeLinks(parent, integral, cat_split)
+    return TreeLinks(parent, integral_features(model), categorical_splits(model))
+
+
+def integral_features(model: Model) -> np.ndarray:
+    """(F,) bool: which features take whole values only (kept by the model)."""
+    return model.derived.get(
+        ("geometry.integral",),
+        lambda: np.array([f.is_integral for f in model.features], dtype=bool),
+    )
+
+
+def categorical_splits(model: Model) -> frozenset[int]:
+    """The categorical features some split of *model* tests (kept by the model): the code
+    masks a :class:`LeafBoxes` of it carries."""
+
+    def scan() -> frozenset[int]:
+        if all(f.type is not FeatureType.CATEGORICAL for f in model.features):
+            return frozenset()
+        nodes = model.nodes
+        # (a set, not np.unique: that imports numpy.ma, ~10 ms of a small check's start-up)
+        return frozenset(nodes["feature"][nodes["kind"] == NodeKind.CATEGORICAL].tolist())
+
+    return model.derived.get(("geometry.cat_split",), scan)
 
 
 def tables(model: Model) -> TreeTables:
@@ -240,6 +259,9 @@ def _masked_cats(ctx: Box, cat_split: frozenset[int], n: int) -> dict[int, np.nd
 ANCESTOR_PAIRS_MAX = 32_768
 #: Leaves per block of :func:`ancestor_boxes` (bounds the (leaf, ancestor) pairs it holds).
 LEAF_BLOCK = 1 << 14
+#: Up to this many leaves, :func:`ancestor_boxes` finds each leaf's path by descent
+#: (:func:`path_to`) instead of building the whole tree's parent links.
+FEW_PATHS = 64
 
 
 def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
@@ -249,7 +271,6 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
     tightens level by level (the same split bounds, ufuncs and order per cell, so the same
     bits, signed zeros included).  Needs only the parent links, not the whole tree's tables."""
     nodes = model.nodes
-    lk = links(model)
     n_feat = len(model.features)
     width = n_feat + 1
     leaves = np.asarray(leaves, dtype=np.int64)
@@ -258,7 +279,19 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
     hi = np.empty((n, width), dtype=np.float64)
     lo[:, :n_feat] = ctx.lo
     hi[:, :n_feat] = ctx.hi
-    cats = _masked_cats(ctx, lk.cat_split, n)
+    cats = _masked_cats(ctx, categorical_splits(model), n)
+    if n <= FEW_PATHS:
+        # Each leaf's path by descent from the root (no whole-tree parent links, which cost
+        # 10 ms at 1M nodes: a re-check's changed leaves and printed counterexamples).
+        paths = [path_to(model, leaf) for leaf in leaves.tolist()]
+        if any(paths):
+            rows = np.repeat(np.arange(n, dtype=np.int64), [len(p) for p in paths])
+            flat = [step for p in paths for step in p]
+            parents = np.array([p for p, _ in flat], dtype=np.int64)
+            went_left = np.array([w for _, w in flat], dtype=bool)
+            _apply_ancestors(model, [(rows, parents, went_left)], lo, hi, cats)
+        return complete_boxes(model, leaves, lo, hi, cats)
+    lk = links(model)
     left = nodes["left"]
     for start in range(0, n, LEAF_BLOCK):
         rows = np.arange(start, min(n, start + LEAF_BLOCK), dtype=np.int64)
@@ -274,13 +307,12 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
             steps.append((rows, parent, left[parent] == child))
             child = parent
         if steps:
-            _apply_ancestors(model, lk, steps[::-1], lo, hi, cats)
+            _apply_ancestors(model, steps[::-1], lo, hi, cats)
     return complete_boxes(model, leaves, lo, hi, cats)
 
 
 def _apply_ancestors(
     model: Model,
-    lk: TreeLinks,
     steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     lo: np.ndarray,
     hi: np.ndarray,
@@ -295,7 +327,8 @@ def _apply_ancestors(
     f = nodes["feature"][p].astype(np.int64)
     numeric = nodes["kind"][p] == NodeKind.NUMERIC
     # The bounds tables() holds, computed for these splits only (same ufuncs, same bits).
-    left_hi, right_lo = split_bounds(nodes["value"][p].astype(np.float64), numeric & lk.integral[f])
+    integral = integral_features(model)
+    left_hi, right_lo = split_bounds(nodes["value"][p].astype(np.float64), numeric & integral[f])
     cell = r * lo.shape[1] + f
     sel = numeric & went_left
     np.minimum.at(hi.reshape(-1), cell[sel], left_hi[sel])
@@ -375,7 +408,7 @@ def context_box(model: Model, node: int) -> Box:
     numeric = nodes["kind"][parents] == NodeKind.NUMERIC
     # The bounds tables() holds, computed for the path's splits only (same ufuncs, same bits).
     left_hi, right_lo = split_bounds(
-        nodes["value"][parents].astype(np.float64), numeric & links(model).integral[feat]
+        nodes["value"][parents].astype(np.float64), numeric & integral_features(model)[feat]
     )
     # ufunc.at applies the steps in path order, as leaf_boxes does level by level.
     sel = numeric & went_left
@@ -429,15 +462,43 @@ def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) ->
 
 def path_to(model: Model, leaf: int, root: int = 0) -> list[tuple[int, bool]]:
     """The splits from *root* down to *leaf*: ``(node, went_left)`` pairs, top first."""
+    steps = _descend(model, leaf, root)
+    if steps is not None:
+        return steps
     parents = links(model).parent
-    steps: list[tuple[int, bool]] = []
+    up: list[tuple[int, bool]] = []
     node = leaf
     left = model.nodes["left"]
     while node != root:
         parent = int(parents[node])
         if parent < 0:
             raise ValueError(f"node {leaf} is not below node {root}")
-        steps.append((parent, int(left[parent]) == node))
+        up.append((parent, int(left[parent]) == node))
         node = parent
-    steps.reverse()
-    return steps
+    up.reverse()
+    return up
+
+
+def _descend(model: Model, node: int, root: int) -> list[tuple[int, bool]] | None:
+    """:func:`path_to` without parent links, for trees laid out in pre-order (what the
+    compiler and the importers write: a split's right subtree starts at its right child, so
+    *node* is on the right exactly when it is at or after it): go down from *root* by that
+    rule and check that the walk arrives at *node*.  Arriving is proof enough on any layout,
+    since a tree has one path of child links to each node; None when the walk does not."""
+    nodes = model.nodes
+    steps: list[tuple[int, bool]] = []
+    here = root
+    for _ in range(model.max_depth + 1):
+        if here == node:
+            return steps
+        # one read of the record as Python numbers: (value, left, right, aux, feature, kind, ..)
+        rec = nodes[here].item()
+        if rec[5] == _LEAF:
+            return None
+        went_left = node < rec[2]
+        steps.append((here, went_left))
+        here = rec[1] if went_left else rec[2]
+    return steps if here == node else None
+
+
+_LEAF = int(NodeKind.LEAF)

@@ -46,9 +46,9 @@ from clefprove.geometry.boxes import (
     LazyLeafBoxes,
     LeafBoxes,
     boxes_of,
+    categorical_splits,
     context_box,
     leaf_boxes,
-    links,
 )
 from clefprove.model.types import NODE_DTYPE, Model, NodeKind
 from clefprove.verify import engine as eg
@@ -392,7 +392,7 @@ def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
         leaf_boxes(model, root, context_box(model, root))
         for root in roots[kind[roots] != NodeKind.LEAF].tolist()
     ]
-    keys = sorted(links(model).cat_split)
+    keys = sorted(categorical_splits(model))
     if not parts:
         return boxes_of(model, np.empty(0, dtype=np.int64))
     if len(parts) == 1 and sorted(parts[0].cats) == keys:

@@ -57,6 +57,7 @@ from clefprove.geometry.boxes import (
     Box,
     LeafBoxes,
     boxes_of,
+    categorical_splits,
     complete_boxes,
     empty_rows,
     leaf_boxes,
@@ -813,7 +814,7 @@ class _Snapshots:
             if self.boxes is not None or missing.size > _FEW_LEAVES:
                 full = self.full_boxes()
                 return full.take(np.searchsorted(full.leaves, leaves))
-            keys = sorted(tables(self.model).cat_split)
+            keys = sorted(categorical_splits(self.model))
             parts = [changed.take(at[have]), boxes_of(self.model, missing)]
             return delta.concat_boxes(parts, keys)
 

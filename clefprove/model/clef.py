@@ -418,8 +418,8 @@ def _parse(
         membership.flags.writeable = False
     if admitted is None:
         _validate_nodes(nodes, membership, features, len(actions), max_depth)
-    return _with_interface(
-        meta,
+    return _with_digest(
+        sha256,
         Model(
             name=meta["name"],
             version=meta["version"],
@@ -432,10 +432,27 @@ def _parse(
             size=size,
             metadata={k: v for k, v in meta.items() if not k.startswith("_")},
         ),
+        meta,
     )
 
 
 M = TypeVar("M", Model, Ensemble)
+
+#: ``Model.derived`` key of the sha256 of the very bytes the model's arrays were parsed from
+#: (set by the loader only: a model built or copied otherwise, e.g. by ``dataclasses.replace``,
+#: starts with an empty ``derived`` and has none), see :func:`parsed_digest`.
+PARSED_DIGEST = ("clef.parsed_sha256",)
+
+
+def parsed_digest(model: Model) -> str | None:
+    """The sha256 of the ``.clef`` bytes *model* was parsed from, when the loader parsed it
+    (the bytes determine everything in it), else None."""
+    return model.derived.get(PARSED_DIGEST, lambda: None)
+
+
+def _with_digest(sha256: str, model: Model, meta: dict[str, Any]) -> Model:
+    model.derived.get(PARSED_DIGEST, lambda: sha256)
+    return _with_interface(meta, model)
 
 
 def _with_interface(meta: dict[str, Any], model: M) -> M:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import pairwise
 
 from clefprove.model.types import FeatureType, Model, Node, NodeKind
 
@@ -41,12 +40,11 @@ def condition(model: Model, node: Node | int, left: bool) -> str:
 def path_conditions(model: Model, path: Sequence[int]) -> list[str]:
     """Conditions along a root-to-leaf path of node indices (one per split on the path)."""
     out: list[str] = []
-    for here, nxt in pairwise(path):
-        node = model.node(here)
+    for node, nxt in zip(model.nodes_at(path[:-1]), path[1:], strict=True):
         if node.kind is NodeKind.LEAF:
             break
         if nxt not in (node.left, node.right):
-            raise ValueError(f"node {nxt} is not a child of node {here}")
+            raise ValueError(f"node {nxt} is not a child of node {node.index}")
         out.append(condition(model, node, nxt == node.left))
     return out
 
@@ -59,12 +57,11 @@ def region_conditions(model: Model, path: Sequence[int]) -> list[str]:
     lower: dict[int, float] = {}  # strict: x > t
     upper: dict[int, float] = {}  # x <= t
     sets: dict[int, set[int]] = {}
-    for here, nxt in pairwise(path):
-        node = model.node(here)
+    for node, nxt in zip(model.nodes_at(path[:-1]), path[1:], strict=True):
         if node.kind is NodeKind.LEAF:
             break
         if nxt not in (node.left, node.right):
-            raise ValueError(f"node {nxt} is not a child of node {here}")
+            raise ValueError(f"node {nxt} is not a child of node {node.index}")
         left = nxt == node.left
         f = model.features[node.feature]
         if node.kind is NodeKind.CATEGORICAL:

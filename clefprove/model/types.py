@@ -15,7 +15,7 @@ right == own index``) so that the evaluator can take exactly ``max_depth`` steps
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,8 @@ class NodeKind(enum.IntEnum):
     NUMERIC = 1  # go left when x[feature] <= value (also bool splits, at 0.5)
     CATEGORICAL = 2  # go left when membership[aux + code] == 1
 
+
+_KINDS = tuple(NodeKind)  # by code (cheaper than the enum's own lookup)
 
 #: One node record: 24 bytes, little-endian, 8-byte aligned.
 NODE_DTYPE = np.dtype(
@@ -177,8 +179,16 @@ class Model(Vocabulary):
     def node(self, index: int) -> Node:
         """The node at *index* as a :class:`Node`."""
         # one read of the record as Python numbers (field reads of a numpy record cost ~1 µs each)
-        value, left, right, aux, feature, kind_code, depth = self.nodes[index].item()
-        kind = NodeKind(kind_code)
+        return self._node(index, self.nodes[index].item())
+
+    def nodes_at(self, indices: Sequence[int]) -> list[Node]:
+        """The nodes at *indices* (e.g. a path), their records read in one go."""
+        records = self.nodes[np.asarray(indices, dtype=np.int64)].tolist()
+        return [self._node(i, rec) for i, rec in zip(indices, records, strict=True)]
+
+    def _node(self, index: int, record: tuple[Any, ...]) -> Node:
+        value, left, right, aux, feature, kind_code, depth = record
+        kind = _KINDS[kind_code] if kind_code < len(_KINDS) else NodeKind(kind_code)
         if kind is NodeKind.LEAF:
             return Node(index, kind, depth, action=aux, confidence=value)
         if kind is NodeKind.NUMERIC:

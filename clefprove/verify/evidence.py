@@ -259,4 +259,6 @@ def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
     """Readable split conditions from the root to *leaf*."""
     from clefprove.model.describe import condition
 
-    return tuple(condition(model, node, left) for node, left in path_to(model, leaf))
+    steps = path_to(model, leaf)
+    nodes = model.nodes_at([n for n, _ in steps])
+    return tuple(condition(model, node, left) for node, (_, left) in zip(nodes, steps, strict=True))

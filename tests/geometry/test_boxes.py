@@ -87,3 +87,58 @@ def test_boxes_of_some_leaves_are_their_rows(data):
     if inner is not None:
         with pytest.raises(ValueError, match=f"node {inner} is not a leaf"):
             bx.boxes_of(model, np.array([inner]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_both_routes_of_ancestor_boxes_agree(data):
+    """Few leaves take their paths by descent, many the whole tree's parent links."""
+    model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))
+    domain = bx.Box.domain(model)
+    leaves = np.flatnonzero(model.nodes["kind"] == 0)
+    by_descent = bx.ancestor_boxes(model, domain, leaves)
+    assert leaves.size <= bx.FEW_PATHS
+    saved = bx.FEW_PATHS
+    try:
+        bx.FEW_PATHS = -1
+        _same_bits(bx.ancestor_boxes(model, domain, leaves), by_descent)
+    finally:
+        bx.FEW_PATHS = saved
+
+
+def _breadth_first(model):
+    """*model* with its nodes renumbered breadth first (children still after parents, but a
+    right subtree no longer starts where the left one ends): not the pre-order layout."""
+    import dataclasses
+
+    nodes = model.nodes
+    order, at = [0], 0
+    while at < len(order):
+        n = order[at]
+        at += 1
+        if nodes["kind"][n] != 0:
+            order += [int(nodes["left"][n]), int(nodes["right"][n])]
+    new_of = np.empty(len(order), dtype=np.int64)
+    new_of[order] = np.arange(len(order))
+    out = nodes[order].copy()
+    split = out["kind"] != 0
+    out["left"][split] = new_of[out["left"][split]]
+    out["right"][split] = new_of[out["right"][split]]
+    return dataclasses.replace(model, nodes=out), new_of
+
+
+def test_paths_on_a_layout_that_is_not_pre_order(edge):
+    """The descent rule assumes pre-order; on another layout it must not give a wrong path
+    (it falls back to parent links), and boxes stay those of the same leaves."""
+    bfs, new_of = _breadth_first(edge)
+    leaves = np.flatnonzero(edge.nodes["kind"] == 0)
+    for leaf in leaves.tolist():
+        want = [(int(new_of[n]), left) for n, left in bx.path_to(edge, leaf)]
+        assert bx.path_to(bfs, int(new_of[leaf])) == want
+    some = leaves[:: max(1, leaves.size // 20)]
+    mine = bx.boxes_of(edge, some)
+    theirs = bx.boxes_of(bfs, np.sort(new_of[some]))
+    order = np.argsort(new_of[some])
+    assert mine.lo[order].tobytes() == theirs.lo.tobytes()
+    assert mine.hi[order].tobytes() == theirs.hi.tobytes()
+    assert np.array_equal(mine.actions[order], theirs.actions)
