@@ -32,6 +32,7 @@ import os
 import sqlite3
 import sys
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
@@ -41,8 +42,8 @@ from clefprove.errors import ClefproveError
 #: Default cache directory (relative to the working directory).
 DEFAULT_DIR = ".clefprove-cache"
 #: File name inside the cache directory; bump the suffix when the schema changes.
-DB_NAME = "proofs-v1.sqlite"
-SCHEMA_VERSION = "1"
+DB_NAME = "proofs-v2.sqlite"
+SCHEMA_VERSION = "2"
 #: Most parameters in one ``IN (...)`` list (SQLite's historical limit is 999).
 _CHUNK = 900
 _BUSY_MS = 10_000
@@ -86,11 +87,11 @@ def _result_chk(key: bytes, value: str) -> bytes:
 
 
 def _snapshot_chk(key: bytes, kind: str, value: bytes) -> bytes:
-    # Two updates, not one concatenation: a tree snapshot is 24 bytes per node (22 MB at 947K
-    # nodes), and copying it costs as much as hashing it.
-    h = hashlib.sha256(b"snapshot\0" + key + kind.encode() + b"\0")
-    h.update(value)
-    return h.digest()[:8]
+    # The value enters by its length and CRC-32: a tree snapshot is 24 bytes per node (22 MB
+    # at 947K nodes), which CRC-32 reads in 6 ms and sha256 in 13 ms, a tenth of a one-leaf
+    # re-check.  Like every row's checksum (none has a secret), it detects damage, not forgery.
+    size = len(value).to_bytes(8, "little") + zlib.crc32(value).to_bytes(4, "little")
+    return hashlib.sha256(b"snapshot\0" + key + kind.encode() + b"\0" + size).digest()[:8]
 
 
 def warn(message: str) -> None:

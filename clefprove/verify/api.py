@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.geometry.boxes import LeafBoxes, leaf_boxes
+from clefprove.geometry.boxes import LazyLeafBoxes, LeafBoxes, leaf_boxes
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
 from clefprove.verify import engine as eg
@@ -263,6 +263,8 @@ def finish(
     cexs: list[Counterexample] = []
     if violating.size:
         evaluator = evaluator_for(model)
+        if isinstance(pv.boxes, LazyLeafBoxes):
+            pv.boxes.prefetch(violating[: max(1, counterexamples)])
         for r in violating.tolist():
             if len(cexs) >= counterexamples:
                 break

@@ -142,3 +142,12 @@ def test_paths_on_a_layout_that_is_not_pre_order(edge):
     assert mine.lo[order].tobytes() == theirs.lo.tobytes()
     assert mine.hi[order].tobytes() == theirs.hi.tobytes()
     assert np.array_equal(mine.actions[order], theirs.actions)
+
+
+def test_lazy_boxes_prefetched_rows_are_the_rows_of_the_whole_tree(edge):
+    whole = bx.leaf_boxes(edge)
+    lazy = bx.LazyLeafBoxes(edge, whole.leaves)
+    rows = np.array([0, 3, whole.size - 1], dtype=np.int64)
+    lazy.prefetch(rows)
+    for r in [*rows.tolist(), 5]:  # prefetched rows and one that is not
+        _same_bits(lazy.take(np.array([r])), whole.take(np.array([r])))
