@@ -332,10 +332,7 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
 
 def leaf_nodes(model: Model) -> np.ndarray:
     """*model*'s leaf nodes in tree order (kept by the model)."""
-    return model.derived.get(
-        ("incremental.leaf_nodes",),
-        lambda: np.flatnonzero(model.nodes["kind"] == NodeKind.LEAF),
-    )
+    return model.leaf_nodes
 
 
 def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:

@@ -47,6 +47,12 @@ class NodeKind(enum.IntEnum):
 
 _KINDS = tuple(NodeKind)  # by code (cheaper than the enum's own lookup)
 
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 #: One node record: 24 bytes, little-endian, 8-byte aligned.
 NODE_DTYPE = np.dtype(
     [
@@ -172,8 +178,14 @@ class Model(Vocabulary):
 
     @property
     def n_leaves(self) -> int:
+        return int(self.leaf_nodes.size)
+
+    @property
+    def leaf_nodes(self) -> np.ndarray:
+        """The leaf nodes' indices in tree order (computed once, kept)."""
         return self.derived.get(
-            ("model.n_leaves",), lambda: int(np.count_nonzero(self.nodes["kind"] == NodeKind.LEAF))
+            ("model.leaf_nodes",),
+            lambda: _read_only(np.flatnonzero(self.nodes["kind"] == NodeKind.LEAF)),
         )
 
     def node(self, index: int) -> Node:
@@ -182,9 +194,15 @@ class Model(Vocabulary):
         return self._node(index, self.nodes[index].item())
 
     def nodes_at(self, indices: Sequence[int]) -> list[Node]:
-        """The nodes at *indices* (e.g. a path), their records read in one go."""
-        records = self.nodes[np.asarray(indices, dtype=np.int64)].tolist()
-        return [self._node(i, rec) for i, rec in zip(indices, records, strict=True)]
+        """The nodes at *indices* (e.g. a path), their records read in one go; the nodes are
+        kept (paths share their top, and a printed counterexample reads its path twice)."""
+        made: dict[int, Node] = self.derived.get(("model.nodes_at",), dict)
+        missing = [i for i in indices if i not in made]
+        if missing:
+            records = self.nodes[np.asarray(missing, dtype=np.int64)].tolist()
+            for i, rec in zip(missing, records, strict=True):
+                made[i] = self._node(i, rec)
+        return [made[i] for i in indices]
 
     def _node(self, index: int, record: tuple[Any, ...]) -> Node:
         value, left, right, aux, feature, kind_code, depth = record
