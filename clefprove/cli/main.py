@@ -145,6 +145,8 @@ def _signal_behind(exc: BaseException) -> int | None:
         if isinstance(cur, KeyboardInterrupt | Terminated):
             return _signalled(cur)
         cur = cur.__cause__ or cur.__context__
+    if _received:  # the library raised its own error without keeping the signal's
+        return _signalled(Terminated() if _received[-1] == signal.SIGTERM else KeyboardInterrupt())
     return None
 
 
@@ -210,11 +212,18 @@ class Terminated(BaseException):
     transactions are cleaned up on the way out (a BaseException, so nothing swallows it)."""
 
 
+#: The signals whose handler has run: an extension module whose import a signal interrupts
+#: can fail with an error of its own that keeps no trace of the signal's exception.
+_received: list[int] = []
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise Terminated
 
 
 def _on_sigint(signum: int, frame: object) -> None:
+    _received.append(signum)
     raise KeyboardInterrupt
 
 

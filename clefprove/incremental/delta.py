@@ -477,13 +477,17 @@ class LeafOutcomes:
     of its printed counterexample, see :func:`clefprove.verify.api.finish`); *when*, if known,
     the same for its ``when`` alone (the vacuity of a ``when`` that mentions the decision);
     *vacuous*, if known, whether a ``when`` about the domain alone is unsatisfiable (a fact
-    about the domain, which the outcomes' key fixes)."""
+    about the domain, which the outcomes' key fixes).  *shown*: the input of every printed
+    counterexample of a row the box stages found violated (a function of the leaf's box, so
+    the same input a fresh run prints for that leaf while it is unchanged; confirmed again by
+    the evaluator when it is printed)."""
 
     status: np.ndarray  # int8 SAFE / VIOLATED / UNKNOWN
     how: np.ndarray  # int16 engine.HOW_* or conjunct index
     when: LeafOutcomes | None = None
     vacuous: bool | None = None
     witnesses: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
+    shown: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
 
     @staticmethod
     def of(
@@ -491,9 +495,17 @@ class LeafOutcomes:
         when: LeafOutcomes | None = None,
         vacuous: bool | None = None,
         width: int = 0,
+        shown: Mapping[int, np.ndarray] | None = None,
     ) -> LeafOutcomes:
         """The outcomes of *pv* (its rows: every leaf), its witnesses included."""
-        return LeafOutcomes(pv.status, pv.how, when, vacuous, RowWitnesses.of(pv.witnesses, width))
+        return LeafOutcomes(
+            pv.status,
+            pv.how,
+            when,
+            vacuous,
+            RowWitnesses.of(pv.witnesses, width),
+            RowWitnesses.of(shown or {}, width),
+        )
 
     def encode(self) -> bytes:
         flags = (_HAS_WHEN if self.when is not None else 0) | (
@@ -502,11 +514,11 @@ class LeafOutcomes:
         parts = [bytes([flags]), self._arrays_bytes()]
         if self.when is not None:
             parts.append(self.when._arrays_bytes())
+        parts.append(_rows_bytes(self.shown))
         return b"".join(parts)
 
     def _arrays_bytes(self) -> bytes:
         w = self.witnesses
-        width = w.x.shape[1] if w.rows.size else 0
         status = np.ascontiguousarray(self.status, dtype=np.int8)
         how = np.ascontiguousarray(self.how, dtype="<i2")
         # Most leaves of most invariants are safe and decided by the box stages (how NONE):
@@ -522,14 +534,7 @@ class LeafOutcomes:
             )
         else:
             rows = (_BLOCK_HEAD.pack(_DENSE, 0), status.tobytes(), how.tobytes())
-        return b"".join(
-            (
-                *rows,
-                _WIT_HEAD.pack(w.rows.size, width),
-                np.ascontiguousarray(w.rows, dtype="<i4").tobytes(),
-                np.ascontiguousarray(w.x, dtype="<f8").tobytes() if w.rows.size else b"",
-            )
-        )
+        return b"".join((*rows, _rows_bytes(w)))
 
     @staticmethod
     def decode(blob: bytes, leaves: int) -> LeafOutcomes:
@@ -544,10 +549,12 @@ class LeafOutcomes:
         when = None
         if flags & _HAS_WHEN:
             when, at = LeafOutcomes._arrays(blob, at, leaves)
+        shown, at = _read_rows(blob, at, leaves)
         if at != len(blob):
             raise ValueError("leaf outcomes do not match the tree snapshot")
+        _check_shown(shown, own.status, own.how)
         vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
-        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses)
+        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses, shown)
 
     @staticmethod
     def _arrays(blob: bytes, offset: int, leaves: int) -> tuple[LeafOutcomes, int]:
@@ -579,24 +586,51 @@ class LeafOutcomes:
             raise ValueError("bad leaf outcomes block")
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
             raise ValueError("bad leaf status in the cache")
-        end = wit_at + _WIT_HEAD.size
-        k, width = _WIT_HEAD.unpack_from(blob, wit_at)
-        if len(blob) < end + 4 * k + 8 * k * width or (k and not width):
-            raise ValueError("leaf outcomes do not match the tree snapshot")
-        rows = np.frombuffer(blob, dtype="<i4", count=k, offset=end).astype(np.int64)
-        x = np.frombuffer(blob, dtype="<f8", count=k * width, offset=end + 4 * k)
-        x = x.reshape(k, width)
-        # Only rows the solver found violated have a witness, once each, in order.
-        if k and (
-            rows.min() < 0
-            or rows.max() >= leaves
-            or np.any(np.diff(rows) <= 0)
-            or np.any(status[rows] != eg.VIOLATED)
-            or np.any(how[rows] != eg.HOW_SOLVER)
+        wit, end = _read_rows(blob, wit_at, leaves)
+        # Only rows the solver found violated have a witness.
+        if wit.rows.size and (
+            np.any(status[wit.rows] != eg.VIOLATED) or np.any(how[wit.rows] != eg.HOW_SOLVER)
         ):
             raise ValueError("bad witness rows in the cache")
-        wit = RowWitnesses(rows, x) if k else _NO_WITNESSES
-        return LeafOutcomes(status, how, witnesses=wit), end + 4 * k + 8 * k * width
+        return LeafOutcomes(status, how, witnesses=wit), end
+
+
+def _rows_bytes(w: RowWitnesses) -> bytes:
+    """*w* as bytes: count and width, rows, inputs (see :func:`_read_rows`)."""
+    width = w.x.shape[1] if w.rows.size else 0
+    return b"".join(
+        (
+            _WIT_HEAD.pack(w.rows.size, width),
+            np.ascontiguousarray(w.rows, dtype="<i4").tobytes(),
+            np.ascontiguousarray(w.x, dtype="<f8").tobytes() if w.rows.size else b"",
+        )
+    )
+
+
+def _read_rows(blob: bytes, at: int, leaves: int) -> tuple[RowWitnesses, int]:
+    """The :class:`RowWitnesses` written by :func:`_rows_bytes` at *at* (rows in range, once
+    each, in order) and where it ends; ValueError when it is not one."""
+    end = at + _WIT_HEAD.size
+    if len(blob) < end:
+        raise ValueError("leaf outcomes do not match the tree snapshot")
+    k, width = _WIT_HEAD.unpack_from(blob, at)
+    if len(blob) < end + 4 * k + 8 * k * width or (k and not width):
+        raise ValueError("leaf outcomes do not match the tree snapshot")
+    if not k:
+        return _NO_WITNESSES, end
+    rows = np.frombuffer(blob, dtype="<i4", count=k, offset=end).astype(np.int64)
+    x = np.frombuffer(blob, dtype="<f8", count=k * width, offset=end + 4 * k).reshape(k, width)
+    if rows.min() < 0 or rows.max() >= leaves or np.any(np.diff(rows) <= 0):
+        raise ValueError("bad witness rows in the cache")
+    return RowWitnesses(rows, x), end + 4 * k + 8 * k * width
+
+
+def _check_shown(shown: RowWitnesses, status: np.ndarray, how: np.ndarray) -> None:
+    """A shown input belongs to a row the box stages found violated."""
+    if shown.rows.size and (
+        np.any(status[shown.rows] != eg.VIOLATED) or np.any(how[shown.rows] == eg.HOW_SOLVER)
+    ):
+        raise ValueError("bad shown rows in the cache")
 
 
 def reuse(
@@ -659,6 +693,28 @@ def reuse(
         witnesses = _NO_WITNESSES
     lazy = LazyLeafBoxes(model, leaves)
     return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+
+
+def carry(al: Alignment, w: RowWitnesses) -> RowWitnesses:
+    """The rows of *w* (rows of the snapshot's leaves) whose leaf is unchanged, at their rows
+    in the new model, with their inputs."""
+    if not w.rows.size:
+        return _NO_WITNESSES
+    if al.clean_mask is not None and al.clean_mask.size == al.leaves.size:
+        if int(w.rows.max()) >= al.clean_mask.size:
+            raise ValueError("shown rows out of range")
+        keep = al.clean_mask[w.rows]
+        return RowWitnesses(w.rows[keep], w.x[keep])
+    co, at = al.clean_old_rows, al.clean_at
+    if not al.old_rows_sorted:
+        order = np.argsort(co, kind="stable")
+        co, at = co[order], at[order]
+    p = np.searchsorted(co, w.rows)
+    inside = p < co.size
+    inside[inside] = co[p[inside]] == w.rows[inside]
+    rows, x = at[p[inside]], w.x[inside]
+    order = np.argsort(rows, kind="stable")
+    return RowWitnesses(rows[order], x[order])
 
 
 def _reuse_rows(
@@ -757,6 +813,7 @@ def encode_outcomes_delta(base: LeafOutcomes, new: LeafOutcomes) -> bytes | None
             np.ascontiguousarray(new.how[differ], dtype="<i2").tobytes(),
             np.ascontiguousarray(nw.rows[fresh], dtype="<i4").tobytes(),
             np.ascontiguousarray(nw.x[fresh], dtype="<f8").tobytes() if fresh.size else b"",
+            _rows_bytes(new.shown),  # a few rows: carried whole, not as a delta
         )
     )
 
@@ -775,10 +832,13 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     if flags & _SAME_AS_BASE:
         if k or kw or len(blob) != at:
             raise ValueError("bad outcomes delta")
-        return LeafOutcomes(base.status, base.how, base.when, vacuous, base.witnesses)
+        return LeafOutcomes(base.status, base.how, base.when, vacuous, base.witnesses, base.shown)
     n = base.status.size
     size = at + 7 * k + kw * (4 + 8 * width)
-    if base.when is not None or len(blob) != size or (kw and not width):
+    if base.when is not None or len(blob) < size or (kw and not width):
+        raise ValueError("outcomes delta has the wrong size")
+    shown, end = _read_rows(blob, size, n)
+    if end != len(blob):
         raise ValueError("outcomes delta has the wrong size")
     idx = np.frombuffer(blob, dtype="<i4", count=k, offset=at).astype(np.int64)
     st = np.frombuffer(blob, dtype=np.int8, count=k, offset=at + 4 * k)
@@ -800,9 +860,10 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     if bw.rows.size:
         keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
         keep &= ~np.isin(bw.rows, wrows)
+    _check_shown(shown, status, how)
     rows = np.concatenate([bw.rows[keep], wrows])
     if not rows.size:
-        return LeafOutcomes(status, how, None, vacuous)
+        return LeafOutcomes(status, how, None, vacuous, shown=shown)
     w_width = width if kw else bw.x.shape[1]
     if bw.rows.size and kw and bw.x.shape[1] != width:
         raise ValueError("outcomes delta has witnesses of another width")
@@ -811,4 +872,4 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     rows, x = rows[order], x[order]
     if np.any(status[rows] != eg.VIOLATED) or np.any(how[rows] != eg.HOW_SOLVER):
         raise ValueError("bad witness rows in the cache")
-    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x))
+    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x), shown)

@@ -583,11 +583,24 @@ def _decide_every_leaf(
         known=known,
         remember=answers.append,
     )
+    shown: dict[int, np.ndarray] = {}
     res = api.finish(
-        model, prep, pv, settings, counterexamples, t0, vacuity=vac, alone=_alone(run, prep, pv)
+        model,
+        prep,
+        pv,
+        settings,
+        counterexamples,
+        t0,
+        vacuity=vac,
+        alone=_alone(run, prep, pv),
+        shown=shown.__setitem__,
     )
     kept = delta.LeafOutcomes.of(
-        pv, when[0] if when else None, answers[0] if answers else known, len(model.features)
+        pv,
+        when[0] if when else None,
+        answers[0] if answers else known,
+        len(model.features),
+        shown,
     )
     return res, pv, kept
 
@@ -647,6 +660,7 @@ def _walked(
                 boxes = boxes.take(~hit)
         pv = eg.decide(run.model, prep, boxes, run.settings)
         vac = _vacuity(run.cache, run.model, prep, run.settings, run.domain, run.out)
+        shown: dict[int, np.ndarray] = {}
         res = api.finish(
             run.model,
             prep,
@@ -657,6 +671,7 @@ def _walked(
             paths_reused=reused,
             vacuity=vac,
             alone=_alone(run, prep, pv),
+            shown=shown.__setitem__,
         )
         if reused and _needs_fresh(inv, res):
             res, _, run.snap.outcomes[i] = _decide_every_leaf(run, prep, run.snap.full_boxes(), t0)
@@ -664,7 +679,7 @@ def _walked(
             res = dataclasses.replace(
                 res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
             )
-            run.snap.outcomes[i] = run.snap.spread(pv)
+            run.snap.outcomes[i] = run.snap.spread(pv, shown)
         run.results[i] = res
         run.out.proofs.extend(
             (k, sc[j], c) for k, c in _safe_proofs(run.model, walk, j, boxes, pv.status)
@@ -682,7 +697,7 @@ def _walked(
 
 #: The layout of an outcomes row (:class:`delta.LeafOutcomes`); part of its key, so that a row
 #: written in another layout is never read (it is simply not found).
-_OUTCOMES_FORMAT = 4
+_OUTCOMES_FORMAT = 5
 
 
 def outcomes_key(scope: bytes, settings: CheckOptions) -> bytes:
@@ -820,17 +835,26 @@ class _Snapshots:
 
         return get
 
-    def spread(self, pv: eg.PathVerdicts) -> delta.LeafOutcomes:
+    def spread(
+        self, pv: eg.PathVerdicts, shown: dict[int, np.ndarray] | None = None
+    ) -> delta.LeafOutcomes:
         """Outcomes over every leaf from those of the rows *pv* decided (the rest were
-        reused proofs or infeasible: safe)."""
+        reused proofs or infeasible: safe); *shown*: printed inputs by row of *pv*."""
         leaves = self.leaves
         status = np.full(leaves.size, eg.SAFE, dtype=np.int8)
         how = np.full(leaves.size, eg.HOW_NONE, dtype=np.int16)
         at = np.searchsorted(leaves, pv.boxes.leaves)
         status[at] = pv.status
         how[at] = pv.how
-        w = delta.RowWitnesses.of(pv.witnesses, len(self.model.features))
-        return delta.LeafOutcomes(status, how, witnesses=delta.RowWitnesses(at[w.rows], w.x))
+        width = len(self.model.features)
+        w = delta.RowWitnesses.of(pv.witnesses, width)
+        s = delta.RowWitnesses.of(shown or {}, width)
+        return delta.LeafOutcomes(
+            status,
+            how,
+            witnesses=delta.RowWitnesses(at[w.rows], w.x),
+            shown=delta.RowWitnesses(at[s.rows], s.x),
+        )
 
     def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
         """The snapshot rows to store: this version's tree (unless present) and outcomes.
@@ -909,6 +933,7 @@ def _against_last(
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
         boxes_for = run.snap.boxes_for(changed)
         pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
+        earlier = delta.carry(al, old.shown)
         lap("outcomes reused, changed leaves decided")
         when: list[delta.LeafOutcomes] = []
 
@@ -935,6 +960,7 @@ def _against_last(
             known=old.vacuous,
             remember=answers.append,
         )
+        shown: dict[int, np.ndarray] = {}
         res = api.finish(
             model,
             prep,
@@ -945,6 +971,8 @@ def _against_last(
             paths_reused=0,
             vacuity=vac,
             alone=_alone(run, prep, pv),
+            earlier=earlier,
+            shown=shown.__setitem__,
         )
         reused = al.leaves.size - decided
         if reused and _needs_fresh(inv, res):
@@ -958,6 +986,7 @@ def _against_last(
                 when[0] if when else None,
                 answers[0] if answers else old.vacuous,  # a fact about the domain: kept
                 len(model.features),
+                shown,
             )
         run.results[i] = res
         if _storable(res):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -249,13 +249,18 @@ def finish(
     paths_reused: int = 0,
     vacuity: Callable[[], bool] | None = None,
     alone: Callable[[int], np.ndarray | None] | None = None,
+    earlier: Mapping[int, np.ndarray] | None = None,
+    shown: Callable[[int, np.ndarray], None] | None = None,
 ) -> InvariantResult:
     """Turn per-leaf outcomes into an :class:`InvariantResult` (counterexamples, vacuity).
 
     *vacuity* (the incremental checker's hook) answers "is ``when`` unsatisfiable?" in place of
     :func:`when_is_vacuous`, e.g. from the proof cache.  *alone* (the same checker's) gives
     the witness of a solver asked about solver row *r* alone in place of
-    :func:`engine.isolated_witness` (the same answer, kept in the proof cache)."""
+    :func:`engine.isolated_witness` (the same answer, kept in the proof cache).  *earlier*
+    (the same checker's) holds the input printed for a box-decided row on an unchanged leaf
+    before, tried first (a function of the box: what :func:`engine.witness` gives); *shown*
+    is told the row and input of every confirmed counterexample of such a row."""
     inv = prep.invariant
     warnings: list[str] = []
     status = pv.status.copy()
@@ -264,11 +269,14 @@ def finish(
     if violating.size:
         evaluator = evaluator_for(model)
         if isinstance(pv.boxes, LazyLeafBoxes):
-            pv.boxes.prefetch(violating[: max(1, counterexamples)])
+            first = violating[: max(1, counterexamples)]
+            if earlier is not None:
+                first = np.array([r for r in first.tolist() if r not in earlier], dtype=np.int64)
+            pv.boxes.prefetch(first)
         for r in violating.tolist():
             if len(cexs) >= counterexamples:
                 break
-            cex = _confirmed(model, evaluator, prep, pv, r, settings, alone)
+            cex = _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown)
             if cex is None:  # a bug: never print it, never claim the path
                 status[r] = eg.UNKNOWN
                 warnings.append(
@@ -280,7 +288,7 @@ def finish(
         if counterexamples == 0:
             # Still confirm one witness, so that 'violated' always rests on a checked input.
             r = int(violating[0])
-            if _confirmed(model, evaluator, prep, pv, r, settings, alone) is None:
+            if _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown) is None:
                 status[r] = eg.UNKNOWN
     n_violating = int(np.count_nonzero(status == eg.VIOLATED))
     n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
@@ -306,17 +314,29 @@ def _confirmed(
     r: int,
     settings: CheckOptions,
     alone: Callable[[int], np.ndarray | None] | None = None,
+    earlier: Mapping[int, np.ndarray] | None = None,
+    shown: Callable[[int, np.ndarray], None] | None = None,
 ) -> Counterexample | None:
     """The counterexample of violating row *r*, confirmed by the evaluator, or None.  For a
     solver row: the witness of a solver asked about the row alone (the same in every run),
-    then the run's own witness should that one not be confirmed."""
+    then the run's own witness should that one not be confirmed.  For a box row: the input
+    in *earlier*, else (or if it is not confirmed) :func:`engine.witness`'s."""
     leaf = int(pv.boxes.leaves[r])
-    x = alone(r) if alone is not None and r in pv.witnesses else None
+    solver_row = r in pv.witnesses
+    if not solver_row and earlier is not None and (kept := earlier.get(r)) is not None:
+        cex = confirm(model, evaluator, prep.invariant, leaf, np.array(kept, dtype=np.float64))
+        if cex is not None:
+            if shown is not None:
+                shown(r, kept)
+            return cex
+    x = alone(r) if alone is not None and solver_row else None
     if x is None:
         x = eg.witness(model, prep, pv, r, None if alone is not None else settings)
     cex = confirm(model, evaluator, prep.invariant, leaf, x)
-    if cex is None and r in pv.witnesses:
+    if cex is None and solver_row:
         cex = confirm(model, evaluator, prep.invariant, leaf, pv.witnesses[r])
+    elif cex is not None and not solver_row and shown is not None:
+        shown(r, x)
     return cex
 
 

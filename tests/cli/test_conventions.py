@@ -503,3 +503,18 @@ def test_a_library_error_wrapping_a_signal_reports_the_signal() -> None:
         except ImportError as exc:
             assert cli_main._signal_behind(exc) == code
     assert cli_main._signal_behind(ImportError("no module named x")) is None
+
+
+def test_a_library_error_that_lost_the_signal_still_reports_it(monkeypatch) -> None:
+    """An extension whose import the handler's exception interrupted can fail with an error
+    that keeps no trace of it (seen under load: numpy's ImportError, exit 4): the handler's
+    record of the signal decides."""
+    import signal as sig
+
+    from clefprove.cli import main as cli_main
+
+    for signum, code in ((sig.SIGTERM, 143), (sig.SIGINT, 130)):
+        monkeypatch.setattr(cli_main, "_received", [signum])
+        assert cli_main._signal_behind(ImportError("numpy: IMPORTANT: PLEASE READ THIS")) == code
+    monkeypatch.setattr(cli_main, "_received", [])
+    assert cli_main._signal_behind(ImportError("numpy: IMPORTANT: PLEASE READ THIS")) is None

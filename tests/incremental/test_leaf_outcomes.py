@@ -248,6 +248,82 @@ def test_witnesses_round_trip_and_are_checked() -> None:
         delta.LeafOutcomes.decode(blob + b"\0", 4)
 
 
+def test_shown_inputs_round_trip_and_are_checked() -> None:
+    """The printed inputs of box-violated rows: kept by full rows and by deltas, refused on a
+    row that is not violated or that the solver decided."""
+    status = np.array([0, 1, 1, 2], np.int8)
+    how = np.array([eg.HOW_NONE, eg.HOW_SOLVER, eg.HOW_BOX, eg.HOW_SOLVER], np.int16)
+    x = np.array([[1.5, 2.0, 0.0, 1.0]])
+    shown = delta.RowWitnesses(np.array([2]), x)
+    out = delta.LeafOutcomes(status, how, shown=shown)
+    back = delta.LeafOutcomes.decode(out.encode(), 4)
+    assert back.shown.rows.tolist() == [2] and np.array_equal(back.shown[2], x[0])
+    for rows in ([0], [1], [3], [4]):  # safe, solver-decided, unknown, out of range
+        bad = delta.LeafOutcomes(status, how, shown=delta.RowWitnesses(np.array(rows), x))
+        with pytest.raises(ValueError):
+            delta.LeafOutcomes.decode(bad.encode(), 4)
+    # A delta carries the new version's shown inputs whole; "same as base" keeps the base's.
+    base = delta.LeafOutcomes(status, how)
+    d = delta.encode_outcomes_delta(base, out)
+    assert d is not None
+    applied = delta.apply_outcomes_delta(base, d)
+    assert applied.shown.rows.tolist() == [2] and np.array_equal(applied.shown.x, x)
+    same = delta.apply_outcomes_delta(out, delta.same_as_base(out))
+    assert same.shown.rows.tolist() == [2]
+    safe_2 = delta.LeafOutcomes(np.array([0, 1, 0, 2], np.int8), how)
+    with pytest.raises(ValueError):  # row 2 is safe in the outcomes the delta gives
+        delta.apply_outcomes_delta(safe_2, d)
+    with pytest.raises(ValueError):
+        delta.apply_outcomes_delta(base, d[:-1])
+
+
+def test_unchanged_printed_rows_reuse_their_inputs(tmp_path, monkeypatch) -> None:
+    """A re-check prints the counterexamples of unchanged box-violated leaves from the kept
+    inputs (no new witness search for them), and its report equals a fresh one."""
+    src = _source(_full(6, 0.0, 10.0))
+    names = ["slow", "solver"]
+    prog = _filled(tmp_path, src, names)
+    M.at(src["tree"], ("right",) * 6)["action"] = "allow"
+    model = M.compile_(src)
+    prog = M.program(names, model)
+    fresh = check(model, prog, options=Z3)
+    assert fresh.results[0].counterexamples, "the test needs printed counterexamples"
+    calls: list[int] = []
+    real = eg.witness
+
+    def counted(*args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append(args[3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eg, "witness", counted)
+    with ProofCache(tmp_path) as cache:
+        got = check(model, prog, cache=cache, options=Z3)
+    assert M.comparable(got) == M.comparable(fresh)
+    # Only rows whose leaf changed (here at most the one edited leaf) need a new witness.
+    assert len(set(calls)) <= 1, calls
+
+
+def test_a_kept_input_that_is_not_confirmed_is_not_printed() -> None:
+    """finish's *earlier* inputs are only candidates: one the evaluator does not confirm (a
+    damaged row) gives way to the witness a fresh run finds, and is not recorded."""
+    from clefprove.geometry.boxes import leaf_boxes
+    from clefprove.verify import api
+
+    model = M.compile_(_source(_full(4, 0.0, 10.0)))
+    inv = M.program(["slow"], model).invariants[0]
+    prep = eg.prepare(model, inv, DEFAULTS.dnf_cap)
+    pv = eg.decide(model, prep, leaf_boxes(model), DEFAULTS)
+    fresh = api.finish(model, prep, pv, DEFAULTS, 3, 0.0)
+    assert fresh.counterexamples
+    wrong = np.full(len(model.features), -1.0)  # outside every domain of the model
+    earlier = {int(r): wrong for r in pv.violating}
+    seen: dict[int, np.ndarray] = {}
+    got = api.finish(model, prep, pv, DEFAULTS, 3, 0.0, earlier=earlier, shown=seen.__setitem__)
+    assert got.counterexamples == fresh.counterexamples
+    assert len(seen) == len(fresh.counterexamples)
+    assert not any(np.array_equal(x, wrong) for x in seen.values())
+
+
 def _filled(tmp_path, src: dict, names: list[str]):
     model = M.compile_(src)
     prog = M.program(names, model)
@@ -350,7 +426,9 @@ def test_versions_are_stored_as_deltas_and_pruned_safely(tmp_path, monkeypatch) 
             ).fetchall()
             conn.close()
             assert sorted(k for k, _, _ in outs) == ["outb", "outb", "outcomes", "outcomes"]
-            assert all(n < 64 + 64 for k, n, _ in outs if k == "outcomes")
+            # pointer, delta, and the printed inputs (carried whole: at most K=3 rows)
+            shown = 8 + 3 * (4 + 8 * len(model.features))
+            assert all(n < 64 + 64 + shown for k, n, _ in outs if k == "outcomes")
             if step:
                 assert all(t <= stamp for k, _, t in outs if k == "outb"), (step, outs)
             stamp = max(t for _, _, t in outs)
