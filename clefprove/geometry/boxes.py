@@ -203,7 +203,6 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
 def stepped_leaf_boxes(model: Model, root: int, ctx: Box) -> LeafBoxes:
     """:func:`leaf_boxes` by stepping down from *root* level by level (:func:`step_down`);
     for a subtree, and the reference the whole tree's ancestor route is tested against."""
-    tab = tables(model)
     kind = model.nodes["kind"]
     n_feat = len(model.features)
 
@@ -212,7 +211,7 @@ def stepped_leaf_boxes(model: Model, root: int, ctx: Box) -> LeafBoxes:
     hi = np.empty((1, n_feat + 1), dtype=np.float64)
     lo[0, :n_feat] = ctx.lo
     hi[0, :n_feat] = ctx.hi
-    cats = _masked_cats(ctx, tab.cat_split, 1)
+    cats = _masked_cats(ctx, categorical_splits(model), 1)
     out_leaves: list[np.ndarray] = []
     out_lo: list[np.ndarray] = []
     out_hi: list[np.ndarray] = []
@@ -359,7 +358,6 @@ def step_down(
     the next float64 above the threshold)."""
     nodes = model.nodes
     kind = nodes["kind"]
-    tab = tables(model)
     k = fr.size
     children = np.concatenate([nodes["left"][fr], nodes["right"][fr]]).astype(np.int64)
     lo2 = np.concatenate([lo, lo])
@@ -368,8 +366,13 @@ def step_down(
     num = np.flatnonzero(kind[fr] == NodeKind.NUMERIC)
     if num.size:
         fn = f_idx[num]
-        hi2[num, fn] = np.minimum(hi2[num, fn], tab.left_hi[fr[num]])
-        lo2[num + k, fn] = np.maximum(lo2[num + k, fn], tab.right_lo[fr[num]])
+        # The bounds tables() holds, computed for these splits only (same ufuncs, same bits):
+        # a subtree's boxes (a re-check's changed subtree) need no whole-tree table.
+        left_hi, right_lo = split_bounds(
+            nodes["value"][fr[num]].astype(np.float64), integral_features(model)[fn]
+        )
+        hi2[num, fn] = np.minimum(hi2[num, fn], left_hi)
+        lo2[num + k, fn] = np.maximum(lo2[num + k, fn], right_lo)
     cats2 = {}
     for f, m in cats.items():
         m2 = np.concatenate([m, m])

@@ -933,7 +933,8 @@ def _against_last(
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
         boxes_for = run.snap.boxes_for(changed)
         pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
-        earlier = delta.carry(al, old.shown)
+        carried = delta.carry(al, old.shown)
+        earlier = dict(zip(carried.rows.tolist(), carried.x, strict=True))
         lap("outcomes reused, changed leaves decided")
         when: list[delta.LeafOutcomes] = []
 
