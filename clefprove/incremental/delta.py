@@ -488,6 +488,15 @@ class LeafOutcomes:
     vacuous: bool | None = None
     witnesses: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
     shown: RowWitnesses = field(default_factory=lambda: _NO_WITNESSES)
+    #: When known: sorted rows outside of which every row is SAFE with how NONE (a superset
+    #: of them is allowed; see :attr:`clefprove.verify.engine.PathVerdicts.listed`).
+    listed: np.ndarray | None = None
+
+    def rows_listed(self) -> np.ndarray:
+        """:attr:`listed`, or the rows that are not SAFE or were decided by something."""
+        if self.listed is not None:
+            return self.listed
+        return np.flatnonzero((self.status != eg.SAFE) | (self.how != eg.HOW_NONE))
 
     @staticmethod
     def of(
@@ -505,6 +514,7 @@ class LeafOutcomes:
             vacuous,
             RowWitnesses.of(pv.witnesses, width),
             RowWitnesses.of(shown or {}, width),
+            pv.listed,
         )
 
     def encode(self) -> bytes:
@@ -523,7 +533,9 @@ class LeafOutcomes:
         how = np.ascontiguousarray(self.how, dtype="<i2")
         # Most leaves of most invariants are safe and decided by the box stages (how NONE):
         # list only the others (7 bytes each) when that is shorter than every leaf (3 bytes).
-        listed = np.flatnonzero((status != eg.SAFE) | (how != eg.HOW_NONE))
+        listed = self.rows_listed()
+        if self.listed is not None:  # a superset: exactly the others, as when computed
+            listed = listed[(status[listed] != eg.SAFE) | (how[listed] != eg.HOW_NONE)]
         rows: tuple[bytes, ...]
         if 7 * listed.size < 3 * status.size:
             rows = (
@@ -554,7 +566,7 @@ class LeafOutcomes:
             raise ValueError("leaf outcomes do not match the tree snapshot")
         _check_shown(shown, own.status, own.how)
         vacuous = bool(flags & _VACUOUS) if flags & _VACUITY_KNOWN else None
-        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses, shown)
+        return LeafOutcomes(own.status, own.how, when, vacuous, own.witnesses, shown, own.listed)
 
     @staticmethod
     def _arrays(blob: bytes, offset: int, leaves: int) -> tuple[LeafOutcomes, int]:
@@ -564,6 +576,7 @@ class LeafOutcomes:
         offset += _BLOCK_HEAD.size
         status: np.ndarray
         how: np.ndarray
+        rows: np.ndarray | None = None
         if mode == _DENSE and not listed:
             wit_at = offset + 3 * leaves
             if len(blob) < wit_at + _WIT_HEAD.size:
@@ -582,6 +595,7 @@ class LeafOutcomes:
             at = offset + 4 * listed
             status[idx] = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
             how[idx] = np.frombuffer(blob, dtype="<i2", count=listed, offset=at + listed)
+            rows = idx
         else:
             raise ValueError("bad leaf outcomes block")
         if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
@@ -592,7 +606,7 @@ class LeafOutcomes:
             np.any(status[wit.rows] != eg.VIOLATED) or np.any(how[wit.rows] != eg.HOW_SOLVER)
         ):
             raise ValueError("bad witness rows in the cache")
-        return LeafOutcomes(status, how, witnesses=wit), end
+        return LeafOutcomes(status, how, witnesses=wit, listed=rows), end
 
 
 def _rows_bytes(w: RowWitnesses) -> bytes:
@@ -652,26 +666,38 @@ def reuse(
     w_rows: list[np.ndarray] = []
     w_x: list[np.ndarray] = []
     n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
+    listed: np.ndarray | None = None
     if al.clean_mask is not None and old.status.size == n:
-        # Same shape: leaf row i is row i of the old outcomes.  A few passes over the int8 and
-        # int16 arrays, no gathers of all rows (see the general case below for the rules).
+        # Same shape: leaf row i is row i of the old outcomes.  Only the listed rows (those
+        # not safe, or decided by something) and the changed ones are looked at: every other
+        # row is a safe leaf, reused as it is (see the general case below for the rules).
         st, hw = old.status, old.how
-        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        seen = old.rows_listed()
+        s_l, h_l = st[seen], hw[seen]
+        ok = (s_l == eg.SAFE) | ((s_l == eg.VIOLATED) & (h_l >= eg.HOW_BOX) & (h_l < n_conj))
         ow = old.witnesses
         if ow.rows.size:
             if ow.x.shape[1] != width:
                 raise ValueError("stored witnesses of the wrong width")
-            ok[ow.rows] = True  # decode checked: each is a solver-violated row
+            at = np.searchsorted(seen, ow.rows)  # decode checked: solver-violated, so listed
+            if np.any(at >= seen.size) or not np.array_equal(
+                seen[np.minimum(at, seen.size - 1)], ow.rows
+            ):
+                raise ValueError("stored witnesses of unlisted rows")
+            ok[at] = True
             kept = al.clean_mask[ow.rows]
             w_rows.append(ow.rows[kept])
             w_x.append(ow.x[kept])
-        ok &= al.clean_mask
-        todo = ~ok
-        status = np.where(ok, st, np.int8(eg.SAFE)).astype(np.int8, copy=False)
-        how = np.where(ok, hw, np.int16(eg.HOW_NONE)).astype(np.int16, copy=False)
+        dirty = np.flatnonzero(~al.clean_mask)
+        rows = np.union1d(seen[~ok], dirty)
+        status = st.copy()
+        how = hw.copy()
+        status[rows] = eg.SAFE  # decided below
+        how[rows] = eg.HOW_NONE
+        listed = np.union1d(seen, dirty)
     else:
         status, how, todo = _reuse_rows(al, old, n_conj, width, w_rows, w_x)
-    rows = np.flatnonzero(todo)
+        rows = np.flatnonzero(todo)
     solver = 0
     if rows.size:
         sub = boxes_for(leaves[rows])
@@ -692,7 +718,8 @@ def reuse(
     else:
         witnesses = _NO_WITNESSES
     lazy = LazyLeafBoxes(model, leaves)
-    return eg.PathVerdicts(lazy, status, how, witnesses, solver), int(rows.size)  # type: ignore[arg-type]
+    pv = eg.PathVerdicts(lazy, status, how, witnesses, solver, listed)  # type: ignore[arg-type]
+    return pv, int(rows.size)
 
 
 def carry(al: Alignment, w: RowWitnesses) -> RowWitnesses:
@@ -794,7 +821,12 @@ def encode_outcomes_delta(base: LeafOutcomes, new: LeafOutcomes) -> bytes | None
         return same_as_base(new)
     if base.when is not None or new.when is not None or base.status.size != n:
         return None
-    differ = np.flatnonzero((base.status != new.status) | (base.how != new.how))
+    if base.listed is not None and new.listed is not None:
+        # Outside both listings both rows are SAFE with how NONE: only listed rows can differ.
+        cand = np.union1d(base.listed, new.listed)
+        differ = cand[(base.status[cand] != new.status[cand]) | (base.how[cand] != new.how[cand])]
+    else:
+        differ = np.flatnonzero((base.status != new.status) | (base.how != new.how))
     p = np.searchsorted(bw.rows, nw.rows)
     inb = p < bw.rows.size
     inb[inb] = bw.rows[p[inb]] == nw.rows[inb]
@@ -832,7 +864,9 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     if flags & _SAME_AS_BASE:
         if k or kw or len(blob) != at:
             raise ValueError("bad outcomes delta")
-        return LeafOutcomes(base.status, base.how, base.when, vacuous, base.witnesses, base.shown)
+        return LeafOutcomes(
+            base.status, base.how, base.when, vacuous, base.witnesses, base.shown, base.listed
+        )
     n = base.status.size
     size = at + 7 * k + kw * (4 + 8 * width)
     if base.when is not None or len(blob) < size or (kw and not width):
@@ -861,9 +895,10 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
         keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
         keep &= ~np.isin(bw.rows, wrows)
     _check_shown(shown, status, how)
+    listed = None if base.listed is None else np.union1d(base.listed, idx)
     rows = np.concatenate([bw.rows[keep], wrows])
     if not rows.size:
-        return LeafOutcomes(status, how, None, vacuous, shown=shown)
+        return LeafOutcomes(status, how, None, vacuous, shown=shown, listed=listed)
     w_width = width if kw else bw.x.shape[1]
     if bw.rows.size and kw and bw.x.shape[1] != width:
         raise ValueError("outcomes delta has witnesses of another width")
@@ -872,4 +907,4 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     rows, x = rows[order], x[order]
     if np.any(status[rows] != eg.VIOLATED) or np.any(how[rows] != eg.HOW_SOLVER):
         raise ValueError("bad witness rows in the cache")
-    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x), shown)
+    return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x), shown, listed)

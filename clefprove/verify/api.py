@@ -264,7 +264,12 @@ def finish(
     inv = prep.invariant
     warnings: list[str] = []
     status = pv.status.copy()
-    violating = np.flatnonzero(status == eg.VIOLATED)
+    # Rows that may be unsafe: the listed ones of a re-check (a few), else every row.
+    listed = pv.listed
+    seen = status if listed is None else status[listed]
+    violating = np.flatnonzero(seen == eg.VIOLATED)
+    if listed is not None:
+        violating = listed[violating]
     cexs: list[Counterexample] = []
     if violating.size:
         evaluator = evaluator_for(model)
@@ -290,8 +295,9 @@ def finish(
             r = int(violating[0])
             if _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown) is None:
                 status[r] = eg.UNKNOWN
-    n_violating = int(np.count_nonzero(status == eg.VIOLATED))
-    n_unknown = int(np.count_nonzero(status == eg.UNKNOWN))
+    seen = status if listed is None else status[listed]
+    n_violating = int(np.count_nonzero(seen == eg.VIOLATED))
+    n_unknown = int(np.count_nonzero(seen == eg.UNKNOWN))
     return settled_result(
         inv,
         n_violating,

@@ -126,6 +126,9 @@ class PathVerdicts:
     how: np.ndarray  # int16 HOW_* or conjunct index
     witnesses: Mapping[int, np.ndarray] = field(default_factory=dict)  # row -> x (solver rows)
     solver_paths: int = 0
+    #: When known: sorted rows outside of which every row is SAFE and decided by nothing
+    #: (how NONE), so that a re-check reads its few listed rows, not every leaf's outcome.
+    listed: np.ndarray | None = None
 
     @property
     def violating(self) -> np.ndarray:

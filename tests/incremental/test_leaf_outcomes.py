@@ -462,3 +462,36 @@ def test_leaf_hashes_are_the_subtree_hashes_of_leaves(src) -> None:
     whole = merkle.subtree_hashes(M.compile_(src))
     assert np.array_equal(merkle.leaf_hashes(model, leaves), whole[leaves])
     assert np.array_equal(merkle.leaf_hashes(model, leaves[::-1]), whole[leaves[::-1]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_listed_rows_cover_every_row_that_is_not_a_plain_safe_one(data) -> None:
+    """What a re-check reads instead of every leaf: the listed rows of decoded outcomes and of
+    deltas applied to them hold every row that is not SAFE with how NONE, and outcomes
+    encode to the same bytes whether their listing is known or computed."""
+    n = data.draw(st.integers(1, 60))
+    codes = st.sampled_from([(0, eg.HOW_NONE)] * 6 + [(0, eg.HOW_SOLVER), (1, eg.HOW_BOX), (2, 0)])
+
+    def outcomes() -> delta.LeafOutcomes:
+        pairs = data.draw(st.lists(codes, min_size=n, max_size=n))
+        return delta.LeafOutcomes(
+            np.array([p[0] for p in pairs], np.int8), np.array([p[1] for p in pairs], np.int16)
+        )
+
+    def exact(o: delta.LeafOutcomes) -> set[int]:
+        return set(np.flatnonzero((o.status != eg.SAFE) | (o.how != eg.HOW_NONE)).tolist())
+
+    base = delta.LeafOutcomes.decode(outcomes().encode(), n)
+    assert base.listed is None or set(base.listed.tolist()) == exact(base)
+    new = outcomes()
+    blob = delta.encode_outcomes_delta(base, new)
+    if blob is not None:
+        applied = delta.apply_outcomes_delta(base, blob)
+        assert np.array_equal(applied.status, new.status) and np.array_equal(applied.how, new.how)
+        assert exact(applied) <= set(applied.rows_listed().tolist())
+        loose = dataclasses.replace(applied, listed=np.arange(n))  # any superset
+        assert loose.encode() == dataclasses.replace(applied, listed=None).encode()
+        assert delta.encode_outcomes_delta(base, loose) == delta.encode_outcomes_delta(
+            dataclasses.replace(base, listed=None), dataclasses.replace(applied, listed=None)
+        )
