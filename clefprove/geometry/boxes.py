@@ -160,15 +160,7 @@ def integral_features(model: Model) -> np.ndarray:
 def categorical_splits(model: Model) -> frozenset[int]:
     """The categorical features some split of *model* tests (kept by the model): the code
     masks a :class:`LeafBoxes` of it carries."""
-
-    def scan() -> frozenset[int]:
-        if all(f.type is not FeatureType.CATEGORICAL for f in model.features):
-            return frozenset()
-        nodes = model.nodes
-        # (a set, not np.unique: that imports numpy.ma, ~10 ms of a small check's start-up)
-        return frozenset(nodes["feature"][nodes["kind"] == NodeKind.CATEGORICAL].tolist())
-
-    return model.derived.get(("geometry.cat_split",), scan)
+    return model.categorical_split_features
 
 
 def tables(model: Model) -> TreeTables:

@@ -25,6 +25,8 @@ import numpy as np
 from clefprove.errors import ClefFormatError, ClefproveError
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
 from clefprove.model.types import (
+    CATEGORICAL_SPLITS,
+    LEAF_NODES,
     MAX_TREE_DEPTH,
     NODE_DTYPE,
     Feature,
@@ -416,8 +418,9 @@ def _parse(
         nodes.flags.writeable = False
         membership = membership.view()
         membership.flags.writeable = False
+    found = None
     if admitted is None:
-        _validate_nodes(nodes, membership, features, len(actions), max_depth)
+        found = _validate_nodes(nodes, membership, features, len(actions), max_depth)
     return _with_digest(
         sha256,
         Model(
@@ -433,6 +436,7 @@ def _parse(
             metadata={k: v for k, v in meta.items() if not k.startswith("_")},
         ),
         meta,
+        found,
     )
 
 
@@ -450,8 +454,18 @@ def parsed_digest(model: Model) -> str | None:
     return model.derived.get(PARSED_DIGEST, lambda: None)
 
 
-def _with_digest(sha256: str, model: Model, meta: dict[str, Any]) -> Model:
+def _with_digest(
+    sha256: str,
+    model: Model,
+    meta: dict[str, Any],
+    found: tuple[np.ndarray, frozenset[int]] | None,
+) -> Model:
     model.derived.get(PARSED_DIGEST, lambda: sha256)
+    if found is not None:
+        leaves, categorical = found
+        leaves.flags.writeable = False
+        model.derived.get(LEAF_NODES, lambda: leaves)
+        model.derived.get(CATEGORICAL_SPLITS, lambda: categorical)
     return _with_interface(meta, model)
 
 
@@ -770,9 +784,9 @@ def _check_splits(
     membership: np.ndarray,
     features: tuple[Feature, ...],
     where: Callable[[int], str],
-) -> None:
+) -> np.ndarray:
     """The checks of every split against its feature (shared by v1 trees and v2 ensembles);
-    *where* names node *i* in a message."""
+    *where* names node *i* in a message.  Returns the categorical splits."""
 
     def bad(mask: np.ndarray, what: str) -> None:
         if mask.any():
@@ -804,6 +818,7 @@ def _check_splits(
             raise ClefFormatError(
                 f"{where(int(cat_nodes[np.argmax(empty)]))}: empty categorical set"
             )
+    return cat_nodes
 
 
 def _feature_arrays(features: tuple[Feature, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -821,8 +836,9 @@ def _validate_nodes(
     features: tuple[Feature, ...],
     n_actions: int,
     max_depth: int,
-) -> None:
-    """Vectorised structural checks; raises on the first kind of defect found."""
+) -> tuple[np.ndarray, frozenset[int]]:
+    """Vectorised structural checks; raises on the first kind of defect found.  Returns the
+    leaf nodes and the categorical features some split tests."""
     n = len(nodes)
     # The fields are read in place (strided views of the mapping) and in their stored widths:
     # comparisons with wider operands are cast by numpy in small buffers, so validating a
@@ -870,4 +886,8 @@ def _validate_nodes(
     if int(depth.max()) != max_depth:
         raise ClefFormatError(f"declared depth {max_depth} but the tree is {int(depth.max())} deep")
 
-    _check_splits(kind, feat, value, aux, split, membership, features, lambda i: f"node {i}")
+    cat_nodes = _check_splits(
+        kind, feat, value, aux, split, membership, features, lambda i: f"node {i}"
+    )
+    # What later stages would scan the records for again, found on the way.
+    return np.flatnonzero(leaf), frozenset(feat[cat_nodes].tolist())

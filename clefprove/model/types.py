@@ -47,6 +47,10 @@ class NodeKind(enum.IntEnum):
 
 _KINDS = tuple(NodeKind)  # by code (cheaper than the enum's own lookup)
 
+#: ``Model.derived`` keys of what the loader finds while validating the records.
+LEAF_NODES = ("model.leaf_nodes",)
+CATEGORICAL_SPLITS = ("model.categorical_split_features",)
+
 
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
@@ -184,9 +188,22 @@ class Model(Vocabulary):
     def leaf_nodes(self) -> np.ndarray:
         """The leaf nodes' indices in tree order (computed once, kept)."""
         return self.derived.get(
-            ("model.leaf_nodes",),
+            LEAF_NODES,
             lambda: _read_only(np.flatnonzero(self.nodes["kind"] == NodeKind.LEAF)),
         )
+
+    @property
+    def categorical_split_features(self) -> frozenset[int]:
+        """The categorical features some split tests (computed once, kept)."""
+
+        def scan() -> frozenset[int]:
+            if all(f.type is not FeatureType.CATEGORICAL for f in self.features):
+                return frozenset()
+            cat = self.nodes["kind"] == NodeKind.CATEGORICAL
+            # (a set, not np.unique: that imports numpy.ma, ~10 ms of a small check's start-up)
+            return frozenset(self.nodes["feature"][cat].tolist())
+
+        return self.derived.get(CATEGORICAL_SPLITS, scan)
 
     def node(self, index: int) -> Node:
         """The node at *index* as a :class:`Node`."""

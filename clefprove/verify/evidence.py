@@ -260,5 +260,9 @@ def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
     from clefprove.model.describe import condition
 
     steps = path_to(model, leaf)
-    nodes = model.nodes_at([n for n, _ in steps])
-    return tuple(condition(model, node, left) for node, (_, left) in zip(nodes, steps, strict=True))
+    # Kept per model: the counterexamples of a run share the top of their paths.
+    texts: dict[tuple[int, bool], str] = model.derived.get(("verify.path_conditions",), dict)
+    todo = [step for step in steps if step not in texts]
+    for node, (_, left) in zip(model.nodes_at([n for n, _ in todo]), todo, strict=True):
+        texts[node.index, left] = condition(model, node, left)
+    return tuple(texts[step] for step in steps)

@@ -252,3 +252,19 @@ def test_cli_compile_error_leaves_no_output(tmp_path, spec_source):
     assert proc.returncode == 2
     assert "tree.left: unknown action 'alow'" in proc.stderr
     assert not out.exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_what_the_loader_finds_is_what_a_scan_finds(data) -> None:
+    """The leaf nodes and the categorical features some split tests, kept by the loader from
+    its validation, equal those scanned from the records of a copy without them."""
+    import dataclasses
+
+    from tests.verify.gen import models
+
+    model = load_bytes(write_clef(data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))))
+    copy = dataclasses.replace(model)  # an empty derived store: scanned
+    assert np.array_equal(model.leaf_nodes, copy.leaf_nodes)
+    assert model.categorical_split_features == copy.categorical_split_features
+    assert not model.leaf_nodes.flags.writeable
