@@ -147,7 +147,7 @@ def _check(
         if isinstance(mdl, Ensemble):  # an ensemble's leaf is one of many trees': no region
             return ()
         if leaf not in regions:
-            regions[leaf] = describe_region(mdl, leaf, record)
+            regions[leaf] = describe_region(mdl, leaf)
         return regions[leaf]
 
     # The cache stores inputs as sorted JSON objects: restore declaration order, so that every

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.errors import InputError
 from clefprove.geometry.boxes import Box, LeafBoxes, path_to
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
@@ -235,24 +234,13 @@ def confirm(
     )
 
 
-def describe_region(
-    model: Model, leaf: int, record: dict[str, Any] | None = None
-) -> tuple[str, ...]:
-    """The box of inputs that reach *leaf*, one bound pair per feature its path narrows;
-    *record*, an input that reaches *leaf* (a counterexample's), finds the path by walking
-    down from the root instead of up the whole tree's parent links (which a re-check that
-    reuses every result would build for this alone)."""
+def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
+    """The box of inputs that reach *leaf*, one bound pair per feature its path narrows (the
+    path by descent from the root: no whole-tree parent links, which a re-check that reuses
+    every result would build for this alone)."""
     from clefprove.model.describe import region_conditions
 
-    nodes: list[int] | None = None
-    if record is not None:
-        try:
-            nodes = evaluator_for(model).path(encode(model, record))
-        except (KeyError, TypeError, ValueError, InputError):  # a damaged cached record
-            nodes = None
-    if not nodes or nodes[-1] != leaf:
-        nodes = [*(n for n, _ in path_to(model, leaf)), leaf]
-    return tuple(region_conditions(model, nodes))
+    return tuple(region_conditions(model, [*(n for n, _ in path_to(model, leaf)), leaf]))
 
 
 def describe_path(model: Model, leaf: int) -> tuple[str, ...]:

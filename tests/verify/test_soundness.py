@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from clefprove.dsl import checked as ck
 from clefprove.eval.evaluator import Evaluator
 from clefprove.geometry.boxes import leaf_boxes
+from clefprove.model.describe import region_conditions
 from clefprove.verify import engine as eg
 from clefprove.verify.api import check_invariant
 from clefprove.verify.evidence import describe_region
@@ -42,8 +43,10 @@ def _check_counterexamples(model, inv, result):
         assert d.leaf == c.leaf and model.actions[d.action] == c.action
         assert ck.evaluate(inv.when, x, d.action, d.confidence)
         assert not ck.evaluate(inv.ensure, x, d.action, d.confidence)
-        # the region found by walking the input down equals the one up the parent links
-        assert describe_region(model, c.leaf, c.input) == describe_region(model, c.leaf)
+        # the region of the leaf (its path by descent) is that of the path the input walks
+        assert describe_region(model, c.leaf) == tuple(
+            region_conditions(model, ev.path(np.array(x, dtype=np.float64)))
+        )
 
 
 @pytest.mark.slow
@@ -192,19 +195,21 @@ def test_the_aimed_landmark_meets_a_when_no_corner_meets(spec_model):
     assert ev._when_met_at_a_landmark(spec_model, inv)
 
 
-def test_a_region_from_an_input_of_another_leaf_is_the_leafs_own(spec_model):
-    """An input that does not reach the leaf (a damaged cached record) or cannot be encoded
-    is not used: the region is the leaf's, from the parent links."""
-    leaves = [n.index for n in spec_model.iter_nodes() if n.is_leaf]
-    record = {
-        "client_rtt_ms": 50.0,
-        "tls_version": 772,
-        "path_depth": 1,
-        "referer_entropy": 0.0,
-        "ua_family": "other",
-        "is_tor": False,
-    }
-    for leaf in leaves:
-        want = describe_region(spec_model, leaf)
-        assert describe_region(spec_model, leaf, record) == want
-        assert describe_region(spec_model, leaf, {"client_rtt_ms": "x"}) == want
+def test_a_region_is_the_leafs_own_path_by_descent_or_by_parent_links(spec_model):
+    """The path by descent (the pre-order layout) and the one up the parent links agree."""
+    from clefprove.geometry import boxes as bx
+
+    for n in spec_model.iter_nodes():
+        if n.is_leaf:
+            down = bx._descend(spec_model, n.index, 0)
+            assert down is not None
+            up = []
+            node = n.index
+            while node != 0:
+                parent = int(bx.links(spec_model).parent[node])
+                up.append(parent)
+                node = parent
+            assert [p for p, _ in down] == up[::-1]
+            assert describe_region(spec_model, n.index) == tuple(
+                region_conditions(spec_model, [*up[::-1], n.index])
+            )
