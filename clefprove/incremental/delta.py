@@ -354,7 +354,7 @@ def _align_same_shape(
     # only when both trees share one membership table).
     cand_at = raw
     if a.membership is not b.membership:
-        cand_at = np.union1d(raw, np.flatnonzero(a.kind == NodeKind.CATEGORICAL))
+        cand_at = _union(raw, np.flatnonzero(a.kind == NodeKind.CATEGORICAL))
     differ = cand_at[~_equal_records(a, cand_at, b, cand_at, vocab)]
     if not differ.size:
         every_leaf = np.arange(leaves.size)
@@ -689,12 +689,12 @@ def reuse(
             w_rows.append(ow.rows[kept])
             w_x.append(ow.x[kept])
         dirty = np.flatnonzero(~al.clean_mask)
-        rows = np.union1d(seen[~ok], dirty)
+        rows = _union(seen[~ok], dirty)
         status = st.copy()
         how = hw.copy()
         status[rows] = eg.SAFE  # decided below
         how[rows] = eg.HOW_NONE
-        listed = np.union1d(seen, dirty)
+        listed = _union(seen, dirty)
     else:
         status, how, todo = _reuse_rows(al, old, n_conj, width, w_rows, w_x)
         rows = np.flatnonzero(todo)
@@ -720,6 +720,20 @@ def reuse(
     lazy = LazyLeafBoxes(model, leaves)
     pv = eg.PathVerdicts(lazy, status, how, witnesses, solver, listed)  # type: ignore[arg-type]
     return pv, int(rows.size)
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted union of two sorted int arrays (np.union1d without its generality)."""
+    if not b.size:
+        return a
+    if not a.size:
+        return b
+    c = np.concatenate((a, b))
+    c.sort(kind="stable")
+    keep = np.empty(c.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(c[1:], c[:-1], out=keep[1:])
+    return c[keep]
 
 
 def carry(al: Alignment, w: RowWitnesses) -> RowWitnesses:
@@ -823,7 +837,7 @@ def encode_outcomes_delta(base: LeafOutcomes, new: LeafOutcomes) -> bytes | None
         return None
     if base.listed is not None and new.listed is not None:
         # Outside both listings both rows are SAFE with how NONE: only listed rows can differ.
-        cand = np.union1d(base.listed, new.listed)
+        cand = _union(base.listed, new.listed)
         differ = cand[(base.status[cand] != new.status[cand]) | (base.how[cand] != new.how[cand])]
     else:
         differ = np.flatnonzero((base.status != new.status) | (base.how != new.how))
@@ -895,7 +909,7 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
         keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
         keep &= ~np.isin(bw.rows, wrows)
     _check_shown(shown, status, how)
-    listed = None if base.listed is None else np.union1d(base.listed, idx)
+    listed = None if base.listed is None else _union(base.listed, idx)
     rows = np.concatenate([bw.rows[keep], wrows])
     if not rows.size:
         return LeafOutcomes(status, how, None, vacuous, shown=shown, listed=listed)
