@@ -469,18 +469,6 @@ def cat_mask(cats: dict[int, np.ndarray], feature: int, rows: int, size: int) ->
 
 def path_to(model: Model, leaf: int, root: int = 0) -> list[tuple[int, bool]]:
     """The splits from *root* down to *leaf*: ``(node, went_left)`` pairs, top first."""
-    if root == 0:  # kept per model: a printed counterexample reads its path more than once
-        known: dict[int, tuple[tuple[int, bool], ...]] = model.derived.get(
-            ("geometry.paths",), dict
-        )
-        got = known.get(leaf)
-        if got is None:
-            got = known[leaf] = tuple(_path_to(model, leaf, 0))
-        return list(got)
-    return _path_to(model, leaf, root)
-
-
-def _path_to(model: Model, leaf: int, root: int) -> list[tuple[int, bool]]:
     steps = _descend(model, leaf, root)
     if steps is not None:
         return steps

@@ -240,14 +240,26 @@ def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
     every result would build for this alone)."""
     from clefprove.model.describe import region_conditions
 
-    return tuple(region_conditions(model, [*(n for n, _ in path_to(model, leaf)), leaf]))
+    return tuple(region_conditions(model, [*(n for n, _ in _printed_path(model, leaf)), leaf]))
+
+
+def _printed_path(model: Model, leaf: int) -> tuple[tuple[int, bool], ...]:
+    """:func:`path_to` for the leaf of a printed counterexample, kept per model (its path and
+    its region both read it; at most K leaves per invariant are printed)."""
+    known: dict[int, tuple[tuple[int, bool], ...]] = model.derived.get(
+        ("verify.printed_paths",), dict
+    )
+    got = known.get(leaf)
+    if got is None:
+        got = known[leaf] = tuple(path_to(model, leaf))
+    return got
 
 
 def describe_path(model: Model, leaf: int) -> tuple[str, ...]:
     """Readable split conditions from the root to *leaf*."""
     from clefprove.model.describe import condition
 
-    steps = path_to(model, leaf)
+    steps = _printed_path(model, leaf)
     # Kept per model: the counterexamples of a run share the top of their paths.
     texts: dict[tuple[int, bool], str] = model.derived.get(("verify.path_conditions",), dict)
     todo = [step for step in steps if step not in texts]
