@@ -1426,10 +1426,15 @@ def when_is_vacuous(
     decision by the same search as the invariant's, of ``when => false``, within what is left
     of the invariant's budget (by *deadline*): vacuous when that search settles every region
     with none violating (a region whose decisions may satisfy ``when`` is never settled)."""
-    from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain
+    from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain, when_met_at
 
-    if not ck.mentions_decision(prep.invariant.when):
-        return when_is_vacuous_on_domain(model, prep, settings, probes)  # type: ignore[arg-type]
+    when = prep.invariant.when
+    if not ck.mentions_decision(when):
+        # when_is_vacuous_on_domain's own first test, the probes, here: it would walk
+        # ``when`` once more to see that it does not mention the decision
+        if probes and when_met_at(model, when, probes):  # type: ignore[arg-type]
+            return False
+        return when_is_vacuous_on_domain(model, prep, settings)  # type: ignore[arg-type]
     wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     left = deadline - time.monotonic()
     if left <= 0:
