@@ -794,21 +794,54 @@ def _root_boxes(
         {f: m[None, :] for f, m in dom_cats.items()},
         np.array([-1]),
     )
+    dom_lo, dom_hi = dom.lo.tolist(), dom.hi.tolist()
     out: list[RootBox] = []
     for j, conj in enumerate(conjuncts):
-        nrows, ok, _ = nm.narrow(tuple(x for x in conj if _feature_literal(x, n_feat)), dom_rows)
-        if not ok[0]:
-            continue
-        lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
-        cats = {
-            f: cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy() for f in dom_cats
-        }
+        lits = tuple(x for x in conj if _feature_literal(x, n_feat))
+        if not dom_cats and all(type(x) is nm.Bound for x in lits):
+            box = _narrow_bounds(lits, dom_lo, dom_hi)
+            if box is None:
+                continue
+            lo, hi, cats = box[0], box[1], {}
+        else:
+            nrows, ok, _ = nm.narrow(lits, dom_rows)
+            if not ok[0]:
+                continue
+            lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
+            cats = {
+                f: cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
+                for f in dom_cats
+            }
         # The root already satisfies the conjunct's feature literals, and so does every
         # region below it: only the decision literals and linear ones are left to test.
         rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
         formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
         out.append((j, lo, hi, cats, formula))
     return out
+
+
+def _narrow_bounds(
+    lits: tuple[object, ...], dom_lo: list[float], dom_hi: list[float]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``nm.narrow`` of feature :class:`~clefprove.verify.normal.Bound` literals on the domain
+    box (one row, no categorical feature), in Python floats: (lo, hi) of the narrowed box, or
+    None when it is empty.  The same floats as ``narrow``'s ``np.minimum`` / ``np.maximum``,
+    whose scalar loops keep the first operand only when it is strictly smaller (larger) or NaN,
+    else take the second (so a tie of 0.0 and -0.0 takes the literal's zero), tested bit for
+    bit against ``narrow`` (tests/ensembles/test_root_descent.py)."""
+    lo, hi = list(dom_lo), list(dom_hi)
+    for lit in lits:
+        assert isinstance(lit, nm.Bound)
+        col, b = lit.col, lit.bound
+        if lit.upper:
+            h = hi[col]
+            hi[col] = h if (h < b or h != h) else b
+        else:
+            v = lo[col]
+            lo[col] = v if (v > b or v != v) else b
+    if not all(a <= z for a, z in zip(lo, hi, strict=True)):
+        return None
+    return np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)

@@ -198,3 +198,28 @@ def test_bench_style_question_takes_the_shortcut() -> None:
     fast = _search(model, prep, True)
     assert ("verify.ensemble_tables",) not in model.derived._values  # no tables were built
     _same(fast, _search(model, prep, False))
+
+
+_EDGE = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 1e300, -1e300, np.inf, -np.inf, 5e-324]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.booleans(), st.sampled_from(_EDGE) | st.floats(-3, 3)),
+        max_size=12,
+    ),
+    st.lists(st.sampled_from([0.0, -0.0, -1.0, -2.5, -1e300]), min_size=4, max_size=4),
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, 1e300]), min_size=4, max_size=4),
+)
+def test_narrow_bounds_is_narrow_bit_for_bit(lits, dom_lo, dom_hi) -> None:
+    from clefprove.verify import normal as nm
+
+    bounds = tuple(nm.Bound(col, upper, float(b)) for col, upper, b in lits)
+    rows = nm.Rows(np.array([[*dom_lo, 0.0]]), np.array([[*dom_hi, 1.0]]), {}, np.array([-1]))
+    nrows, ok, _ = nm.narrow(bounds, rows)
+    got = ve._narrow_bounds(bounds, list(dom_lo), list(dom_hi))
+    assert (got is not None) == bool(ok[0])
+    if got is not None:
+        assert got[0].tobytes() == nrows.lo[0, :4].tobytes()  # (the sign of a zero too)
+        assert got[1].tobytes() == nrows.hi[0, :4].tobytes()
