@@ -738,31 +738,42 @@ def search(
     dom_cats = {i: dom.cats[i] for i in dom.cats}
     conjuncts = prep.conjuncts if prep.conjuncts is not None else None
     boxes = None if conjuncts is None else _root_boxes(model, conjuncts, dom, dom_cats)
+    passed: list[_RootBounds | None] = []
     if start is None and boxes is not None and not dom_cats:
-        quick = _settled_roots(model, boxes, record)
+        quick, passed = _settled_roots(model, boxes, record)
         if quick is not None:
             return quick
     tab = ensemble_tables(model)
     res = SearchResult()
     roots: list[tuple[Region, object]] = []
+    known: dict[int, Step] = {}  # the roots' first steps, from the bounds of that pass
     base_reach = tab.feasible.copy()
+    mentions_conf = _mentions_confidence(prep.violation, n_feat)
     if boxes is None:
         roots.append((Region(dom.lo, dom.hi, dom_cats, base_reach, 1.0), prep.violation))
         n_roots = 1
     else:
         n_roots = len(conjuncts or ())
-        for j, lo, hi, cats, formula in boxes:
-            reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
-            for f, m in cats.items():
-                reach &= (tab.cats[f] & m).any(axis=1)
+        for k, (j, lo, hi, cats, formula) in enumerate(boxes):
+            got = passed[k] if k < len(passed) else None
+            if got is not None:
+                reach = got[0]  # (the reach below, found by the descent)
+            else:
+                reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
+                for f, m in cats.items():
+                    reach &= (tab.cats[f] & m).any(axis=1)
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
+            if got is not None and len(boxes) < ITEMS:  # (else _items does not step roots)
+                known[id(g)] = _after(model, tab, g, got[1], mentions_conf)
             res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
-    mentions_conf = _mentions_confidence(prep.violation, n_feat)
-    items = _items(model, tab, seeds if seeds is not None else roots, mentions_conf, res, record)
+    items = _items(
+        model, tab, seeds if seeds is not None else roots, mentions_conf, res, record,
+        known if seeds is None else {},
+    )  # fmt: skip
     parts = _search_items(model, prep, settings, want, items, deadline, record)
     _merge(res, items, parts, want)
     return res
@@ -852,17 +863,27 @@ class _Leaves:
     starts: np.ndarray  # (T,)
 
 
-def _settled_roots(model: Ensemble, boxes: list[RootBox], record: bool) -> SearchResult | None:
+#: A root's reachable leaves and its bounds (:func:`_bounds`), as :func:`_settled_roots`
+#: found them.
+_RootBounds = tuple[np.ndarray, tuple[tuple[np.ndarray, ...], Outcomes | None, bool]]
+#: What a region's step is (:func:`_step`).
+Step = tuple[int, float, bool] | list[Region] | None
+
+
+def _settled_roots(
+    model: Ensemble, boxes: list[RootBox], record: bool
+) -> tuple[SearchResult | None, list[_RootBounds | None]]:
     """The search's result when the bounds settle every root (a box question that holds,
     typically): each root's reachable leaves found by descending the trees with the root's
     box (:func:`_descend`), without the leaf tables of every tree; the same result as the
     search from the tables (the same reach, bounds and counts: tests/ensembles/
-    test_fixed_costs.py).  None when a root is not settled so (or its descent meets a large
-    part of the trees): the caller then searches as usual."""
+    test_root_descent.py).  Else None, and per root its reach and bounds (None where the
+    descent met a large part of the trees), which the search from the tables takes as they
+    are (the same arrays it would compute)."""
     nodes = model.nodes
     kind = nodes["kind"]
     if np.any(kind == NodeKind.CATEGORICAL):
-        return None
+        return None, []
     leaf = kind == NodeKind.LEAF
     starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
     tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
@@ -881,16 +902,23 @@ def _settled_roots(model: Ensemble, boxes: list[RootBox], record: bool) -> Searc
         nodes["aux"].astype(np.int64),
     )
     res = SearchResult()
+    passed: list[_RootBounds | None] = []
+    settled = True
     for j, lo, hi, cats, formula in boxes:
         reach = _descend(model, walk, lo, hi)
         if reach is None:
-            return None
+            passed.append(None)
+            settled = False
+            continue
         g = Region(lo, hi, cats, reach, 0.0, j)
-        if not _bounds_settle(model, tab, g, formula):
-            return None
-        res.settle(g, record)
-        res.probes.append(_probe(model, g))
-    return res
+        bounds = _bounds(model, tab, g, formula)
+        passed.append((reach, bounds))
+        if settled and (bounds[1] is None or not bounds[2]):
+            res.settle(g, record)
+            res.probes.append(_probe(model, g))
+        else:
+            settled = False
+    return (res if settled else None), passed
 
 
 def _descend(
@@ -952,19 +980,24 @@ def _bounds(
     return bounds, oc, bool(can.any())
 
 
-def _bounds_settle(model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object) -> bool:
-    """Whether :func:`_step` settles *g* by its bounds (returns None)."""
-    _, oc, can = _bounds(model, tab, g, formula)
-    return oc is None or not can
-
-
 def _step(
     model: Ensemble, tab: Tables, g: Region, formula: object, mentions_conf: bool
 ) -> tuple[int, float, bool] | list[Region] | None:
     """One region of the search: None when the bounds settle it (empty, or safe on it);
     ``(action, confidence, exact)`` when it is to be decided exactly like a leaf; else its
     two children (with their weights)."""
-    (_, _, n_reach, mins, maxs), oc, can = _bounds(model, tab, g, formula)
+    return _after(model, tab, g, _bounds(model, tab, g, formula), mentions_conf)
+
+
+def _after(
+    model: Ensemble,
+    tab: Tables,
+    g: Region,
+    bounded: tuple[tuple[np.ndarray, ...], Outcomes | None, bool],
+    mentions_conf: bool,
+) -> tuple[int, float, bool] | list[Region] | None:
+    """:func:`_step` of *g* from its bounds (:func:`_bounds`)."""
+    (_, _, n_reach, mins, maxs), oc, can = bounded
     if oc is None:
         return None
     return _after_bounds(model, tab, g, oc, can, n_reach, mins, maxs, mentions_conf)
@@ -1107,6 +1140,7 @@ def _items(
     mentions_conf: bool,
     res: SearchResult,
     record: bool,
+    first: dict[int, Step] | None = None,
 ) -> list[list[tuple[Region, object]]]:
     """The search's work items, in depth-first order: *initial* split breadth first, level by
     level, until there are :data:`ITEMS` regions or none splits any more (regions the bounds
@@ -1116,14 +1150,15 @@ def _items(
         bounds = np.linspace(0, len(initial), ITEMS + 1).astype(int)
         return [initial[a:b] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
     frontier = list(initial)
-    known: dict[int, tuple[int, float, bool]] = {}  # id(region) -> its (final) exact step
+    known: dict[int, Step] = dict(first or {})  # id(region) -> its step (a final exact one;
+    # *first*: the initial regions' steps, found before)
     while len(frontier) < ITEMS:
         nxt: list[tuple[Region, object]] = []
         split_any = False
         todo = [(g, formula) for g, formula in frontier if id(g) not in known]
         stepped = iter(_steps(model, tab, todo, mentions_conf))
         for g, formula in frontier:
-            step = known[id(g)] if id(g) in known else next(stepped)
+            step = known.pop(id(g)) if id(g) in known else next(stepped)
             if step is None:
                 res.settle(g, record)
             elif isinstance(step, list):
