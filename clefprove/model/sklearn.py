@@ -280,9 +280,123 @@ def _flatten(trees: Sequence[Any], features: tuple[Feature, ...]) -> tuple[_Flat
     no_feature = len(features)
     fi_all = np.where(split, feature, no_feature)
     is_cat = np.array([f.type is FeatureType.CATEGORICAL for f in features] + [False])
-    categorical = is_cat[fi_all].tolist()
-    L, R, F, C = left.tolist(), right.tolist(), feature.tolist(), cut.tolist()
+    fast = None if is_cat[fi_all].any() else _preorder(left, right, starts)
+    if fast is not None:
+        source, depth_a, left_a, right_a, sizes_a, depths_a = fast
+        membership = _Membership()
+        aux: dict[int, int] = {}
+    else:
+        source, depth_a, left_a, right_a, sizes_a, depths_a, membership, aux = _preorder_loop(
+            left, right, feature, cut, is_cat[fi_all], starts, features
+        )
+    nodes = np.zeros(source.shape[0], dtype=NODE_DTYPE)
+    nodes["left"] = left_a
+    nodes["right"] = right_a
+    nodes["depth"] = depth_a
+    fi = fi_all[source]
+    is_split = split[source]
+    nodes["feature"] = np.where(is_split, fi, 0)
+    kinds = np.array([_KIND[f.type] for f in features] + [NodeKind.LEAF], dtype=np.uint8)
+    nodes["kind"] = kinds[fi]
+    whole = np.array([f.type in (FeatureType.INT, FeatureType.BOOL) for f in features] + [False])
+    t = cut[source]
+    values = np.where(whole[fi], whole_thresholds(t), t)
+    nodes["value"] = np.where(nodes["kind"] == NodeKind.NUMERIC, values, 0.0)
+    if aux:
+        at = np.fromiter(aux, dtype=np.int64, count=len(aux))
+        nodes["aux"][at] = list(aux.values())
+    flat = _Flat(nodes, source, np.flatnonzero(~is_split), sizes_a, depths_a)
+    return flat, membership.array()
 
+
+def _preorder(
+    left: np.ndarray, right: np.ndarray, starts: np.ndarray
+) -> tuple[np.ndarray, ...] | None:
+    """:func:`_preorder_loop` of trees without categorical splits, vectorised over the nodes
+    of all trees at once, level by level: the same records (source node, depth, tree-local
+    children; a node reached twice is expanded twice, as the loop does) and per-tree sizes and
+    depths (tests/model/test_sklearn_direct.py).  None (the caller takes the loop, which also
+    words any error) when a tree is deeper than ``MAX_TREE_DEPTH`` or expands beyond a few
+    times the nodes given."""
+    n = left.shape[0]
+    node = starts[:-1].astype(np.int64)
+    n_trees = node.shape[0]
+    if n_trees == 0:
+        return None
+    tree = np.arange(n_trees, dtype=np.int64)
+    s_node: list[np.ndarray] = []
+    s_tree: list[np.ndarray] = []
+    s_depth: list[np.ndarray] = []
+    s_left: list[np.ndarray] = []
+    levels: list[tuple[int, int]] = []
+    next_id, d, limit = 0, 0, 8 * n + 64
+    while node.size:
+        if d > MAX_TREE_DEPTH or next_id + node.size > limit:
+            return None
+        m = node.size
+        levels.append((next_id, next_id + m))
+        next_id += m
+        sp = np.flatnonzero(left[node] != -1)
+        lc = np.full(m, -1, dtype=np.int64)
+        lc[sp] = next_id + np.arange(sp.size)
+        s_node.append(node)
+        s_tree.append(tree)
+        s_depth.append(np.full(m, d, dtype=np.int64))
+        s_left.append(lc)
+        at = node[sp]
+        node = np.concatenate((left[at], right[at]))
+        tree = np.tile(tree[sp], 2)
+        d += 1
+    all_node = np.concatenate(s_node)
+    all_tree = np.concatenate(s_tree)
+    all_depth = np.concatenate(s_depth)
+    all_left = np.concatenate(s_left)
+    inner = all_left >= 0
+    # a split's right child is emitted right after its left one's level block
+    all_right = np.full(next_id, -1, dtype=np.int64)
+    spans = []
+    for a, b in levels:
+        sp = np.flatnonzero(inner[a:b]) + a
+        all_right[sp] = all_left[sp] + sp.size
+        spans.append(sp)
+    size = np.ones(next_id, dtype=np.int64)
+    for sp in reversed(spans):
+        size[sp] = 1 + size[all_left[sp]] + size[all_right[sp]]
+    pre = np.zeros(next_id, dtype=np.int64)  # tree-local pre-order index
+    for sp in spans:
+        pre[all_left[sp]] = pre[sp] + 1
+        pre[all_right[sp]] = pre[sp] + 1 + size[all_left[sp]]
+    sizes = size[:n_trees]
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    pos = first[all_tree] + pre
+    source = np.empty(next_id, dtype=np.int64)
+    source[pos] = all_node
+    depth = np.empty(next_id, dtype=np.int64)
+    depth[pos] = all_depth
+    new_left = np.empty(next_id, dtype=np.int64)
+    new_left[pos] = np.where(inner, pre + 1, pre)
+    new_right = np.empty(next_id, dtype=np.int64)
+    new_right[pos] = np.where(inner, pre[np.where(inner, all_right, 0)], pre)
+    depths = np.zeros(n_trees, dtype=np.int64)
+    np.maximum.at(depths, all_tree, all_depth)
+    return source, depth, new_left, new_right, sizes, depths
+
+
+def _preorder_loop(
+    left: np.ndarray,
+    right: np.ndarray,
+    feature: np.ndarray,
+    cut: np.ndarray,
+    cat_split: np.ndarray,
+    starts: np.ndarray,
+    features: tuple[Feature, ...],
+) -> tuple[Any, ...]:
+    """Pre-order records of the trees, node by node (source node, depth, tree-local children,
+    per-tree sizes and depths), with the membership table and the ``aux`` of categorical
+    splits; a categorical split whose members are all or none of the feature's values is
+    skipped."""
+    categorical = cat_split.tolist()
+    L, R, F, C = left.tolist(), right.tolist(), feature.tolist(), cut.tolist()
     membership = _Membership()
     order: list[int] = []
     depth: list[int] = []
@@ -321,26 +435,16 @@ def _flatten(trees: Sequence[Any], features: tuple[Feature, ...]) -> tuple[_Flat
                 stack.append((L[i], d + 1, k, 1))
         sizes.append(len(order) - first)
         depths.append(deepest)
-
-    source = np.array(order, dtype=np.int64)
-    nodes = np.zeros(source.shape[0], dtype=NODE_DTYPE)
-    nodes["left"] = new_left
-    nodes["right"] = new_right
-    nodes["depth"] = depth
-    fi = fi_all[source]
-    is_split = split[source]
-    nodes["feature"] = np.where(is_split, fi, 0)
-    kinds = np.array([_KIND[f.type] for f in features] + [NodeKind.LEAF], dtype=np.uint8)
-    nodes["kind"] = kinds[fi]
-    whole = np.array([f.type in (FeatureType.INT, FeatureType.BOOL) for f in features] + [False])
-    t = cut[source]
-    values = np.where(whole[fi], whole_thresholds(t), t)
-    nodes["value"] = np.where(nodes["kind"] == NodeKind.NUMERIC, values, 0.0)
-    if aux:
-        at = np.fromiter(aux, dtype=np.int64, count=len(aux))
-        nodes["aux"][at] = list(aux.values())
-    flat = _Flat(nodes, source, np.flatnonzero(~is_split), np.array(sizes), np.array(depths))
-    return flat, membership.array()
+    return (
+        np.array(order, dtype=np.int64),
+        depth,
+        new_left,
+        new_right,
+        np.array(sizes),
+        np.array(depths),
+        membership,
+        aux,
+    )
 
 
 _KIND = {

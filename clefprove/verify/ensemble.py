@@ -301,7 +301,9 @@ def score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.nd
     return lo, hi, n
 
 
-def _score_bounds(model: Ensemble, tab: Tables, reach: np.ndarray) -> tuple[np.ndarray, ...]:
+def _score_bounds(
+    model: Ensemble, tab: Tables | _Leaves, reach: np.ndarray
+) -> tuple[np.ndarray, ...]:
     """:func:`score_bounds`, and the per-tree least and greatest reachable values (T, K).
 
     A tree with no reachable leaf (an empty region: every caller tests ``n == 0`` first)
@@ -728,54 +730,50 @@ def search(
     which is the depth-first order of one sequential search: the same items, counts and
     witnesses for every ``--jobs`` (up to what the time budget cuts).
     """
-    tab = ensemble_tables(model)
     deadline = time.monotonic() + budget
-    res = SearchResult()
     n_feat = len(model.features)
     # Roots: the domain narrowed by each DNF conjunct's single-variable literals (an input
     # satisfying the violation satisfies some conjunct, so lies in that conjunct's root).
     dom = Box.domain(model)
     dom_cats = {i: dom.cats[i] for i in dom.cats}
-    roots: list[tuple[Region, object]] = []
-    base_reach = tab.feasible.copy()
     conjuncts = prep.conjuncts if prep.conjuncts is not None else None
-    if conjuncts is None:
+    boxes = None if conjuncts is None else _root_boxes(model, conjuncts, dom, dom_cats)
+    passed: list[_RootBounds | None] = []
+    if start is None and boxes is not None and not dom_cats:
+        quick, passed = _settled_roots(model, boxes, record)
+        if quick is not None:
+            return quick
+    tab = ensemble_tables(model)
+    res = SearchResult()
+    roots: list[tuple[Region, object]] = []
+    known: dict[int, Step] = {}  # the roots' first steps, from the bounds of that pass
+    base_reach = tab.feasible.copy()
+    mentions_conf = _mentions_confidence(prep.violation, n_feat)
+    if boxes is None:
         roots.append((Region(dom.lo, dom.hi, dom_cats, base_reach, 1.0), prep.violation))
         n_roots = 1
     else:
-        dom_rows = nm.Rows(
-            np.append(dom.lo, 0.0)[None, :],
-            np.append(dom.hi, 1.0)[None, :],
-            {f: m[None, :] for f, m in dom_cats.items()},
-            np.array([-1]),
-        )
-        n_roots = len(conjuncts)
-        for j, conj in enumerate(conjuncts):
-            nrows, ok, _ = nm.narrow(
-                tuple(x for x in conj if _feature_literal(x, n_feat)), dom_rows
-            )
-            if not ok[0]:
-                continue
-            lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
-            cats = {
-                f: cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
-                for f in dom_cats
-            }
-            reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
-            for f, m in cats.items():
-                reach &= (tab.cats[f] & m).any(axis=1)
-            # The root already satisfies the conjunct's feature literals, and so does every
-            # region below it: only the decision literals and linear ones are left to test.
-            rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
-            formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
+        n_roots = len(conjuncts or ())
+        for k, (j, lo, hi, cats, formula) in enumerate(boxes):
+            got = passed[k] if k < len(passed) else None
+            if got is not None:
+                reach = got[0]  # (the reach below, found by the descent)
+            else:
+                reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
+                for f, m in cats.items():
+                    reach &= (tab.cats[f] & m).any(axis=1)
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
+            if got is not None and len(boxes) < ITEMS:  # (else _items does not step roots)
+                known[id(g)] = _after(model, tab, g, got[1], mentions_conf)
             res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
-    mentions_conf = _mentions_confidence(prep.violation, n_feat)
-    items = _items(model, tab, seeds if seeds is not None else roots, mentions_conf, res, record)
+    items = _items(
+        model, tab, seeds if seeds is not None else roots, mentions_conf, res, record,
+        known if seeds is None else {},
+    )  # fmt: skip
     parts = _search_items(model, prep, settings, want, items, deadline, record)
     _merge(res, items, parts, want)
     return res
@@ -789,20 +787,220 @@ class _Part:
     stopped: bool = False  # told to stop (a time slice, or a cut after an earlier item)
 
 
+RootBox = tuple[int, np.ndarray, np.ndarray, dict[int, np.ndarray], object]
+
+
+def _root_boxes(
+    model: Ensemble,
+    conjuncts: Sequence[tuple[object, ...]],
+    dom: Box,
+    dom_cats: dict[int, np.ndarray],
+) -> list[RootBox]:
+    """Per DNF conjunct whose feature literals the domain meets: (its index, the domain
+    narrowed by them, lo, hi and cats, and what is left of the conjunct to test)."""
+    n_feat = len(model.features)
+    dom_rows = nm.Rows(
+        np.append(dom.lo, 0.0)[None, :],
+        np.append(dom.hi, 1.0)[None, :],
+        {f: m[None, :] for f, m in dom_cats.items()},
+        np.array([-1]),
+    )
+    dom_lo, dom_hi = dom.lo.tolist(), dom.hi.tolist()
+    out: list[RootBox] = []
+    for j, conj in enumerate(conjuncts):
+        lits = tuple(x for x in conj if _feature_literal(x, n_feat))
+        if not dom_cats and all(type(x) is nm.Bound for x in lits):
+            box = _narrow_bounds(lits, dom_lo, dom_hi)
+            if box is None:
+                continue
+            lo, hi, cats = box[0], box[1], {}
+        else:
+            nrows, ok, _ = nm.narrow(lits, dom_rows)
+            if not ok[0]:
+                continue
+            lo, hi = nrows.lo[0, :n_feat].copy(), nrows.hi[0, :n_feat].copy()
+            cats = {
+                f: cat_mask(nrows.cats, f, 1, len(model.features[f].values))[0].copy()
+                for f in dom_cats
+            }
+        # The root already satisfies the conjunct's feature literals, and so does every
+        # region below it: only the decision literals and linear ones are left to test.
+        rest = tuple(x for x in conj if not _feature_literal(x, n_feat))
+        formula = nm.NAnd(rest) if len(rest) > 1 else (rest[0] if rest else ck.Const(True))
+        out.append((j, lo, hi, cats, formula))
+    return out
+
+
+def _narrow_bounds(
+    lits: tuple[object, ...], dom_lo: list[float], dom_hi: list[float]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``nm.narrow`` of feature :class:`~clefprove.verify.normal.Bound` literals on the domain
+    box (one row, no categorical feature), in Python floats: (lo, hi) of the narrowed box, or
+    None when it is empty.  The same floats as ``narrow``'s ``np.minimum`` / ``np.maximum``,
+    whose scalar loops keep the first operand only when it is strictly smaller (larger) or NaN,
+    else take the second (so a tie of 0.0 and -0.0 takes the literal's zero), tested bit for
+    bit against ``narrow`` (tests/ensembles/test_root_descent.py)."""
+    lo, hi = list(dom_lo), list(dom_hi)
+    for lit in lits:
+        assert isinstance(lit, nm.Bound)
+        col, b = lit.col, lit.bound
+        if lit.upper:
+            h = hi[col]
+            hi[col] = h if (h < b or h != h) else b
+        else:
+            v = lo[col]
+            lo[col] = v if (v > b or v != v) else b
+    if not all(a <= z for a, z in zip(lo, hi, strict=True)):
+        return None
+    return np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class _Leaves:
+    """What the bounds read of :class:`Tables`: the leaf values and each tree's first row."""
+
+    values: np.ndarray  # (L, outputs)
+    starts: np.ndarray  # (T,)
+
+
+#: A root's reachable leaves and its bounds (:func:`_bounds`), as :func:`_settled_roots`
+#: found them.
+_RootBounds = tuple[np.ndarray, tuple[tuple[np.ndarray, ...], Outcomes | None, bool]]
+#: What a region's step is (:func:`_step`).
+Step = tuple[int, float, bool] | list[Region] | None
+
+
+def _settled_roots(
+    model: Ensemble, boxes: list[RootBox], record: bool
+) -> tuple[SearchResult | None, list[_RootBounds | None]]:
+    """The search's result when the bounds settle every root (a box question that holds,
+    typically): each root's reachable leaves found by descending the trees with the root's
+    box (:func:`_descend`), without the leaf tables of every tree; the same result as the
+    search from the tables (the same reach, bounds and counts: tests/ensembles/
+    test_root_descent.py).  Else None, and per root its reach and bounds (None where the
+    descent met a large part of the trees), which the search from the tables takes as they
+    are (the same arrays it would compute)."""
+    nodes = model.nodes
+    kind = nodes["kind"]
+    if np.any(kind == NodeKind.CATEGORICAL):
+        return None, []
+    leaf = kind == NodeKind.LEAF
+    starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
+    tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
+    offset = np.repeat(model.roots, model.sizes).astype(np.int64)
+    integral = np.array([f.is_integral for f in model.features], dtype=bool)
+    feat = nodes["feature"].astype(np.int64)
+    numeric = kind == NodeKind.NUMERIC
+    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
+    walk = (
+        kind,
+        feat,
+        nodes["left"].astype(np.int64) + offset,
+        nodes["right"].astype(np.int64) + offset,
+        left_hi,
+        right_lo,
+        nodes["aux"].astype(np.int64),
+    )
+    res = SearchResult()
+    passed: list[_RootBounds | None] = []
+    settled = True
+    for j, lo, hi, cats, formula in boxes:
+        reach = _descend(model, walk, lo, hi)
+        if reach is None:
+            passed.append(None)
+            settled = False
+            continue
+        g = Region(lo, hi, cats, reach, 0.0, j)
+        bounds = _bounds(model, tab, g, formula)
+        passed.append((reach, bounds))
+        if settled and (bounds[1] is None or not bounds[2]):
+            res.settle(g, record)
+            res.probes.append(_probe(model, g))
+        else:
+            settled = False
+    return (res if settled else None), passed
+
+
+def _descend(
+    model: Ensemble, walk: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray | None:
+    """(L,) the leaves whose boxes meet the box [lo, hi] (inside the domain, not empty), as
+    ``Tables``' ``feasible & all(tab.lo <= hi) & all(tab.hi >= lo)`` gives them: every tree
+    descended at once with the box tightened by the splits on the way (a child whose
+    interval on the split's feature is empty is not entered; the same tightened split bounds
+    as the tables').  A leaf is reached iff the box meets every constraint of its path at
+    once, i.e. iff its box (the domain under those constraints) meets the box.  Numeric
+    splits only; None when the descent enters more than half the nodes (a wide box: the
+    tables are then built anyway)."""
+    kind, feat, left, right, left_hi, right_lo, aux = walk
+    node = model.roots.astype(np.int64)
+    rlo = np.tile(lo, (node.size, 1))
+    rhi = np.tile(hi, (node.size, 1))
+    found: list[np.ndarray] = []
+    limit, seen = max(64, kind.size // 2), 0
+    while node.size:
+        seen += node.size
+        if seen > limit:
+            return None
+        leaf = kind[node] == NodeKind.LEAF
+        found.append(node[leaf])
+        inner = np.flatnonzero(~leaf)
+        if not inner.size:
+            break
+        nd, blo, bhi = node[inner], rlo[inner], rhi[inner]
+        f = feat[nd]
+        lh, rl = left_hi[nd], right_lo[nd]
+        r = np.arange(nd.size)
+        il = np.flatnonzero(blo[r, f] <= lh)  # the left child's [lo_f, min(hi_f, lh)]
+        ir = np.flatnonzero(bhi[r, f] >= rl)  # the right child's [max(lo_f, rl), hi_f]
+        lhi = bhi[il]
+        lhi[np.arange(il.size), f[il]] = np.minimum(lhi[np.arange(il.size), f[il]], lh[il])
+        rlo2 = blo[ir]
+        rlo2[np.arange(ir.size), f[ir]] = np.maximum(rlo2[np.arange(ir.size), f[ir]], rl[ir])
+        node = np.concatenate((left[nd[il]], right[nd[ir]]))
+        rlo = np.concatenate((blo[il], rlo2))
+        rhi = np.concatenate((lhi, bhi[ir]))
+    reach = np.zeros(model.values.shape[0], dtype=bool)
+    reach[aux[np.concatenate(found)]] = True  # a leaf's aux is its value row (the loader's)
+    return reach
+
+
+def _bounds(
+    model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object
+) -> tuple[tuple[np.ndarray, ...], Outcomes | None, bool]:
+    """The bounds of region *g*: (score bounds, the possible outcomes, whether the violation
+    can be true for one of them); outcomes None when the region is empty."""
+    bounds = _score_bounds(model, tab, g.reach)
+    if np.any(bounds[2] == 0):
+        return bounds, None, False  # no input reaches some tree's leaves: the region is empty
+    oc = outcomes(model, bounds[0], bounds[1])
+    box_lo, box_hi, cats = _outcome_boxes(g, oc)
+    # (the rows :func:`_rows` makes of ``[g] * k``, without its leaf-box fields)
+    can, _ = nm.tri(formula, nm.Rows(box_lo, box_hi, cats, oc.actions.astype(np.int64)))
+    return bounds, oc, bool(can.any())
+
+
 def _step(
     model: Ensemble, tab: Tables, g: Region, formula: object, mentions_conf: bool
 ) -> tuple[int, float, bool] | list[Region] | None:
     """One region of the search: None when the bounds settle it (empty, or safe on it);
     ``(action, confidence, exact)`` when it is to be decided exactly like a leaf; else its
     two children (with their weights)."""
-    lo, hi, n_reach, mins, maxs = _score_bounds(model, tab, g.reach)
-    if np.any(n_reach == 0):
-        return None  # no input reaches some tree's leaves: the region is empty
-    oc = outcomes(model, lo, hi)
-    box_lo, box_hi, cats = _outcome_boxes(g, oc)
-    # (the rows :func:`_rows` makes of ``[g] * k``, without its leaf-box fields)
-    can, _ = nm.tri(formula, nm.Rows(box_lo, box_hi, cats, oc.actions.astype(np.int64)))
-    return _after_bounds(model, tab, g, oc, bool(can.any()), n_reach, mins, maxs, mentions_conf)
+    return _after(model, tab, g, _bounds(model, tab, g, formula), mentions_conf)
+
+
+def _after(
+    model: Ensemble,
+    tab: Tables,
+    g: Region,
+    bounded: tuple[tuple[np.ndarray, ...], Outcomes | None, bool],
+    mentions_conf: bool,
+) -> tuple[int, float, bool] | list[Region] | None:
+    """:func:`_step` of *g* from its bounds (:func:`_bounds`)."""
+    (_, _, n_reach, mins, maxs), oc, can = bounded
+    if oc is None:
+        return None
+    return _after_bounds(model, tab, g, oc, can, n_reach, mins, maxs, mentions_conf)
 
 
 def _outcome_boxes(g: Region, oc: Outcomes) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
@@ -942,6 +1140,7 @@ def _items(
     mentions_conf: bool,
     res: SearchResult,
     record: bool,
+    first: dict[int, Step] | None = None,
 ) -> list[list[tuple[Region, object]]]:
     """The search's work items, in depth-first order: *initial* split breadth first, level by
     level, until there are :data:`ITEMS` regions or none splits any more (regions the bounds
@@ -951,14 +1150,15 @@ def _items(
         bounds = np.linspace(0, len(initial), ITEMS + 1).astype(int)
         return [initial[a:b] for a, b in itertools.pairwise(bounds.tolist()) if b > a]
     frontier = list(initial)
-    known: dict[int, tuple[int, float, bool]] = {}  # id(region) -> its (final) exact step
+    known: dict[int, Step] = dict(first or {})  # id(region) -> its step (a final exact one;
+    # *first*: the initial regions' steps, found before)
     while len(frontier) < ITEMS:
         nxt: list[tuple[Region, object]] = []
         split_any = False
         todo = [(g, formula) for g, formula in frontier if id(g) not in known]
         stepped = iter(_steps(model, tab, todo, mentions_conf))
         for g, formula in frontier:
-            step = known[id(g)] if id(g) in known else next(stepped)
+            step = known.pop(id(g)) if id(g) in known else next(stepped)
             if step is None:
                 res.settle(g, record)
             elif isinstance(step, list):
@@ -1294,10 +1494,15 @@ def when_is_vacuous(
     decision by the same search as the invariant's, of ``when => false``, within what is left
     of the invariant's budget (by *deadline*): vacuous when that search settles every region
     with none violating (a region whose decisions may satisfy ``when`` is never settled)."""
-    from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain
+    from clefprove.verify.evidence import when_invariant, when_is_vacuous_on_domain, when_met_at
 
-    if not ck.mentions_decision(prep.invariant.when):
-        return when_is_vacuous_on_domain(model, prep, settings, probes)  # type: ignore[arg-type]
+    when = prep.invariant.when
+    if not ck.mentions_decision(when):
+        # when_is_vacuous_on_domain's own first test, the probes, here: it would walk
+        # ``when`` once more to see that it does not mention the decision
+        if probes and when_met_at(model, when, probes):  # type: ignore[arg-type]
+            return False
+        return when_is_vacuous_on_domain(model, prep, settings)  # type: ignore[arg-type]
     wprep = eg.prepare_when(model, when_invariant(prep.invariant), prep, settings.dnf_cap)
     left = deadline - time.monotonic()
     if left <= 0:
