@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
-from lark.lexer import BasicLexer, LexerThread
+from lark.lexer import BasicLexer, LexerThread, PatternStr, UnlessCallback
 from lark.tree import Meta
 
 from clefprove.dsl import ast
@@ -113,8 +113,14 @@ def _lex_all(text: str) -> Iterator[Token]:
     return tokens
 
 
+#: The keeping lexer's master regex, its callbacks, and per callback its keyword table.
+_Scanner = tuple[
+    re.Pattern[str], dict[str, Callable[[Token], Token]], dict[str, dict[str, str] | None]
+]
+
+
 @cache
-def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | None:
+def _scanner() -> _Scanner | None:
     """The keeping lexer's own terminals as one master regex, and its callbacks (the keyword
     retyping of names); None where this Lark keeps its scanner otherwise (the attributes read
     here are Lark 1.2-1.3's), and Lark's lexer is used.
@@ -136,9 +142,29 @@ def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | 
         )
         master = f"(?>(?:{ws})?)(?:{pattern})"
         mre: re.Pattern[str] = scanner.re_.compile(master, scanner.g_regex_flags)
-        return mre, dict(lexer.callback)
+        callbacks = dict(lexer.callback)
+        return mre, callbacks, {k: _keyword_table(c) for k, c in callbacks.items()}
     except (AttributeError, TypeError, ValueError, re.error):
         return None
+
+
+def _keyword_table(callback: Callable[[Token], Token]) -> dict[str, str] | None:
+    """The retyping that *callback* does, as a table (value -> type), when it is Lark's
+    ``UnlessCallback`` over plain strings without flags (the keywords that a name terminal
+    also matches: a value is retyped exactly when it equals one of them); else None, and the
+    callback itself is called.  tests/dsl check the table against the callback."""
+    if type(callback) is not UnlessCallback:
+        return None
+    scanner = callback.scanner
+    if scanner.g_regex_flags:
+        return None
+    table: dict[str, str] = {}
+    for terminal in scanner.terminals:
+        pattern = terminal.pattern
+        if type(pattern) is not PatternStr or pattern.flags:
+            return None
+        table[pattern.value] = terminal.name
+    return table
 
 
 _NEWLINE = re.compile("\n")
@@ -210,7 +236,7 @@ def _lex_fast(text: str) -> _Lexed | None:
     scanner = _scanner()
     if scanner is None:
         return None
-    mre, callbacks = scanner
+    mre, callbacks, tables = scanner
     matches = list(iter(mre.scanner(text).match, None))  # type: ignore[attr-defined]
     end = matches[-1].end() if matches else 0
     if text[end:].strip(" \t\f\r\n"):  # trailing whitespace is what no match takes
@@ -227,6 +253,12 @@ def _lex_fast(text: str) -> _Lexed | None:
         return None
     for kind, callback in callbacks.items():
         if kind not in kinds:
+            continue
+        table = tables[kind]
+        if table is not None:
+            kinds = [
+                table.get(v, k) if k == kind else k for k, v in zip(kinds, values, strict=True)
+            ]
             continue
         retyped: dict[str, str] = {}
         for value in {v for k, v in zip(kinds, values, strict=True) if k == kind}:

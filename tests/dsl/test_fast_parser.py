@@ -165,3 +165,37 @@ def test_a_lark_without_the_scanner_attributes_lexes_through_lark(monkeypatch) -
     monkeypatch.setattr(ps, "_scanner", lambda: None)
     assert _tokens(ps._lex_code(text)) == fast
     assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(sorted(ps.KEYWORDS)) | st.from_regex(r"[A-Za-z_]\w{0,9}", fullmatch=True)
+    )
+)
+def test_keyword_tables_retype_as_lark_callbacks_do(words: list[str]) -> None:
+    """The per-process keyword table of a callback retypes a name exactly as Lark's callback
+    does: keywords, their case variants, prefixes and extensions, other names."""
+    scanner = ps._scanner()
+    assert scanner is not None
+    _, callbacks, tables = scanner
+    assert any(t is not None for t in tables.values())  # the table route is taken
+    extra = [w for k in sorted(ps.KEYWORDS) for w in (k.upper(), k.title(), k[:-1], k + "s")]
+    for kind, callback in callbacks.items():
+        table = tables[kind]
+        if table is None:
+            continue
+        for word in [*words, *sorted(ps.KEYWORDS), *extra]:
+            assert table.get(word, kind) == callback(ps.Token(kind, word)).type, word
+
+
+def test_the_callbacks_route_retypes_as_the_tables_do(monkeypatch) -> None:
+    """Without keyword tables (a Lark whose callbacks are not plain-string keyword lists) the
+    callbacks retype the names: the same tokens."""
+    text = (ROOT / "invariants" / "edge.inv").read_text()
+    fast = _tokens(ps._lex_code(text))
+    scanner = ps._scanner()
+    assert scanner is not None
+    mre, callbacks, tables = scanner
+    monkeypatch.setattr(ps, "_scanner", lambda: (mre, callbacks, dict.fromkeys(tables)))
+    assert _tokens(ps._lex_code(text)) == fast
