@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from importlib import resources
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
@@ -29,6 +29,8 @@ from lark.tree import Meta
 
 from clefprove.dsl import ast
 from clefprove.dsl.errors import Diagnostic, DslError
+
+_T = TypeVar("_T")
 
 #: Deepest bracket nesting accepted (far beyond anything a person writes).
 MAX_NESTING = 64
@@ -213,6 +215,19 @@ class _Lexed:
             [self.end_cols[i] for i in keep],
         )
 
+    def without(self, drop: list[int]) -> _Lexed:
+        """:meth:`select` of every token but those at *drop* (ascending): copies of the lists
+        with those few entries deleted, instead of a comprehension over every token."""
+        return _Lexed(
+            _cut(self.kinds, drop),
+            _cut(self.values, drop),
+            _cut(self.starts, drop),
+            _cut(self.lines, drop),
+            _cut(self.cols, drop),
+            _cut(self.end_lines, drop),
+            _cut(self.end_cols, drop),
+        )
+
     @staticmethod
     def of_tokens(tokens: Sequence[Token]) -> _Lexed:
         return _Lexed(
@@ -224,6 +239,14 @@ class _Lexed:
             [t.end_line or 0 for t in tokens],
             [t.end_column or 0 for t in tokens],
         )
+
+
+def _cut(source: list[_T], drop: list[int]) -> list[_T]:
+    """A copy of *source* without the entries at *drop* (ascending)."""
+    out = source.copy()
+    for i in reversed(drop):
+        del out[i]
+    return out
 
 
 def _lex_fast(text: str) -> _Lexed | None:
@@ -417,13 +440,10 @@ class _FileParser:
             return self._run_tokens(list(_lex_code(self.text)))
         comments: list[ast.Comment] = []
         if "COMMENT" in lexed.kinds:
-            code: list[int] = []
-            for i, kind in enumerate(lexed.kinds):
-                if kind == "COMMENT":
-                    comments.append(ast.Comment(lexed.values[i].rstrip(), pos=self._tpos(lexed, i)))
-                else:
-                    code.append(i)
-            lexed = lexed.select(code)
+            at = [i for i, kind in enumerate(lexed.kinds) if kind == "COMMENT"]
+            for i in at:
+                comments.append(ast.Comment(lexed.values[i].rstrip(), pos=self._tpos(lexed, i)))
+            lexed = lexed.without(at)
         kinds = lexed.kinds
         n = len(kinds)
         bounds = [0, *(i for i, k in enumerate(kinds) if k in _ITEM_KEYWORDS and i > 0), n]
@@ -495,15 +515,19 @@ class _FileParser:
     def _parse_item_fast(self, lexed: _Lexed, lo: int, hi: int) -> ast.Item | None:
         """:meth:`_parse_item` of the tokens *lo* to *hi* of *lexed*, Lark tokens made only
         where Lark parses or words a mistake."""
-        following = lexed.token(hi) if hi < len(lexed.kinds) else None
-        if not self.fast or not _clean(lexed.kinds, lexed.values, lo, hi):
-            return self._parse_item(lexed.tokens(lo, hi), following)
-        mark = len(self.diagnostics)
-        try:
-            return _Descent(self, lexed, lo, hi).item()
-        except _NotFast:
-            del self.diagnostics[mark:]  # the Lark route reports them again
-        return self._parse_item_lark(lexed.tokens(lo, hi), following)
+        if self.fast and _clean(lexed.kinds, lexed.values, lo, hi):
+            mark = len(self.diagnostics)
+            try:
+                return _Descent(self, lexed, lo, hi).item()
+            except _NotFast:
+                del self.diagnostics[mark:]  # the Lark route reports them again
+            return self._parse_item_lark(lexed.tokens(lo, hi), self._following(lexed, hi))
+        return self._parse_item(lexed.tokens(lo, hi), self._following(lexed, hi))
+
+    @staticmethod
+    def _following(lexed: _Lexed, hi: int) -> Token | None:
+        """The token after an item (Lark's end-of-item token; made only on the Lark route)."""
+        return lexed.token(hi) if hi < len(lexed.kinds) else None
 
     @staticmethod
     def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:

@@ -199,3 +199,15 @@ def test_the_callbacks_route_retypes_as_the_tables_do(monkeypatch) -> None:
     mre, callbacks, tables = scanner
     monkeypatch.setattr(ps, "_scanner", lambda: (mre, callbacks, dict.fromkeys(tables)))
     assert _tokens(ps._lex_code(text)) == fast
+
+
+@SETTINGS
+@given(st.data())
+def test_without_is_select_of_the_rest(data: st.DataObject) -> None:
+    """Dropping a few tokens (the comments) by deletion keeps what selecting the rest keeps."""
+    lexed = ps._lex_fast((ROOT / "invariants" / "edge.inv").read_text())
+    assert lexed is not None
+    n = len(lexed.kinds)
+    drop = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=8)))
+    keep = [i for i in range(n) if i not in drop]
+    assert lexed.without(drop) == lexed.select(keep)
