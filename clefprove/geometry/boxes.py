@@ -30,6 +30,11 @@ import numpy as np
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 
+# The node kinds as plain ints for numpy: with an IntEnum operand every comparison looks up
+# ``__array_ufunc__`` on the enum class, which Python 3.11's EnumType.__getattr__ answers by
+# raising AttributeError (a few microseconds each).
+_LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), int(NodeKind.CATEGORICAL)
+
 
 @dataclass(frozen=True, eq=False)
 class Box:
@@ -143,12 +148,12 @@ def _links(model: Model) -> TreeLinks:
     nodes = model.nodes
     kind = nodes["kind"]
     parent = np.full(nodes.shape[0], -1, dtype=np.int64)
-    internal = np.flatnonzero(kind != NodeKind.LEAF)
+    internal = np.flatnonzero(kind != _LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
     integral = np.array([f.is_integral for f in model.features], dtype=bool)
     # (a set, not np.unique: that imports numpy.ma, ~10 ms of a small check's start-up)
-    cat_split = frozenset(nodes["feature"][kind == NodeKind.CATEGORICAL].tolist())
+    cat_split = frozenset(nodes["feature"][kind == _CATEGORICAL].tolist())
     return TreeLinks(parent, integral, cat_split)
 
 
@@ -174,10 +179,10 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
     ctx = context or Box.domain(model)
     if root == 0:
-        kind = model.nodes["kind"]
-        pairs = int(model.nodes["depth"][kind == NodeKind.LEAF].sum())
+        is_leaf = model.nodes["kind"] == _LEAF
+        pairs = int(model.nodes["depth"][is_leaf].sum())
         if pairs <= ANCESTOR_PAIRS_MAX:
-            return ancestor_boxes(model, ctx, np.flatnonzero(kind == NodeKind.LEAF))
+            return ancestor_boxes(model, ctx, np.flatnonzero(is_leaf))
     return stepped_leaf_boxes(model, root, ctx)
 
 
@@ -329,7 +334,7 @@ def _incoming(model: Model) -> Incoming:
     parent = np.empty(n + 1, dtype=np.int64)
     parent[:n] = lk.parent
     parent[n] = -1
-    num = np.flatnonzero(kind == NodeKind.NUMERIC)
+    num = np.flatnonzero(kind == _NUMERIC)
     feat = nodes["feature"][num].astype(np.int64)
     # The bounds _apply_ancestors computes per (leaf, ancestor) pair, here once per split:
     # the same elementwise ufuncs on the same operands, so the same bits.
@@ -350,7 +355,7 @@ def _incoming(model: Model) -> Incoming:
             continue
         every = (1 << size) - 1
         bits = np.full(n + 1, every, dtype=np.uint64)
-        at = np.flatnonzero((kind == NodeKind.CATEGORICAL) & (nodes["feature"] == g))
+        at = np.flatnonzero((kind == _CATEGORICAL) & (nodes["feature"] == g))
         member = model.membership[nodes["aux"][at].astype(np.int64)[:, None] + np.arange(size)]
         weights = np.left_shift(np.uint64(1), np.arange(size, dtype=np.uint64))
         goes_left = (member.astype(bool) * weights).sum(axis=1, dtype=np.uint64)

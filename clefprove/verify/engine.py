@@ -54,6 +54,12 @@ HOW_BOX = Decided.BOX
 HOW_SOLVER = Decided.SOLVER
 HOW_NONE = Decided.NONE
 
+# The codes as plain ints for numpy (an IntEnum fill value or operand makes numpy look up
+# ``__array_function__`` / ``__array_ufunc__`` on the enum class, which Python 3.11's
+# EnumType.__getattr__ answers by raising: a few microseconds per call).
+_SAFE_CODE, _VIOLATED_CODE = int(SAFE), int(VIOLATED)
+_HOW_BOX_CODE, _HOW_NONE_CODE = int(HOW_BOX), int(HOW_NONE)
+
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).
 PARALLEL_MIN_SOLVER_PATHS = 200
@@ -93,7 +99,7 @@ def prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: in
 
 
 def _prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
-    norm = nm.Normalizer(model)
+    norm = nm.normalizer(model)
     # nnf(when and not ensure) is the join of nnf(when) and nnf(not ensure): ``when`` is
     # normalised once for both.
     when = norm.nnf(invariant.when)
@@ -181,15 +187,15 @@ def box_stages(
     *linear*, conjuncts of several linear literals are decided on the boxes too
     (:mod:`clefprove.verify.linear`)."""
     n = boxes.size
-    status = np.full(n, SAFE, dtype=np.int8)
-    how = np.full(n, HOW_NONE, dtype=np.int16)
+    status = np.full(n, _SAFE_CODE, dtype=np.int8)
+    how = np.full(n, _HOW_NONE_CODE, dtype=np.int16)
     to_solver = np.zeros(n, dtype=bool)
     rows = _rows(boxes)
     ct, cf = nm.tri(prep.violation, rows)
     live = boxes.feasible & ct
     whole = live & ~cf
-    status[whole] = VIOLATED
-    how[whole] = HOW_BOX
+    status[whole] = _VIOLATED_CODE
+    how[whole] = _HOW_BOX_CODE
     mixed = np.flatnonzero(live & cf)
     if mixed.size:
         if prep.conjuncts is None:

@@ -241,6 +241,12 @@ class Normalizer:
 _EXACT = (Fraction, int)
 
 
+def normalizer(model: Model | Ensemble) -> Normalizer:
+    """The :class:`Normalizer` of *model*, made once and kept by the model (it reads only the
+    model's features and actions, and its one state is its lazily made exact domain ends)."""
+    return model.derived.get(("verify.normalizer",), lambda: Normalizer(model))
+
+
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:
     if not members:
         return FALSE
@@ -303,12 +309,21 @@ class Rows:
 def _member(actions: np.ndarray, allowed: frozenset[int]) -> np.ndarray:
     """``np.isin(actions, allowed)`` by table lookup (isin costs ~20 µs on small arrays).
     *actions* holds action indices, or -1 for "no action" (the domain box), never a member."""
-    top = max(int(actions.max(initial=-1)), max(allowed, default=-1))
-    table = np.zeros(top + 2, dtype=bool)  # index -1 reads the last slot, never set
+    top = max(allowed, default=-1)
+    member: np.ndarray
+    try:
+        member = _action_table(top, allowed)[actions]
+    except IndexError:  # an action above every allowed one: a table that covers it
+        member = _action_table(max(top, int(actions.max(initial=-1))), allowed)[actions]
+    return member
+
+
+def _action_table(top: int, allowed: frozenset[int]) -> np.ndarray:
+    """Membership of 0 .. top + 1 in *allowed*; the last slot (index -1) is never set."""
+    table = np.zeros(top + 2, dtype=bool)
     if allowed:
         table[list(allowed)] = True
-    member: np.ndarray = table[actions]
-    return member
+    return table
 
 
 def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:

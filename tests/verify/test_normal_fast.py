@@ -144,3 +144,16 @@ def test_lin_extremes_are_the_two_lin_extreme_calls(data):
     assert smin.dtype == np.int8 and smax.dtype == np.int8
     assert smin.tolist() == nm.lin_extreme(lit, lo, hi, minimum=True).tolist()
     assert smax.tolist() == nm.lin_extreme(lit, lo, hi, minimum=False).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-1, 9), max_size=12),
+    st.frozensets(st.integers(0, 9), max_size=5),
+)
+def test_action_membership_is_isin(actions, allowed):
+    """The table lookup of an action set (its table sized by the set, grown when a leaf's
+    action is above every member) against np.isin; -1 (no action) is never a member."""
+    acts = np.array(actions, dtype=np.int64)
+    expected = np.isin(acts, sorted(allowed)) & (acts >= 0)
+    assert nm._member(acts, allowed).tolist() == expected.tolist()
