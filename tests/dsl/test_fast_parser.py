@@ -211,3 +211,16 @@ def test_without_is_select_of_the_rest(data: st.DataObject) -> None:
     drop = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=8)))
     keep = [i for i in range(n) if i not in drop]
     assert lexed.without(drop) == lexed.select(keep)
+
+
+def test_positions_made_directly_are_the_constructors() -> None:
+    """The descent's positions (filled without the dataclass __init__) equal, hash, print
+    and hold exactly what ast.Pos(...) does."""
+    assert ps._plain_pos_class()
+    made = ps._new_pos("f.inv", 3, 4, 3, 9)
+    built = ast.Pos("f.inv", 3, 4, 3, 9)
+    assert type(made) is ast.Pos
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert vars(made) == vars(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.line = 1  # type: ignore[misc]
