@@ -157,3 +157,23 @@ def test_action_membership_is_isin(actions, allowed):
     acts = np.array(actions, dtype=np.int64)
     expected = np.isin(acts, sorted(allowed)) & (acts >= 0)
     assert nm._member(acts, allowed).tolist() == expected.tolist()
+
+
+def test_prepared_forms_are_kept_per_domain_by_a_hashed_key():
+    """The memo key of a prepared invariant is the model's Domain (hash computed once): two
+    models of one domain share the invariant's prepared form, a model of another does not."""
+    other = compile_source(
+        {
+            "features": FEATURES[:2],
+            "actions": ["a", "z"],
+            "tree": {"action": "z", "confidence": 1.0},
+        }
+    )
+    twin = _model()
+    inv = parse_text("invariant p:\n  when i >= 1\n  ensure x <= 1.5\n", MODEL).invariants[0]
+    d = eg.domain(MODEL)
+    assert eg.domain(MODEL) is d and eg.domain(twin) == d and eg.domain(twin) is not d
+    assert hash(d) == hash((MODEL.features, len(MODEL.actions)))
+    assert eg.domain(other) != d
+    assert eg.prepare(MODEL, inv) is eg.prepare(twin, inv)
+    assert eg.prepare(other, inv) is not eg.prepare(MODEL, inv)
