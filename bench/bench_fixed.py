@@ -34,6 +34,7 @@ PHASES = ("load", "parse", "check", "total")
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
+import clefprove
 from clefprove.dsl.loader import parse_text
 from clefprove.model.clef import load_bytes
 from clefprove.verify.api import check
@@ -58,20 +59,25 @@ def once():
 
 for _ in range(max(20, repeat // 5)):
     once()
-print(json.dumps([once() for _ in range(repeat)]))
+print(json.dumps({"package": clefprove.__file__, "rows": [once() for _ in range(repeat)]}))
 """
 
 
 def _rounds(tree: Path, repeat: int) -> list[list[float]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    # In *tree*: ``python -c`` puts the working directory first on sys.path, so run from the
+    # repository root every child would import this tree's package, the baseline's too.
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(ROOT), str(repeat)],
+        cwd=tree,
         env=env,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    rows: list[list[float]] = json.loads(out)
+    got = json.loads(out)
+    assert Path(got["package"]).resolve().is_relative_to(tree.resolve()), (got["package"], tree)
+    rows: list[list[float]] = got["rows"]
     return rows
 
 

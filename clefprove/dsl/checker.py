@@ -9,7 +9,6 @@ collected as a :class:`~clefprove.dsl.errors.Diagnostic`; see docs/dsl.md for th
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -260,10 +259,10 @@ class Checker:
                         )
                     else:
                         seen[name] = item.name.pos
-                    result = self._invariant(item)
+                    text = self._item_text(program.file, item.pos.line, starts)
+                    result = self._invariant(item, text)
                     if result is not None:
-                        text = self._item_text(program.file, item.pos.line, starts)
-                        invariants.append(dataclasses.replace(result, source=text))
+                        invariants.append(result)
         return ck.CheckedProgram(tuple(invariants), self.severity)
 
     def _item_text(self, file: str, line: int, starts: Sequence[int]) -> str | None:
@@ -365,7 +364,9 @@ class Checker:
         self.let_values[name] = value
         return value
 
-    def _invariant(self, inv: ast.Invariant) -> ck.CheckedInvariant | None:
+    def _invariant(
+        self, inv: ast.Invariant, source: str | None = None
+    ) -> ck.CheckedInvariant | None:
         ok = True
         when: ck.Formula = ck.Const(True)
         if inv.when is not None:
@@ -394,7 +395,9 @@ class Checker:
             return None
         p = inv.pos
         desc = inv.description.value if inv.description is not None else None
-        return ck.CheckedInvariant(inv.name.name, desc, p.file, p.line, p.column, when, ensure)
+        return ck.CheckedInvariant(
+            inv.name.name, desc, p.file, p.line, p.column, when, ensure, source=source
+        )
 
     # ------------------------------------------------------------------ relational forms
 

@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from importlib import resources
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
-from lark.lexer import BasicLexer, LexerThread
+from lark.lexer import BasicLexer, LexerThread, PatternStr, UnlessCallback
 from lark.tree import Meta
 
 from clefprove.dsl import ast
 from clefprove.dsl.errors import Diagnostic, DslError
+
+_T = TypeVar("_T")
 
 #: Deepest bracket nesting accepted (far beyond anything a person writes).
 MAX_NESTING = 64
@@ -113,8 +115,14 @@ def _lex_all(text: str) -> Iterator[Token]:
     return tokens
 
 
+#: The keeping lexer's master regex, its callbacks, and per callback its keyword table.
+_Scanner = tuple[
+    re.Pattern[str], dict[str, Callable[[Token], Token]], dict[str, dict[str, str] | None]
+]
+
+
 @cache
-def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | None:
+def _scanner() -> _Scanner | None:
     """The keeping lexer's own terminals as one master regex, and its callbacks (the keyword
     retyping of names); None where this Lark keeps its scanner otherwise (the attributes read
     here are Lark 1.2-1.3's), and Lark's lexer is used.
@@ -136,9 +144,29 @@ def _scanner() -> tuple[re.Pattern[str], dict[str, Callable[[Token], Token]]] | 
         )
         master = f"(?>(?:{ws})?)(?:{pattern})"
         mre: re.Pattern[str] = scanner.re_.compile(master, scanner.g_regex_flags)
-        return mre, dict(lexer.callback)
+        callbacks = dict(lexer.callback)
+        return mre, callbacks, {k: _keyword_table(c) for k, c in callbacks.items()}
     except (AttributeError, TypeError, ValueError, re.error):
         return None
+
+
+def _keyword_table(callback: Callable[[Token], Token]) -> dict[str, str] | None:
+    """The retyping that *callback* does, as a table (value -> type), when it is Lark's
+    ``UnlessCallback`` over plain strings without flags (the keywords that a name terminal
+    also matches: a value is retyped exactly when it equals one of them); else None, and the
+    callback itself is called.  tests/dsl check the table against the callback."""
+    if type(callback) is not UnlessCallback:
+        return None
+    scanner = callback.scanner
+    if scanner.g_regex_flags:
+        return None
+    table: dict[str, str] = {}
+    for terminal in scanner.terminals:
+        pattern = terminal.pattern
+        if type(pattern) is not PatternStr or pattern.flags:
+            return None
+        table[pattern.value] = terminal.name
+    return table
 
 
 _NEWLINE = re.compile("\n")
@@ -187,6 +215,19 @@ class _Lexed:
             [self.end_cols[i] for i in keep],
         )
 
+    def without(self, drop: list[int]) -> _Lexed:
+        """:meth:`select` of every token but those at *drop* (ascending): copies of the lists
+        with those few entries deleted, instead of a comprehension over every token."""
+        return _Lexed(
+            _cut(self.kinds, drop),
+            _cut(self.values, drop),
+            _cut(self.starts, drop),
+            _cut(self.lines, drop),
+            _cut(self.cols, drop),
+            _cut(self.end_lines, drop),
+            _cut(self.end_cols, drop),
+        )
+
     @staticmethod
     def of_tokens(tokens: Sequence[Token]) -> _Lexed:
         return _Lexed(
@@ -200,6 +241,14 @@ class _Lexed:
         )
 
 
+def _cut(source: list[_T], drop: list[int]) -> list[_T]:
+    """A copy of *source* without the entries at *drop* (ascending)."""
+    out = source.copy()
+    for i in reversed(drop):
+        del out[i]
+    return out
+
+
 def _lex_fast(text: str) -> _Lexed | None:
     """The tokens of *text* that are not whitespace (comments included), as ``_lex_all``
     gives them: same types, values and positions (tests/dsl check it).  The keeping lexer's
@@ -210,7 +259,7 @@ def _lex_fast(text: str) -> _Lexed | None:
     scanner = _scanner()
     if scanner is None:
         return None
-    mre, callbacks = scanner
+    mre, callbacks, tables = scanner
     matches = list(iter(mre.scanner(text).match, None))  # type: ignore[attr-defined]
     end = matches[-1].end() if matches else 0
     if text[end:].strip(" \t\f\r\n"):  # trailing whitespace is what no match takes
@@ -227,6 +276,12 @@ def _lex_fast(text: str) -> _Lexed | None:
         return None
     for kind, callback in callbacks.items():
         if kind not in kinds:
+            continue
+        table = tables[kind]
+        if table is not None:
+            kinds = [
+                table.get(v, k) if k == kind else k for k, v in zip(kinds, values, strict=True)
+            ]
             continue
         retyped: dict[str, str] = {}
         for value in {v for k, v in zip(kinds, values, strict=True) if k == kind}:
@@ -385,13 +440,10 @@ class _FileParser:
             return self._run_tokens(list(_lex_code(self.text)))
         comments: list[ast.Comment] = []
         if "COMMENT" in lexed.kinds:
-            code: list[int] = []
-            for i, kind in enumerate(lexed.kinds):
-                if kind == "COMMENT":
-                    comments.append(ast.Comment(lexed.values[i].rstrip(), pos=self._tpos(lexed, i)))
-                else:
-                    code.append(i)
-            lexed = lexed.select(code)
+            at = [i for i, kind in enumerate(lexed.kinds) if kind == "COMMENT"]
+            for i in at:
+                comments.append(ast.Comment(lexed.values[i].rstrip(), pos=self._tpos(lexed, i)))
+            lexed = lexed.without(at)
         kinds = lexed.kinds
         n = len(kinds)
         bounds = [0, *(i for i, k in enumerate(kinds) if k in _ITEM_KEYWORDS and i > 0), n]
@@ -456,22 +508,26 @@ class _FileParser:
         return ParseResult(program, diagnostics, frozenset(broken), broken_severity)
 
     def _tpos(self, lexed: _Lexed, i: int) -> ast.Pos:
-        return ast.Pos(
+        return _new_pos(
             self.file, lexed.lines[i], lexed.cols[i], lexed.end_lines[i], lexed.end_cols[i]
         )
 
     def _parse_item_fast(self, lexed: _Lexed, lo: int, hi: int) -> ast.Item | None:
         """:meth:`_parse_item` of the tokens *lo* to *hi* of *lexed*, Lark tokens made only
         where Lark parses or words a mistake."""
-        following = lexed.token(hi) if hi < len(lexed.kinds) else None
-        if not self.fast or not _clean(lexed.kinds, lexed.values, lo, hi):
-            return self._parse_item(lexed.tokens(lo, hi), following)
-        mark = len(self.diagnostics)
-        try:
-            return _Descent(self, lexed, lo, hi).item()
-        except _NotFast:
-            del self.diagnostics[mark:]  # the Lark route reports them again
-        return self._parse_item_lark(lexed.tokens(lo, hi), following)
+        if self.fast and _clean(lexed.kinds, lexed.values, lo, hi):
+            mark = len(self.diagnostics)
+            try:
+                return _Descent(self, lexed, lo, hi).item()
+            except _NotFast:
+                del self.diagnostics[mark:]  # the Lark route reports them again
+            return self._parse_item_lark(lexed.tokens(lo, hi), self._following(lexed, hi))
+        return self._parse_item(lexed.tokens(lo, hi), self._following(lexed, hi))
+
+    @staticmethod
+    def _following(lexed: _Lexed, hi: int) -> Token | None:
+        """The token after an item (Lark's end-of-item token; made only on the Lark route)."""
+        return lexed.token(hi) if hi < len(lexed.kinds) else None
 
     @staticmethod
     def _chunks(tokens: list[Token]) -> Iterator[list[Token]]:
@@ -794,6 +850,35 @@ class _Builder(Transformer[Token, ast.Item]):
         return value
 
 
+def _plain_pos_class() -> bool:
+    """Whether ``ast.Pos`` is the plain frozen dataclass :func:`_new_pos` fills directly: these
+    five fields, stored in the instance dict, and no ``__post_init__``."""
+    fields = getattr(ast.Pos, "__dataclass_fields__", {})
+    return (
+        tuple(fields) == ("file", "line", "column", "end_line", "end_column")
+        and not hasattr(ast.Pos, "__post_init__")
+        and "__slots__" not in vars(ast.Pos)
+        and type(ast.Pos.__new__) is type(object.__new__)
+    )
+
+
+_NEW = object.__new__
+
+
+def _new_pos(file: str, line: int, column: int, end_line: int, end_column: int) -> ast.Pos:
+    """``ast.Pos(file, line, column, end_line, end_column)`` without the frozen dataclass's
+    ``__init__`` (five ``object.__setattr__`` calls, ~1 us; the descent makes about 85 per
+    SPEC file): the same instance dict, set in one call.  Only while ``ast.Pos`` is the plain
+    class that checks (:func:`_plain_pos_class`); else its constructor."""
+    pos: ast.Pos = _NEW(ast.Pos)
+    vars(pos).update(file=file, line=line, column=column, end_line=end_line, end_column=end_column)
+    return pos
+
+
+if not _plain_pos_class():  # pragma: no cover - ast.Pos changed shape: its constructor
+    _new_pos = ast.Pos
+
+
 class _NotFast(Exception):
     """The item is not one the hand-written parser takes: Lark decides (and reports)."""
 
@@ -872,11 +957,11 @@ class _Descent:
         return i
 
     def _tpos(self, i: int) -> ast.Pos:
-        return ast.Pos(self.file, self.lines[i], self.cols[i], self.end_lines[i], self.end_cols[i])
+        return _new_pos(self.file, self.lines[i], self.cols[i], self.end_lines[i], self.end_cols[i])
 
     def _span(self, first: int) -> ast.Pos:
         i = self.i - 1
-        return ast.Pos(
+        return _new_pos(
             self.file, self.lines[first], self.cols[first], self.end_lines[i], self.end_cols[i]
         )
 

@@ -30,6 +30,11 @@ import numpy as np
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 
+# The node kinds as plain ints for numpy: with an IntEnum operand every comparison looks up
+# ``__array_ufunc__`` on the enum class, which Python 3.11's EnumType.__getattr__ answers by
+# raising AttributeError (a few microseconds each).
+_LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), int(NodeKind.CATEGORICAL)
+
 
 @dataclass(frozen=True, eq=False)
 class Box:
@@ -143,7 +148,7 @@ def _links(model: Model) -> TreeLinks:
     nodes = model.nodes
     kind = nodes["kind"]
     parent = np.full(nodes.shape[0], -1, dtype=np.int64)
-    internal = np.flatnonzero(kind != NodeKind.LEAF)
+    internal = np.flatnonzero(kind != _LEAF)
     parent[nodes["left"][internal].astype(np.int64)] = internal
     parent[nodes["right"][internal].astype(np.int64)] = internal
     return TreeLinks(parent, integral_features(model), categorical_splits(model))
@@ -185,10 +190,10 @@ def leaf_boxes(model: Model, root: int = 0, context: Box | None = None) -> LeafB
     """The boxes of every leaf below *root*, starting from *context* (default: the domain)."""
     ctx = context or Box.domain(model)
     if root == 0:
-        kind = model.nodes["kind"]
-        pairs = int(model.nodes["depth"][kind == NodeKind.LEAF].sum())
+        is_leaf = model.nodes["kind"] == _LEAF
+        pairs = int(model.nodes["depth"][is_leaf].sum())
         if pairs <= ANCESTOR_PAIRS_MAX:
-            return ancestor_boxes(model, ctx, np.flatnonzero(kind == NodeKind.LEAF))
+            return ancestor_boxes(model, ctx, np.flatnonzero(is_leaf))
     return stepped_leaf_boxes(model, root, ctx)
 
 
@@ -260,7 +265,9 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
     ancestor) pairs are collected by following parent links up from all leaves at once, then
     applied with one ``ufunc.at`` per bound, root first for each leaf, as :func:`step_down`
     tightens level by level (the same split bounds, ufuncs and order per cell, so the same
-    bits, signed zeros included).  Needs only the parent links, not the whole tree's tables."""
+    bits, signed zeros included).  Needs only the parent links, not the whole tree's tables;
+    when the leaves are a good part of the tree (the whole tree's boxes), each node's own
+    split bound is computed once instead of once per pair (:func:`incoming`)."""
     nodes = model.nodes
     n_feat = len(model.features)
     width = n_feat + 1
@@ -282,6 +289,12 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
             went_left = np.array([w for _, w in flat], dtype=bool)
             _apply_ancestors(model, [(rows, parents, went_left)], lo, hi, cats)
         return complete_boxes(model, leaves, lo, hi, cats)
+    if n and n * INCOMING_SHARE >= nodes.shape[0]:
+        inc = incoming(model)
+        for start in range(0, n, LEAF_BLOCK):
+            stop = min(n, start + LEAF_BLOCK)
+            _apply_incoming(model, inc, leaves[start:stop], start, lo, hi, cats)
+        return complete_boxes(model, leaves, lo, hi, cats)
     lk = links(model)
     left = nodes["left"]
     for start in range(0, n, LEAF_BLOCK):
@@ -300,6 +313,160 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
         if steps:
             _apply_ancestors(model, steps[::-1], lo, hi, cats)
     return complete_boxes(model, leaves, lo, hi, cats)
+
+
+#: :func:`ancestor_boxes` builds the per-node tables of :func:`incoming` when the leaves asked
+#: for are at least this fraction (1 / INCOMING_SHARE) of the tree's nodes: a whole tree's
+#: leaves are about half of them; the few leaves of an incremental re-check are not.
+INCOMING_SHARE = 4
+
+
+@dataclass(frozen=True, eq=False)
+class Incoming:
+    """Per node, the tightening that its parent's split gives it (a node's box is its
+    parent's box so tightened).  Every array has one more slot, at index -1, that stands for
+    "no node" (the parent of the root), so that following parent links needs no masks; the
+    root, that slot and the children of splits that do not bound a column hold neutral
+    values (+inf for ``hi``, -inf for ``lo``, every code for a code set)."""
+
+    parent: np.ndarray  # (N + 1,) int64 parent index, -1 for the root (and the extra slot)
+    has_parent: np.ndarray  # (N + 1,) bool
+    cell: np.ndarray  # (N + 1,) int64: the numeric split's feature (the column it bounds)
+    hi_bound: np.ndarray  # (N + 1,) float64: the left child's hi (left_hi), else +inf
+    lo_bound: np.ndarray  # (N + 1,) float64: the right child's lo (right_lo), else -inf
+    #: categorical feature -> (N + 1,) uint64: bit c set when code c passes the node's
+    #: parent's split (every bit of the vocabulary where that split is not on the feature);
+    #: only features of at most :data:`CAT_BITS` values.
+    cat_bits: dict[int, np.ndarray]
+
+
+#: Vocabulary size up to which a categorical feature's code set is held as the bits of one
+#: uint64 in :class:`Incoming` (larger vocabularies take the per-pair route).
+CAT_BITS = 64
+
+
+def incoming(model: Model) -> Incoming:
+    """The :class:`Incoming` tables of *model* (computed once, kept by the model)."""
+    return model.derived.get(("geometry.incoming",), lambda: _incoming(model))
+
+
+def _incoming(model: Model) -> Incoming:
+    nodes = model.nodes
+    lk = links(model)
+    n = nodes.shape[0]
+    kind = nodes["kind"]
+    parent = np.empty(n + 1, dtype=np.int64)
+    parent[:n] = lk.parent
+    parent[n] = -1
+    num = np.flatnonzero(kind == _NUMERIC)
+    feat = nodes["feature"][num].astype(np.int64)
+    # The bounds _apply_ancestors computes per (leaf, ancestor) pair, here once per split:
+    # the same elementwise ufuncs on the same operands, so the same bits.
+    left_hi, right_lo = split_bounds(nodes["value"][num].astype(np.float64), lk.integral[feat])
+    lc = nodes["left"][num]
+    rc = nodes["right"][num]
+    hi_bound = np.full(n + 1, np.inf)
+    lo_bound = np.full(n + 1, -np.inf)
+    hi_bound[lc] = left_hi
+    lo_bound[rc] = right_lo
+    cell = np.zeros(n + 1, dtype=np.int64)
+    cell[lc] = feat
+    cell[rc] = feat
+    cat_bits: dict[int, np.ndarray] = {}
+    for g in sorted(lk.cat_split):
+        size = len(model.features[g].values)
+        if size > CAT_BITS:
+            continue
+        every = (1 << size) - 1
+        bits = np.full(n + 1, every, dtype=np.uint64)
+        at = np.flatnonzero((kind == _CATEGORICAL) & (nodes["feature"] == g))
+        member = model.membership[nodes["aux"][at].astype(np.int64)[:, None] + np.arange(size)]
+        weights = np.left_shift(np.uint64(1), np.arange(size, dtype=np.uint64))
+        goes_left = (member.astype(bool) * weights).sum(axis=1, dtype=np.uint64)
+        bits[nodes["left"][at]] = goes_left
+        bits[nodes["right"][at]] = goes_left ^ np.uint64(every)
+        cat_bits[g] = bits
+    return Incoming(parent, parent >= 0, cell, hi_bound, lo_bound, cat_bits)
+
+
+def _apply_incoming(
+    model: Model,
+    inc: Incoming,
+    leaves: np.ndarray,
+    first: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cats: dict[int, np.ndarray],
+) -> None:
+    """Tighten rows ``first ..`` of *lo*, *hi*, *cats* (the boxes of *leaves*) by the splits
+    above each leaf, root first.  The nodes from each leaf up are gathered level by level into
+    a (levels, leaves) matrix, farthest level first, so that its cells read in order give each
+    leaf's nodes root first; then one ``ufunc.at`` per bound applies them all: every cell of
+    *lo*/*hi* gets the tightenings of :func:`_apply_ancestors` in the same order (the same
+    bits, signed zeros included), with neutral ones (+-inf) between them for nodes whose
+    parent's split bounds another column or none.  A code set is the AND of the nodes' bits
+    (exact in any order)."""
+    k = leaves.size
+    levels = model.max_depth
+    chain = np.empty((max(levels, 1), k), dtype=np.int64)
+    cur = leaves
+    for i in range(levels):
+        chain[levels - 1 - i] = cur
+        cur = inc.parent[cur]
+    if levels == 0:
+        chain[0] = cur
+    if inc.has_parent[cur].any():  # deeper than max_depth says (never for a loaded model)
+        up = [cur]
+        while inc.has_parent[cur].any():
+            cur = inc.parent[cur]
+            up.append(cur)
+        chain = np.concatenate([np.stack(up[-2::-1]), chain])
+    width = lo.shape[1]
+    cell = inc.cell[chain]
+    cell += np.arange(first * width, (first + k) * width, width, dtype=np.int64)
+    cell = cell.reshape(-1)
+    np.minimum.at(hi.reshape(-1), cell, inc.hi_bound[chain].reshape(-1))
+    np.maximum.at(lo.reshape(-1), cell, inc.lo_bound[chain].reshape(-1))
+    if not cats:
+        return
+    cat_split = links(model).cat_split
+    for g, m in cats.items():
+        bits = inc.cat_bits.get(g)
+        if bits is None:
+            if g in cat_split:  # (a feature no split tests keeps its context mask)
+                _apply_cats_by_pairs(model, inc, g, m, chain, first)
+            continue
+        word = np.bitwise_and.reduce(bits[chain], axis=0)
+        codes = np.left_shift(np.uint64(1), np.arange(m.shape[1], dtype=np.uint64))
+        m[first : first + k] &= (word[:, None] & codes) != 0
+
+
+def _apply_cats_by_pairs(
+    model: Model, inc: Incoming, g: int, m: np.ndarray, chain: np.ndarray, first: int
+) -> None:
+    """The code masks of categorical feature *g* (of more than :data:`CAT_BITS` values) from
+    the nodes of *chain* (as :func:`_apply_incoming` holds them), as :func:`_apply_ancestors`
+    does."""
+    nodes = model.nodes
+    k = chain.shape[1]
+    node = chain.reshape(-1)
+    p = inc.parent[node]
+    split = np.flatnonzero(
+        (p >= 0) & (nodes["kind"][p] == NodeKind.CATEGORICAL) & (nodes["feature"][p] == g)
+    )
+    if not split.size:
+        return
+    p = p[split]
+    went_left = nodes["left"][p] == node[split]
+    member = model.membership[
+        nodes["aux"][p].astype(np.int64)[:, None] + np.arange(m.shape[1])
+    ].astype(bool)
+    at = split % k + first
+    order = np.argsort(at, kind="stable")
+    at = at[order]
+    keep = (member == went_left[:, None])[order]
+    starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
+    m[at[starts]] &= np.logical_and.reduceat(keep, starts, axis=0)
 
 
 def _apply_ancestors(
@@ -506,6 +673,3 @@ def _descend(model: Model, node: int, root: int) -> list[tuple[int, bool]] | Non
         steps.append((here, went_left))
         here = rec[1] if went_left else rec[2]
     return steps if here == node else None
-
-
-_LEAF = int(NodeKind.LEAF)

@@ -54,6 +54,16 @@ from clefprove.model.types import NODE_DTYPE, Model, NodeKind
 from clefprove.verify import engine as eg
 from clefprove.verify.options import CheckOptions
 
+#: The outcome codes as plain ints for numpy (an IntEnum operand makes numpy look up
+#: attributes on the enum class, which Python 3.11 answers slowly).
+_SAFE = int(eg.SAFE)
+_VIOLATED = int(eg.VIOLATED)
+_UNKNOWN = int(eg.UNKNOWN)
+_HOW_BOX = int(eg.HOW_BOX)
+_HOW_SOLVER = int(eg.HOW_SOLVER)
+_HOW_NONE = int(eg.HOW_NONE)
+
+
 _MAGIC = b"CLFTREE3"
 #: magic, nodes, membership bytes; padded to 24 bytes so that the node records are aligned.
 _HEAD = struct.Struct("<8sII4x")
@@ -496,7 +506,7 @@ class LeafOutcomes:
         """:attr:`listed`, or the rows that are not SAFE or were decided by something."""
         if self.listed is not None:
             return self.listed
-        return np.flatnonzero((self.status != eg.SAFE) | (self.how != eg.HOW_NONE))
+        return np.flatnonzero((self.status != _SAFE) | (self.how != _HOW_NONE))
 
     @staticmethod
     def of(
@@ -535,7 +545,7 @@ class LeafOutcomes:
         # list only the others (7 bytes each) when that is shorter than every leaf (3 bytes).
         listed = self.rows_listed()
         if self.listed is not None:  # a superset: exactly the others, as when computed
-            listed = listed[(status[listed] != eg.SAFE) | (how[listed] != eg.HOW_NONE)]
+            listed = listed[(status[listed] != _SAFE) | (how[listed] != _HOW_NONE)]
         rows: tuple[bytes, ...]
         if 7 * listed.size < 3 * status.size:
             rows = (
@@ -590,20 +600,20 @@ class LeafOutcomes:
             idx = np.frombuffer(blob, dtype="<i4", count=listed, offset=offset).astype(np.int64)
             if listed and (idx[0] < 0 or idx[-1] >= leaves or np.any(idx[1:] <= idx[:-1])):
                 raise ValueError("bad leaf rows in the cache")
-            status = np.full(leaves, eg.SAFE, dtype=np.int8)
-            how = np.full(leaves, eg.HOW_NONE, dtype=np.int16)
+            status = np.full(leaves, _SAFE, dtype=np.int8)
+            how = np.full(leaves, _HOW_NONE, dtype=np.int16)
             at = offset + 4 * listed
             status[idx] = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
             how[idx] = np.frombuffer(blob, dtype="<i2", count=listed, offset=at + listed)
             rows = idx
         else:
             raise ValueError("bad leaf outcomes block")
-        if leaves and (status.min() < eg.SAFE or status.max() > eg.UNKNOWN):
+        if leaves and (status.min() < _SAFE or status.max() > _UNKNOWN):
             raise ValueError("bad leaf status in the cache")
         wit, end = _read_rows(blob, wit_at, leaves)
         # Only rows the solver found violated have a witness.
         if wit.rows.size and (
-            np.any(status[wit.rows] != eg.VIOLATED) or np.any(how[wit.rows] != eg.HOW_SOLVER)
+            np.any(status[wit.rows] != _VIOLATED) or np.any(how[wit.rows] != _HOW_SOLVER)
         ):
             raise ValueError("bad witness rows in the cache")
         return LeafOutcomes(status, how, witnesses=wit, listed=rows), end
@@ -642,7 +652,7 @@ def _read_rows(blob: bytes, at: int, leaves: int) -> tuple[RowWitnesses, int]:
 def _check_shown(shown: RowWitnesses, status: np.ndarray, how: np.ndarray) -> None:
     """A shown input belongs to a row the box stages found violated."""
     if shown.rows.size and (
-        np.any(status[shown.rows] != eg.VIOLATED) or np.any(how[shown.rows] == eg.HOW_SOLVER)
+        np.any(status[shown.rows] != _VIOLATED) or np.any(how[shown.rows] == _HOW_SOLVER)
     ):
         raise ValueError("bad shown rows in the cache")
 
@@ -674,7 +684,7 @@ def reuse(
         st, hw = old.status, old.how
         seen = old.rows_listed()
         s_l, h_l = st[seen], hw[seen]
-        ok = (s_l == eg.SAFE) | ((s_l == eg.VIOLATED) & (h_l >= eg.HOW_BOX) & (h_l < n_conj))
+        ok = (s_l == _SAFE) | ((s_l == _VIOLATED) & (h_l >= _HOW_BOX) & (h_l < n_conj))
         ow = old.witnesses
         if ow.rows.size:
             if ow.x.shape[1] != width:
@@ -692,8 +702,8 @@ def reuse(
         rows = _union(seen[~ok], dirty)
         status = st.copy()
         how = hw.copy()
-        status[rows] = eg.SAFE  # decided below
-        how[rows] = eg.HOW_NONE
+        status[rows] = _SAFE  # decided below
+        how[rows] = _HOW_NONE
         listed = _union(seen, dirty)
     else:
         status, how, todo = _reuse_rows(al, old, n_conj, width, w_rows, w_x)
@@ -769,8 +779,8 @@ def _reuse_rows(
     """:func:`reuse` for any alignment: ``(status, how, todo)`` over the new leaves, the
     reused witnesses appended to *w_rows* / *w_x*."""
     n = al.leaves.size
-    status = np.full(n, eg.SAFE, dtype=np.int8)
-    how = np.full(n, eg.HOW_NONE, dtype=np.int16)
+    status = np.full(n, _SAFE, dtype=np.int8)
+    how = np.full(n, _HOW_NONE, dtype=np.int16)
     todo = np.ones(n, dtype=bool)
     if al.clean_new.size:
         at = al.clean_at
@@ -778,7 +788,7 @@ def _reuse_rows(
         hw = old.how[al.clean_old_rows]
         # A conjunct index must name one of this invariant's conjuncts (a damaged row could
         # say otherwise; such a leaf is decided again); a solver's violation needs its witness.
-        ok = (st == eg.SAFE) | ((st == eg.VIOLATED) & (hw >= eg.HOW_BOX) & (hw < n_conj))
+        ok = (st == _SAFE) | ((st == _VIOLATED) & (hw >= _HOW_BOX) & (hw < n_conj))
         ow = old.witnesses
         if ow.rows.size:
             if ow.x.shape[1] != width:
@@ -796,7 +806,7 @@ def _reuse_rows(
                 j = np.searchsorted(ow.rows, co)
                 j_ok = j < ow.rows.size
                 j_ok[j_ok] = ow.rows[j[j_ok]] == co[j_ok]
-                solver_v = (st == eg.VIOLATED) & (hw == eg.HOW_SOLVER) & j_ok
+                solver_v = (st == _VIOLATED) & (hw == _HOW_SOLVER) & j_ok
                 ok |= solver_v
                 w_rows.append(at[solver_v])
                 w_x.append(ow.x[j[solver_v]])
@@ -901,12 +911,12 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     how = base.how.copy()
     status[idx] = st
     how[idx] = hw
-    if k and (st.min() < eg.SAFE or st.max() > eg.UNKNOWN):
+    if k and (st.min() < _SAFE or st.max() > _UNKNOWN):
         raise ValueError("bad leaf status in the cache")
     bw = base.witnesses
     keep = np.ones(bw.rows.size, dtype=bool)
     if bw.rows.size:
-        keep = (status[bw.rows] == eg.VIOLATED) & (how[bw.rows] == eg.HOW_SOLVER)
+        keep = (status[bw.rows] == _VIOLATED) & (how[bw.rows] == _HOW_SOLVER)
         keep &= ~np.isin(bw.rows, wrows)
     _check_shown(shown, status, how)
     listed = None if base.listed is None else _union(base.listed, idx)
@@ -919,6 +929,6 @@ def apply_outcomes_delta(base: LeafOutcomes, blob: bytes) -> LeafOutcomes:
     x = np.concatenate([bw.x[keep].reshape(-1, w_width), wx.reshape(kw, w_width)])
     order = np.argsort(rows, kind="stable")
     rows, x = rows[order], x[order]
-    if np.any(status[rows] != eg.VIOLATED) or np.any(how[rows] != eg.HOW_SOLVER):
+    if np.any(status[rows] != _VIOLATED) or np.any(how[rows] != _HOW_SOLVER):
         raise ValueError("bad witness rows in the cache")
     return LeafOutcomes(status, how, None, vacuous, RowWitnesses(rows, x), shown, listed)

@@ -45,6 +45,12 @@ from clefprove.verify.verdicts import (
     settled_result,
 )
 
+#: The outcome codes as plain ints for numpy (an IntEnum operand makes numpy look up
+#: attributes on the enum class, which Python 3.11 answers slowly).
+_VIOLATED = int(eg.VIOLATED)
+_UNKNOWN = int(eg.UNKNOWN)
+
+
 InvariantsArg = (
     ck.CheckedProgram
     | ck.CheckedInvariant
@@ -267,7 +273,7 @@ def finish(
     # Rows that may be unsafe: the listed ones of a re-check (a few), else every row.
     listed = pv.listed
     seen = status if listed is None else status[listed]
-    violating = np.flatnonzero(seen == eg.VIOLATED)
+    violating = np.flatnonzero(seen == _VIOLATED)
     if listed is not None:
         violating = listed[violating]
     cexs: list[Counterexample] = []
@@ -283,7 +289,7 @@ def finish(
                 break
             cex = _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown)
             if cex is None:  # a bug: never print it, never claim the path
-                status[r] = eg.UNKNOWN
+                status[r] = _UNKNOWN
                 warnings.append(
                     f"internal: unconfirmed witness for leaf {int(pv.boxes.leaves[r])}; "
                     "path reported as unknown"
@@ -294,10 +300,10 @@ def finish(
             # Still confirm one witness, so that 'violated' always rests on a checked input.
             r = int(violating[0])
             if _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown) is None:
-                status[r] = eg.UNKNOWN
+                status[r] = _UNKNOWN
     seen = status if listed is None else status[listed]
-    n_violating = int(np.count_nonzero(seen == eg.VIOLATED))
-    n_unknown = int(np.count_nonzero(seen == eg.UNKNOWN))
+    n_violating = int(np.count_nonzero(seen == _VIOLATED))
+    n_unknown = int(np.count_nonzero(seen == _UNKNOWN))
     return settled_result(
         inv,
         n_violating,

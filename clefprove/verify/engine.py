@@ -38,7 +38,7 @@ from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.geometry.floats import float_at, float_key, value_count
 from clefprove.model.ensemble import Ensemble
-from clefprove.model.types import FeatureType, Model
+from clefprove.model.types import Feature, FeatureType, Model
 from clefprove.status import Decided, LeafOutcome, SolverAnswer
 from clefprove.verify import linear as ln
 from clefprove.verify import normal as nm
@@ -53,6 +53,12 @@ SAFE, VIOLATED, UNKNOWN = LeafOutcome.SAFE, LeafOutcome.VIOLATED, LeafOutcome.UN
 HOW_BOX = Decided.BOX
 HOW_SOLVER = Decided.SOLVER
 HOW_NONE = Decided.NONE
+
+# The codes as plain ints for numpy (an IntEnum fill value or operand makes numpy look up
+# ``__array_function__`` / ``__array_ufunc__`` on the enum class, which Python 3.11's
+# EnumType.__getattr__ answers by raising: a few microseconds per call).
+_SAFE_CODE, _VIOLATED_CODE = int(SAFE), int(VIOLATED)
+_HOW_BOX_CODE, _HOW_NONE_CODE = int(HOW_BOX), int(HOW_NONE)
 
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).
@@ -79,6 +85,32 @@ class Prepared:
     tag: str = "query"  # names SMT-LIB dumps
 
 
+@dataclass(frozen=True)
+class Domain:
+    """What a prepared invariant depends on of its model: the features (types, bounds,
+    vocabularies) and the number of actions.  A memo key whose hash is computed once, when the
+    model first makes it: a features tuple hashes every field of every feature (~2.5 us on
+    the SPEC model), and a memo miss hashes its key three times.  Equal for two models of the
+    same domain, so the invariant's memo still serves both."""
+
+    features: tuple[Feature, ...]
+    n_actions: int
+    digest: int = field(compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self.digest
+
+
+def domain(model: Model | Ensemble) -> Domain:
+    """The :class:`Domain` of *model* (made once, kept by the model)."""
+
+    def make() -> Domain:
+        n_actions = len(model.actions)
+        return Domain(model.features, n_actions, hash((model.features, n_actions)))
+
+    return model.derived.get(("verify.domain",), make)
+
+
 def prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int = 64) -> Prepared:
     """Normalize ``when and not ensure`` of a non-relational invariant for *model*.
 
@@ -88,12 +120,12 @@ def prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: in
     once."""
     if invariant.is_relational:
         raise ValueError("relational invariants are not decided by the path engine")
-    key = ("verify.prepare", model.features, len(model.actions), dnf_cap)
+    key = ("verify.prepare", domain(model), dnf_cap)
     return invariant.derived.get(key, lambda: _prepare(model, invariant, dnf_cap))
 
 
 def _prepare(model: Model | Ensemble, invariant: ck.CheckedInvariant, dnf_cap: int) -> Prepared:
-    norm = nm.Normalizer(model)
+    norm = nm.normalizer(model)
     # nnf(when and not ensure) is the join of nnf(when) and nnf(not ensure): ``when`` is
     # normalised once for both.
     when = norm.nnf(invariant.when)
@@ -110,7 +142,7 @@ def prepare_when(
     Memoised under the same key as :func:`prepare`."""
     if when_inv.when is not prep.invariant.when or when_inv.ensure_formula != ck.Const(False):
         raise ValueError("not the when-invariant of the prepared invariant")
-    key = ("verify.prepare", model.features, len(model.actions), dnf_cap)
+    key = ("verify.prepare", domain(model), dnf_cap)
     w = prep.when
     return when_inv.derived.get(
         key, lambda: Prepared(when_inv, w, w, nm.dnf(w, dnf_cap), tag=when_inv.name)
@@ -184,15 +216,15 @@ def box_stages(
     *linear*, conjuncts of several linear literals are decided on the boxes too
     (:mod:`clefprove.verify.linear`)."""
     n = boxes.size
-    status = np.full(n, SAFE, dtype=np.int8)
-    how = np.full(n, HOW_NONE, dtype=np.int16)
+    status = np.full(n, _SAFE_CODE, dtype=np.int8)
+    how = np.full(n, _HOW_NONE_CODE, dtype=np.int16)
     to_solver = np.zeros(n, dtype=bool)
     rows = _rows(boxes)
     ct, cf = nm.tri(prep.violation, rows)
     live = boxes.feasible & ct
     whole = live & ~cf
-    status[whole] = VIOLATED
-    how[whole] = HOW_BOX
+    status[whole] = _VIOLATED_CODE
+    how[whole] = _HOW_BOX_CODE
     mixed = np.flatnonzero(live & cf)
     if mixed.size:
         if prep.conjuncts is None:

@@ -241,6 +241,12 @@ class Normalizer:
 _EXACT = (Fraction, int)
 
 
+def normalizer(model: Model | Ensemble) -> Normalizer:
+    """The :class:`Normalizer` of *model*, made once and kept by the model (it reads only the
+    model's features and actions, and its one state is its lazily made exact domain ends)."""
+    return model.derived.get(("verify.normalizer",), lambda: Normalizer(model))
+
+
 def _const_or(lit: object, members: frozenset[int], size: int) -> object:
     if not members:
         return FALSE
@@ -303,12 +309,21 @@ class Rows:
 def _member(actions: np.ndarray, allowed: frozenset[int]) -> np.ndarray:
     """``np.isin(actions, allowed)`` by table lookup (isin costs ~20 µs on small arrays).
     *actions* holds action indices, or -1 for "no action" (the domain box), never a member."""
-    top = max(int(actions.max(initial=-1)), max(allowed, default=-1))
-    table = np.zeros(top + 2, dtype=bool)  # index -1 reads the last slot, never set
+    top = max(allowed, default=-1)
+    member: np.ndarray
+    try:
+        member = _action_table(top, allowed)[actions]
+    except IndexError:  # an action above every allowed one: a table that covers it
+        member = _action_table(max(top, int(actions.max(initial=-1))), allowed)[actions]
+    return member
+
+
+def _action_table(top: int, allowed: frozenset[int]) -> np.ndarray:
+    """Membership of 0 .. top + 1 in *allowed*; the last slot (index -1) is never set."""
+    table = np.zeros(top + 2, dtype=bool)
     if allowed:
         table[list(allowed)] = True
-    member: np.ndarray = table[actions]
-    return member
+    return table
 
 
 def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -330,25 +345,27 @@ def tri(f: object, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
             t = _member(rows.actions, actions)
             return t, ~t
         case Lin():
-            lo_v = lin_extreme(f, rows.lo, rows.hi, minimum=True)
-            hi_v = lin_extreme(f, rows.lo, rows.hi, minimum=False)
-            if f.strict:
-                return lo_v < 0, hi_v >= 0
-            return lo_v <= 0, hi_v > 0
-        case NAnd(args):
-            ct, cf = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
-            for a in args:
+            return _lin_tri(f, rows.lo, rows.hi)
+        # (every case returns two new arrays of its own, so a junction starts from its first
+        # argument's instead of all-true / all-false ones)
+        case NAnd(args) if args:
+            ct, cf = tri(args[0], rows)
+            for a in args[1:]:
                 t, fl = tri(a, rows)
                 ct &= t
                 cf |= fl
             return ct, cf
-        case NOr(args):
-            ct, cf = np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
-            for a in args:
+        case NOr(args) if args:
+            ct, cf = tri(args[0], rows)
+            for a in args[1:]:
                 t, fl = tri(a, rows)
                 ct |= t
                 cf &= fl
             return ct, cf
+        case NAnd():
+            return np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+        case NOr():
+            return np.zeros(n, dtype=bool), np.ones(n, dtype=bool)
     raise TypeError(f"not a normalized formula: {f!r}")
 
 
@@ -407,9 +424,60 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
     return sign
 
 
+def lin_extremes(lit: Lin, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(lin_extreme(lit, lo, hi, True), lin_extreme(lit, lo, hi, False))``, the work they
+    share done once: both read the same columns, and their corners' terms are the same
+    products (``c * lo`` where ``c > 0`` and ``c * hi`` elsewhere for the minimum, the others
+    for the maximum), so each product is computed once; ``|c| * |x|`` is ``|c * x|`` exactly.
+    The same float64 sums and error bounds as :func:`lin_extreme`, so the same signs
+    (tests/verify check it)."""
+    cols, coeffs, pos, _, _ = lit.arrays
+    a, b = lo[:, cols], hi[:, cols]
+    with np.errstate(over="ignore", invalid="ignore"):
+        ca = coeffs * a
+        cb = coeffs * b
+        smin = _corner_sign(lit, np.where(pos, ca, cb), a, b, pos)
+        smax = _corner_sign(lit, np.where(pos, cb, ca), a, b, ~pos)
+    return smin, smax
+
+
+def _corner_sign(
+    lit: Lin, terms: np.ndarray, a: np.ndarray, b: np.ndarray, pick_lo: np.ndarray
+) -> np.ndarray:
+    """:func:`lin_extreme`'s signs from the corner's *terms* (``c * corner``), the corner being
+    *a* where *pick_lo* and *b* elsewhere (made only for the rows the floats leave open)."""
+    _, _, _, tiny, kf = lit.arrays
+    k = len(lit.terms)
+    total = terms.sum(axis=1) + kf
+    mag = np.abs(terms).sum(axis=1) + abs(kf)
+    err = mag * ((k + 4) * 2.0**-50) + 1e-300 * (k + 2)
+    corner = None
+    if tiny.any():
+        corner = np.where(pick_lo, a, b)
+        err = err + np.abs(corner[:, tiny]).sum(axis=1) * 2.0**-1074
+    above = total > err
+    below = total < -err
+    sign: np.ndarray = above.astype(np.int8)
+    sign -= below
+    unsure = ~(above | below)
+    unsure |= ~np.isfinite(total)
+    open_rows = np.flatnonzero(unsure)
+    if open_rows.size:
+        if corner is None:
+            corner = np.where(pick_lo, a, b)
+        for r in open_rows.tolist():
+            if not np.isfinite(corner[r]).all():
+                sign[r] = 0  # an empty box (see lin_extreme)
+                continue
+            v = lit.const
+            for j, (_, c) in enumerate(lit.terms):
+                v += c * Fraction(float(corner[r, j]))
+            sign[r] = (v > 0) - (v < 0)
+    return sign
+
+
 def _lin_tri(lit: Lin, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    smin = lin_extreme(lit, lo, hi, True)
-    smax = lin_extreme(lit, lo, hi, False)
+    smin, smax = lin_extremes(lit, lo, hi)
     if lit.strict:
         return smin < 0, smax >= 0
     return smin <= 0, smax > 0

@@ -165,3 +165,62 @@ def test_a_lark_without_the_scanner_attributes_lexes_through_lark(monkeypatch) -
     monkeypatch.setattr(ps, "_scanner", lambda: None)
     assert _tokens(ps._lex_code(text)) == fast
     assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(sorted(ps.KEYWORDS)) | st.from_regex(r"[A-Za-z_]\w{0,9}", fullmatch=True)
+    )
+)
+def test_keyword_tables_retype_as_lark_callbacks_do(words: list[str]) -> None:
+    """The per-process keyword table of a callback retypes a name exactly as Lark's callback
+    does: keywords, their case variants, prefixes and extensions, other names."""
+    scanner = ps._scanner()
+    assert scanner is not None
+    _, callbacks, tables = scanner
+    assert any(t is not None for t in tables.values())  # the table route is taken
+    extra = [w for k in sorted(ps.KEYWORDS) for w in (k.upper(), k.title(), k[:-1], k + "s")]
+    for kind, callback in callbacks.items():
+        table = tables[kind]
+        if table is None:
+            continue
+        for word in [*words, *sorted(ps.KEYWORDS), *extra]:
+            assert table.get(word, kind) == callback(ps.Token(kind, word)).type, word
+
+
+def test_the_callbacks_route_retypes_as_the_tables_do(monkeypatch) -> None:
+    """Without keyword tables (a Lark whose callbacks are not plain-string keyword lists) the
+    callbacks retype the names: the same tokens."""
+    text = (ROOT / "invariants" / "edge.inv").read_text()
+    fast = _tokens(ps._lex_code(text))
+    scanner = ps._scanner()
+    assert scanner is not None
+    mre, callbacks, tables = scanner
+    monkeypatch.setattr(ps, "_scanner", lambda: (mre, callbacks, dict.fromkeys(tables)))
+    assert _tokens(ps._lex_code(text)) == fast
+
+
+@SETTINGS
+@given(st.data())
+def test_without_is_select_of_the_rest(data: st.DataObject) -> None:
+    """Dropping a few tokens (the comments) by deletion keeps what selecting the rest keeps."""
+    lexed = ps._lex_fast((ROOT / "invariants" / "edge.inv").read_text())
+    assert lexed is not None
+    n = len(lexed.kinds)
+    drop = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=8)))
+    keep = [i for i in range(n) if i not in drop]
+    assert lexed.without(drop) == lexed.select(keep)
+
+
+def test_positions_made_directly_are_the_constructors() -> None:
+    """The descent's positions (filled without the dataclass __init__) equal, hash, print
+    and hold exactly what ast.Pos(...) does."""
+    assert ps._plain_pos_class()
+    made = ps._new_pos("f.inv", 3, 4, 3, 9)
+    built = ast.Pos("f.inv", 3, 4, 3, 9)
+    assert type(made) is ast.Pos
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert vars(made) == vars(built)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.line = 1  # type: ignore[misc]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -151,3 +153,50 @@ def test_lazy_boxes_prefetched_rows_are_the_rows_of_the_whole_tree(edge):
     lazy.prefetch(rows)
     for r in [*rows.tolist(), 5]:  # prefetched rows and one that is not
         _same_bits(lazy.take(np.array([r])), whole.take(np.array([r])))
+
+
+def _route(model, domain, leaves, per_node: bool) -> bx.LeafBoxes:
+    """ancestor_boxes by its per-node route (:func:`incoming` tables) or its per-pair route
+    (each pair's split bound computed for the pair), whatever the share of leaves."""
+    share, few = bx.INCOMING_SHARE, bx.FEW_PATHS
+    bx.INCOMING_SHARE = 10**9 if per_node else 0
+    bx.FEW_PATHS = -1  # not the descent route of a few leaves
+    try:
+        return bx.ancestor_boxes(model, domain, leaves)
+    finally:
+        bx.INCOMING_SHARE, bx.FEW_PATHS = share, few
+
+
+def _per_pair(model, domain, leaves) -> bx.LeafBoxes:
+    return _route(model, domain, leaves, per_node=False)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_per_node_tables_equal_the_per_pair_route(data):
+    """The whole tree's route (each node's bound once, neutral +-inf steps, code sets as
+    bits) against the per-pair route and stepping down, bit for bit; with code sets as bits
+    and by pairs (CAT_BITS lowered), and with a max_depth that understates the tree."""
+    model = data.draw(models(all_int=data.draw(st.booleans()), max_depth=5))
+    domain = bx.Box.domain(model)
+    leaves = np.flatnonzero(model.nodes["kind"] == 0)
+    rows = sorted(data.draw(st.sets(st.integers(0, leaves.size - 1), min_size=1)))
+    some = leaves[rows]
+    reference = _per_pair(model, domain, some)
+    _same_bits(_route(model, domain, some, per_node=True), reference)
+    _same_bits(_from_ancestors(model, domain), bx.stepped_leaf_boxes(model, 0, domain))
+    cat_bits = bx.CAT_BITS
+    bx.CAT_BITS = data.draw(st.sampled_from([0, 2, 3]))
+    try:
+        fresh = dataclasses.replace(model)  # empty memo: the tables are built again
+        _same_bits(_route(fresh, domain, some, per_node=True), reference)
+    finally:
+        bx.CAT_BITS = cat_bits
+    shallow = dataclasses.replace(model, max_depth=data.draw(st.integers(0, model.max_depth)))
+    _same_bits(_route(shallow, domain, some, per_node=True), reference)
+
+
+def test_per_node_tables_on_the_example(edge):
+    domain = bx.Box.domain(edge)
+    leaves = np.flatnonzero(edge.nodes["kind"] == 0)
+    _same_bits(bx.ancestor_boxes(edge, domain, leaves), _per_pair(edge, domain, leaves))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +111,69 @@ def test_prepared_forms_equal_the_two_pass_construction():
     assert wprep.when == norm.nnf(winv.when)
     assert wprep.conjuncts == nm.dnf(wprep.violation, 64)
     assert eg.prepare(MODEL, winv) is wprep  # one memo key for both routes
+
+
+_COORD = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0**-1074, 1.7e308, -1.7e308, math.inf, -math.inf]),
+)
+_COEFF = st.one_of(
+    st.fractions(max_denominator=10**6).filter(lambda q: q != 0),
+    st.sampled_from([Fraction(1, 2**1080), Fraction(-3, 2**1100), Fraction(2**1030), Fraction(7)]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_lin_extremes_are_the_two_lin_extreme_calls(data):
+    """The shared-work minimum and maximum signs of a linear literal over boxes equal
+    lin_extreme's, on boxes with huge, tiny, infinite and empty ends, coefficients below the
+    float64 range and near-zero sums (the exact fallback)."""
+    k = data.draw(st.integers(2, 4))
+    n = data.draw(st.integers(1, 6))
+    terms = tuple((j, data.draw(_COEFF)) for j in range(k))
+    const = data.draw(st.one_of(st.fractions(max_denominator=1000), st.just(Fraction(0))))
+    lit = nm.Lin(terms, const, data.draw(st.booleans()))
+    width = k + 1
+    lo = np.array([[data.draw(_COORD) for _ in range(width)] for _ in range(n)])
+    hi = np.array([[data.draw(_COORD) for _ in range(width)] for _ in range(n)])
+    if data.draw(st.booleans()):  # boxes on which the sum is zero somewhere: exact rows
+        lo[:, :k] = 0.0
+        hi[:, :k] = 0.0
+    smin, smax = nm.lin_extremes(lit, lo, hi)
+    assert smin.dtype == np.int8 and smax.dtype == np.int8
+    assert smin.tolist() == nm.lin_extreme(lit, lo, hi, minimum=True).tolist()
+    assert smax.tolist() == nm.lin_extreme(lit, lo, hi, minimum=False).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-1, 9), max_size=12),
+    st.frozensets(st.integers(0, 9), max_size=5),
+)
+def test_action_membership_is_isin(actions, allowed):
+    """The table lookup of an action set (its table sized by the set, grown when a leaf's
+    action is above every member) against np.isin; -1 (no action) is never a member."""
+    acts = np.array(actions, dtype=np.int64)
+    expected = np.isin(acts, sorted(allowed)) & (acts >= 0)
+    assert nm._member(acts, allowed).tolist() == expected.tolist()
+
+
+def test_prepared_forms_are_kept_per_domain_by_a_hashed_key():
+    """The memo key of a prepared invariant is the model's Domain (hash computed once): two
+    models of one domain share the invariant's prepared form, a model of another does not."""
+    other = compile_source(
+        {
+            "features": FEATURES[:2],
+            "actions": ["a", "z"],
+            "tree": {"action": "z", "confidence": 1.0},
+        }
+    )
+    twin = _model()
+    inv = parse_text("invariant p:\n  when i >= 1\n  ensure x <= 1.5\n", MODEL).invariants[0]
+    d = eg.domain(MODEL)
+    assert eg.domain(MODEL) is d and eg.domain(twin) == d and eg.domain(twin) is not d
+    assert hash(d) == hash((MODEL.features, len(MODEL.actions)))
+    assert eg.domain(other) != d
+    assert eg.prepare(MODEL, inv) is eg.prepare(twin, inv)
+    assert eg.prepare(other, inv) is not eg.prepare(MODEL, inv)
