@@ -79,8 +79,10 @@ def main() -> None:
             t = median_seconds(ROOT, argv, args.repeat)
             print(f"{name:<24} {'':>10} {t * 1000:>8.0f}ms")
         for name, argv in COMMANDS.items():
-            b = median_seconds(base, ["-m", "clefprove", *argv], args.repeat)
-            t = median_seconds(ROOT, ["-m", "clefprove", *argv], args.repeat)
+            # -P: the working directory (this checkout) is not put first on sys.path, so the
+            # baseline's run imports the baseline from PYTHONPATH, not this tree's package.
+            b = median_seconds(base, ["-P", "-m", "clefprove", *argv], args.repeat)
+            t = median_seconds(ROOT, ["-P", "-m", "clefprove", *argv], args.repeat)
             print(f"{name:<24} {b * 1000:>8.0f}ms {t * 1000:>8.0f}ms {t / b:>7.2f}")
 
 
