@@ -63,6 +63,9 @@ CREATE TABLE IF NOT EXISTS snapshot (
 CREATE INDEX IF NOT EXISTS snapshot_kind_stamp ON snapshot (kind, stamp);
 """
 
+#: How much of the cache file SQLite reads through a memory mapping (bytes).
+MMAP_BYTES = 1 << 30
+
 #: Page size of a new cache file (bytes).
 PAGE_SIZE = 65536
 
@@ -149,6 +152,10 @@ class CacheStore:
             # A cache needs no durability: a write lost to a power cut is a proof to redo, and
             # damage is detected (quick_check, row checksums) and rebuilt.
             conn.execute("PRAGMA synchronous = OFF")
+            # Reads through a mapping of the file: a 22 MB tree snapshot comes out of its
+            # overflow pages in 7 ms instead of 35 ms.  Safe here because nothing truncates a
+            # live cache file (no VACUUM, no auto_vacuum; a damaged one is renamed aside).
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             # quick_check reads the whole file (about 1 ms per MB); past QUICK_CHECK_MAX the
             # per-row checksums and SQLite's own errors on every read are the integrity check.
             size = self.path.stat().st_size if self.path.exists() else 0
@@ -292,23 +299,36 @@ class CacheStore:
         ``outcomes`` rows among them name (their first 32 bytes), in the same query."""
         out: dict[bytes, tuple[str, bytes]] = {}
         try:
+            conn = self.conn
             uniq = list(dict.fromkeys(keys))
-            for a in range(0, len(uniq), _CHUNK):
-                part = uniq[a : a + _CHUNK]
-                q = ",".join("?" * len(part))
-                sql = f"SELECT key, kind, value, chk FROM snapshot WHERE key IN ({q})"
-                if referenced:
-                    sql += (
-                        " OR key IN (SELECT substr(value, 1, 32) FROM snapshot WHERE kind = "
-                        f"'outcomes' AND key IN ({q}))"
-                    )
-                for key, kind, value, chk in self.conn.execute(
-                    sql, part * 2 if referenced else part
-                ):
-                    value = bytes(value)
-                    if chk != _snapshot_chk(key, kind, value):
-                        raise CacheCorrupt("a snapshot row fails its checksum")
-                    out[bytes(key)] = (str(kind), value)
+            # One read transaction: the rows found and the values read by rowid below are
+            # of the same version of the file, whatever other processes write meanwhile.
+            began = not conn.in_transaction
+            if began:
+                conn.execute("BEGIN")
+            try:
+                for a in range(0, len(uniq), _CHUNK):
+                    part = uniq[a : a + _CHUNK]
+                    q = ",".join("?" * len(part))
+                    sql = f"SELECT key, kind, rowid, chk FROM snapshot WHERE key IN ({q})"
+                    if referenced:
+                        sql += (
+                            " OR key IN (SELECT substr(value, 1, 32) FROM snapshot WHERE kind = "
+                            f"'outcomes' AND key IN ({q}))"
+                        )
+                    found = conn.execute(sql, part * 2 if referenced else part).fetchall()
+                    for key, kind, rowid, chk in found:
+                        # Read as a blob: a 22 MB tree comes out of the mapped file in a third
+                        # of the time a SELECT of the value takes.
+                        with conn.blobopen("snapshot", "value", rowid, readonly=True) as blob:
+                            value = blob.read()
+                        if chk != _snapshot_chk(key, kind, value):
+                            raise CacheCorrupt("a snapshot row fails its checksum")
+                        out[bytes(key)] = (str(kind), value)
+            finally:
+                if began:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("COMMIT")
         except _Disabled:
             return {}
         except (sqlite3.DatabaseError, UnicodeDecodeError, ValueError, TypeError) as exc:
