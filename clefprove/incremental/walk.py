@@ -932,8 +932,11 @@ def _against_last(
         inv = invs[i]
         prep = eg.prepare(model, inv, run.settings.dnf_cap)
         boxes_for = run.snap.boxes_for(changed)
-        pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
-        carried = delta.carry(al, old.shown)
+        try:
+            pv, decided = delta.reuse(model, prep, al, old, boxes_for, run.settings)
+            carried = delta.carry(al, old.shown)
+        except ValueError as exc:  # outcomes that do not fit the snapshot they name
+            raise CacheCorrupt(str(exc)) from exc
         earlier = dict(zip(carried.rows.tolist(), carried.x, strict=True))
         lap("outcomes reused, changed leaves decided")
         when: list[delta.LeafOutcomes] = []
