@@ -95,16 +95,37 @@ def ensemble_tables(model: Ensemble) -> Tables:
     return model.derived.get(("verify.ensemble_tables",), lambda: _tables(model))
 
 
+def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
+    """Per node of the concatenated trees: kind, feature, left and right child (as indices
+    into the concatenation), the split bounds of the left and right child, aux (kept in
+    ``model.derived``; what the tables and the root descent walk)."""
+
+    def make() -> tuple[np.ndarray, ...]:
+        nodes = model.nodes
+        kind = nodes["kind"]
+        offset = np.repeat(model.roots, model.sizes).astype(np.int64)
+        integral = np.array([f.is_integral for f in model.features], dtype=bool)
+        feat = nodes["feature"].astype(np.int64)
+        numeric = kind == NodeKind.NUMERIC
+        value = nodes["value"].astype(np.float64)
+        left_hi, right_lo = split_bounds(value, numeric & integral[feat])
+        return (
+            kind,
+            feat,
+            nodes["left"].astype(np.int64) + offset,
+            nodes["right"].astype(np.int64) + offset,
+            left_hi,
+            right_lo,
+            nodes["aux"].astype(np.int64),
+        )
+
+    return model.derived.get(("verify.ensemble_walk",), make)
+
+
 def _tables(model: Ensemble) -> Tables:
     nodes = model.nodes
-    offset = np.repeat(model.roots, model.sizes)
-    kind = nodes["kind"]
-    left = nodes["left"].astype(np.int64) + offset
-    right = nodes["right"].astype(np.int64) + offset
-    feat = nodes["feature"].astype(np.int64)
+    kind, feat, left, right, left_hi, right_lo, _ = walk_arrays(model)
     numeric = kind == NodeKind.NUMERIC
-    integral = np.array([f.is_integral for f in model.features], dtype=bool)
-    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
     dom = Box.domain(model)
     cat_feats = sorted(dom.cats)
     # Every tree walked level by level at once (the boxes of leaf_boxes, bit for bit).
@@ -887,20 +908,7 @@ def _settled_roots(
     leaf = kind == NodeKind.LEAF
     starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
     tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
-    offset = np.repeat(model.roots, model.sizes).astype(np.int64)
-    integral = np.array([f.is_integral for f in model.features], dtype=bool)
-    feat = nodes["feature"].astype(np.int64)
-    numeric = kind == NodeKind.NUMERIC
-    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
-    walk = (
-        kind,
-        feat,
-        nodes["left"].astype(np.int64) + offset,
-        nodes["right"].astype(np.int64) + offset,
-        left_hi,
-        right_lo,
-        nodes["aux"].astype(np.int64),
-    )
+    walk = walk_arrays(model)
     res = SearchResult()
     passed: list[_RootBounds | None] = []
     settled = True

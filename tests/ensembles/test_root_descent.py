@@ -28,28 +28,6 @@ from tests.verify.gen import invariants
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _walk(model: Any) -> tuple[np.ndarray, ...]:
-    """The arrays ``_settled_roots`` gives ``_descend``."""
-    from clefprove.geometry.boxes import split_bounds
-
-    nodes = model.nodes
-    kind = nodes["kind"]
-    offset = np.repeat(model.roots, model.sizes).astype(np.int64)
-    integral = np.array([f.is_integral for f in model.features], dtype=bool)
-    feat = nodes["feature"].astype(np.int64)
-    numeric = kind == NodeKind.NUMERIC
-    left_hi, right_lo = split_bounds(nodes["value"].astype(np.float64), numeric & integral[feat])
-    return (
-        kind,
-        feat,
-        nodes["left"].astype(np.int64) + offset,
-        nodes["right"].astype(np.int64) + offset,
-        left_hi,
-        right_lo,
-        nodes["aux"].astype(np.int64),
-    )
-
-
 def _random_box(rng: np.random.Generator, model: Any, tab: Any) -> tuple[np.ndarray, np.ndarray]:
     dom = Box.domain(model)
     a = rng.uniform(dom.lo, dom.hi)
@@ -79,7 +57,7 @@ def test_descent_reach_is_the_tables_reach(data) -> None:
     if np.any(model.nodes["kind"] == NodeKind.CATEGORICAL):
         return  # (the shortcut is for numeric splits only)
     tab = ve._tables(model)
-    walk = _walk(model)
+    walk = ve.walk_arrays(model)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     for _ in range(30):
         lo, hi = _random_box(rng, model, tab)
