@@ -411,7 +411,14 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
             err = err + np.abs(corner[:, tiny]).sum(axis=1) * 2.0**-1074
         sign = np.where(total > err, 1, np.where(total < -err, -1, 0)).astype(np.int8)
         unsure = ~((total > err) | (total < -err)) | ~np.isfinite(total)
-    for r in np.flatnonzero(unsure):
+    _exact_signs(lit, corner, np.flatnonzero(unsure), sign)
+    return sign
+
+
+def _exact_signs(lit: Lin, corner: np.ndarray, rows: np.ndarray, sign: np.ndarray) -> None:
+    """``sign[r]`` for each of *rows*: the sign of the literal at ``corner[r]``, summed in
+    fractions (the rows the float bound leaves open)."""
+    for r in rows.tolist():
         if not np.isfinite(corner[r]).all():
             # Only an empty box has an infinite end (x > max float64 gives lo = +inf): its
             # answer is never used, but it must not reach Fraction.
@@ -421,7 +428,6 @@ def lin_extreme(lit: Lin, lo: np.ndarray, hi: np.ndarray, minimum: bool) -> np.n
         for j, (_, c) in enumerate(lit.terms):
             v += c * Fraction(float(corner[r, j]))
         sign[r] = (v > 0) - (v < 0)
-    return sign
 
 
 def lin_extremes(lit: Lin, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -465,14 +471,7 @@ def _corner_sign(
     if open_rows.size:
         if corner is None:
             corner = np.where(pick_lo, a, b)
-        for r in open_rows.tolist():
-            if not np.isfinite(corner[r]).all():
-                sign[r] = 0  # an empty box (see lin_extreme)
-                continue
-            v = lit.const
-            for j, (_, c) in enumerate(lit.terms):
-                v += c * Fraction(float(corner[r, j]))
-            sign[r] = (v > 0) - (v < 0)
+        _exact_signs(lit, corner, open_rows, sign)
     return sign
 
 
