@@ -154,7 +154,7 @@ def _links(model: Model) -> TreeLinks:
     return TreeLinks(parent, integral_features(model), categorical_splits(model))
 
 
-def integral_features(model: Model) -> np.ndarray:
+def integral_features(model: Model | Ensemble) -> np.ndarray:
     """(F,) bool: which features take whole values only (kept by the model)."""
     return model.derived.get(
         ("geometry.integral",),

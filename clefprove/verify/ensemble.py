@@ -44,7 +44,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
-from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, split_bounds
+from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -104,7 +104,7 @@ def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
         nodes = model.nodes
         kind = nodes["kind"]
         offset = np.repeat(model.roots, model.sizes).astype(np.int64)
-        integral = np.array([f.is_integral for f in model.features], dtype=bool)
+        integral = integral_features(model)
         feat = nodes["feature"].astype(np.int64)
         numeric = kind == NodeKind.NUMERIC
         value = nodes["value"].astype(np.float64)
