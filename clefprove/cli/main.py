@@ -22,6 +22,7 @@ from clefprove.status import ExitCode
 
 if TYPE_CHECKING:
     import argparse
+    from types import FrameType
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_UNKNOWN, EXIT_INTERNAL = (
     ExitCode.OK,
@@ -216,15 +217,53 @@ class Terminated(BaseException):
 #: can fail with an error of its own that keeps no trace of the signal's exception.
 _received: list[int] = []
 
+#: A signal's exception that landed where Python could not propagate it, to be raised again.
+_deferred: list[type[BaseException]] = []
 
-def _on_sigterm(signum: int, frame: object) -> None:
+#: How long after a swallowed signal its exception is raised again (seconds).
+RAISE_AGAIN_AFTER = 0.001
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
-    raise Terminated
+    _raise_where_it_propagates(Terminated, frame)
 
 
-def _on_sigint(signum: int, frame: object) -> None:
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
-    raise KeyboardInterrupt
+    _raise_where_it_propagates(KeyboardInterrupt, frame)
+
+
+def _raise_where_it_propagates(exc: type[BaseException], frame: FrameType | None) -> None:
+    if frame is not None and frame.f_code is _signal_again.__code__:
+        _raise_later(exc)  # raised inside the hook, it would be printed as ignored
+        return
+    raise exc
+
+
+def _raise_later(exc: type[BaseException]) -> None:
+    """Raise ``exc`` again shortly, from a one-shot timer: a signal is handled at the next
+    bytecode boundary, which is usually back in ordinary code."""
+    _deferred[:] = [exc]
+    signal.signal(signal.SIGALRM, _on_timer)
+    signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_AFTER)
+
+
+def _on_timer(signum: int, frame: FrameType | None) -> None:
+    if not _deferred:
+        return
+    exc = _deferred.pop()
+    _raise_where_it_propagates(exc, frame)
+
+
+def _signal_again(unraisable: sys.UnraisableHookArgs) -> None:
+    """A signal's exception raised where Python cannot propagate it (a weakref callback, a
+    ``__del__``) is not printed as ignored but raised again once it can propagate."""
+    exc = unraisable.exc_value
+    if isinstance(exc, (Terminated, KeyboardInterrupt)):
+        _raise_later(type(exc))
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def _exit_now(signum: int, frame: object) -> None:
@@ -235,6 +274,7 @@ def _exit_now(signum: int, frame: object) -> None:
 def entry() -> None:
     """The console script: handlers first (a signal in the first milliseconds must not print a
     traceback), then the command; status 130/143 for SIGINT/SIGTERM wherever they land."""
+    sys.unraisablehook = _signal_again
     signal.signal(signal.SIGTERM, _on_sigterm)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job keeps ignoring
         signal.signal(signal.SIGINT, _on_sigint)
@@ -251,8 +291,11 @@ def entry() -> None:
         signal.signal(signal.SIGTERM, _exit_now)
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, _exit_now)
-    except (KeyboardInterrupt, Terminated):
-        code = EXIT_SIGINT
+        if _deferred:  # swallowed at the very end: the run still ends with the signal's status
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            code = _signalled(_deferred[-1]())
+    except (KeyboardInterrupt, Terminated) as exc:
+        code = _signalled(exc)
     sys.exit(code)
 
 

@@ -275,8 +275,16 @@ def _neighbours(v: Fraction, lo: float, hi: float) -> list[float]:
 class _Session:
     """One solver walking the leaves of one invariant in tree order."""
 
-    def __init__(self, model: Model, when: ck.Formula, ensure: ck.Formula, limits: Limits):
+    def __init__(
+        self,
+        model: Model,
+        when: ck.Formula,
+        ensure: ck.Formula,
+        limits: Limits,
+        along_paths: bool = True,
+    ):
         self.model = model
+        self.along_paths = along_paths
         self.when = when
         self.ensure = ensure
         self.enc = _Encoder(model, limits)
@@ -322,7 +330,8 @@ class _Session:
 
     def solve(self, q: Query) -> tuple[str, np.ndarray | None]:
         s = self.enc.solver
-        self._goto(path_to(self.model, q.leaf))
+        if self.along_paths:  # the box says the same; the path's literals share a prefix
+            self._goto(path_to(self.model, q.leaf))
         s.push()
         try:
             s.add(*self.enc.box(q))
@@ -423,10 +432,13 @@ def solve(
     ensure: ck.Formula,
     queries: Sequence[Query],
     limits: Limits = Limits(),
+    along_paths: bool = True,
 ) -> list[tuple[str, np.ndarray | None]]:
     """Decide each query: ``("unsat", None)``, ``("sat", x)`` with an exact float64 witness,
     ``("real", x)`` when the real relaxation is satisfiable but no float64 witness was found
     near its model (*x*: that model rounded into the box), or ``("unknown", None)``; queries
-    are best given in tree order (prefix sharing)."""
-    session = _Session(model, when, ensure, limits)
+    are best given in tree order (prefix sharing).  Without *along_paths*, each query's box is
+    asserted alone, without the split literals of its path: the solver then sees a function
+    of the box only, which two models that reach the same box by different paths share."""
+    session = _Session(model, when, ensure, limits, along_paths)
     return [session.solve(q) for q in queries]

@@ -306,15 +306,19 @@ def isolated_witness(
     model: Model, prep: Prepared, boxes: LeafBoxes, r: int, settings: CheckOptions
 ) -> np.ndarray | None:
     """A witness for solver row *r* from a solver of its own (or None if that one does not
-    find one).  A solver's model depends on the queries it answered before; asked alone, the
-    same leaf always gets the same witness, whichever other leaves a run decided (a fresh
-    check, or an incremental one that reused most of them)."""
+    find one).  A solver's model depends on the queries it answered before and on how they
+    were put; asked alone, about the leaf's box without its path's literals, the same box
+    always gets the same witness, whichever other leaves a run decided (a fresh check, or an
+    incremental one that reused most of them) and whichever path leads to it (two versions
+    of a model whose edit changed a split above the leaf but not its box)."""
     from clefprove.smt import paths as smt_paths
 
     inv = prep.invariant
     limits = _limits(CheckOptions(timeout=settings.timeout, rlimit=settings.rlimit), prep.tag)
     query = smt_paths.query_from_boxes(boxes.take(np.array([r])), 0)
-    verdict, x = smt_paths.solve(model, inv.when, inv.ensure_formula, [query], limits)[0]
+    verdict, x = smt_paths.solve(
+        model, inv.when, inv.ensure_formula, [query], limits, along_paths=False
+    )[0]
     if verdict == SolverAnswer.REAL:
         return search(model, prep, boxes, r, x, settings.linear)
     return x if verdict == SolverAnswer.SAT else None

@@ -135,6 +135,40 @@ def test_early_sigterm_never_prints_a_traceback(work: Path) -> None:
     assert any(code != -signal.SIGTERM for code in outcomes), outcomes
 
 
+SIGNAL_IN_DEL = """
+import os, signal
+import clefprove.cli.main as cli
+
+class SignalsWhenCollected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{name})  # the handler runs here, inside __del__
+
+def fake_main(argv=None):
+    SignalsWhenCollected()
+    for _ in range(10_000_000):  # the signal must end this loop
+        pass
+    print("finished")
+    return 0
+
+cli.main = fake_main
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "said"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")]
+)
+def test_signal_inside_a_finaliser_still_ends_the_run(
+    work: Path, name: str, status: int, said: str
+) -> None:
+    """A signal whose handler runs inside ``__del__`` or a weakref callback (where CI saw
+    ``Exception ignored in: <function _get_module_lock.<locals>.cb>``) is raised again where it
+    can propagate: the run ends with the signal's status, and nothing is printed as ignored."""
+    res = run("check", "model.clef", "edge.inv", cwd=work, code=SIGNAL_IN_DEL.format(name=name))
+    assert res.returncode == status, (res.returncode, res.stdout, res.stderr)
+    assert "finished" not in res.stdout
+    assert res.stderr == f"clefprove: {said}\n", res.stderr
+
+
 # --- (9) counterexample inputs in declaration order, fresh or cached ---------------------------
 
 

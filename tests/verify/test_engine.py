@@ -213,3 +213,47 @@ def test_rational_models_become_float64_witnesses(body):
     c = r.counterexamples[0]
     x = [c.input["x"], c.input["z"]]
     assert ck.evaluate(inv.when, x, 0, 0.9)
+
+
+def _two_paths_model(root_threshold: float):
+    """n <= t at the root, then n <= 1.5 again below: with t = 0.5 or 1.5 the leaf under
+    ``n > t, n > 1.5, x <= 7.5`` has the same box, reached through different split literals."""
+    from clefprove.model.source import compile_source
+
+    def leaf() -> dict:
+        return {"action": "allow", "confidence": 0.5}
+
+    def node(feature: str, t: float, left: dict, right: dict) -> dict:
+        return {"feature": feature, "threshold": t, "left": left, "right": right}
+
+    right = node("n", 1.5, leaf(), node("x", 7.5, leaf(), leaf()))
+    return compile_source(
+        {
+            "name": "t",
+            "version": "1",
+            "features": [
+                {"name": "x", "type": "float", "min": 0, "max": 10, "default": 0},
+                {"name": "n", "type": "int", "min": 0, "max": 6, "default": 0},
+            ],
+            "actions": ["allow", "challenge", "rate_limit", "block"],
+            "tree": node("n", root_threshold, node("x", 5.0, leaf(), leaf()), right),
+        }
+    )
+
+
+def test_isolated_witness_depends_on_the_box_not_on_the_path() -> None:
+    """Found at stop 23: a cached report printed the witness found for the previous version
+    of a leaf whose box an edit above it had kept, a fresh one the witness found along the
+    new path.  The lone solver sees the box only, so both versions print the same input."""
+    body = "when x + n >= 8 and x - n <= 1 ensure action != allow"
+    found = []
+    for t in (0.5, 1.5):
+        model = _two_paths_model(t)
+        prep = eg.prepare(model, _inv(model, body))
+        boxes = leaf_boxes(model)
+        r = int(np.flatnonzero(boxes.hi[:, 0] == 7.5)[0])
+        assert boxes.lo[r, 1] == 2 and boxes.hi[r, 1] == 6
+        x = eg.isolated_witness(model, prep, boxes, r, CheckOptions(linear=False))
+        assert x is not None
+        found.append(x.tolist())
+    assert found[0] == found[1]
