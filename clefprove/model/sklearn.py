@@ -103,7 +103,8 @@ def from_sklearn(
     version: str = "0.0.0",
     description: str | None = None,
 ) -> Model | Ensemble:
-    """Convert a fitted ``DecisionTreeClassifier`` into a :class:`Model`.
+    """Convert a fitted scikit-learn tree classifier into a :class:`Model`, or a forest or
+    gradient-boosted classifier into an :class:`Ensemble` (SPEC §5).
 
     *features* declares the model's inputs in column order, as SPEC §2 JSON dicts or
     :class:`Feature` objects; categorical features must have been ordinal-encoded (the code is
@@ -176,9 +177,20 @@ def _fitted_tree(model: Any) -> Any:
             f"{type(model).__name__} is not a decision-tree classifier "
             "(regressors and other estimators cannot be converted)"
         )
+    name = type(model).__name__
+    if name == "Pipeline":
+        raise ImportModelError(
+            "a Pipeline cannot be converted: its other steps change the inputs the tree sees; "
+            f"convert its final estimator, on features declared as that step receives them "
+            f"({_ROUTES})"
+        )
+    from sklearn.tree import DecisionTreeClassifier  # ExtraTreeClassifier is one too
+
+    if not isinstance(model, DecisionTreeClassifier):
+        raise ImportModelError(f"{name} cannot be converted ({_ROUTES})")
     tree = getattr(model, "tree_", None)
     if tree is None or not hasattr(model, "classes_"):
-        raise ImportModelError(f"{type(model).__name__} is not fitted, or is not a single tree")
+        raise ImportModelError(f"{name} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output trees cannot be converted (one action per input)")
     return tree
