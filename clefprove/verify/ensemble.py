@@ -684,6 +684,8 @@ def _outcome_rows(
         act = np.concatenate(act_parts)
         clo = np.where(act == 0, 1.0 - p_hi[owner], p_lo[owner])
         chi = np.where(act == 0, 1.0 - p_lo[owner], p_hi[owner])
+        finite = np.isfinite(lo[owner, 0]) & np.isfinite(hi[owner, 0])
+        clo = np.where(finite, np.maximum(clo, decision_floors(comb)[act]), clo)
         return owner, act, np.clip(clo, 0, 1), np.clip(chi, 0, 1)
     owners, acts_l, los, his = [], [], [], []
     for k in range(c):
