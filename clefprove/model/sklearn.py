@@ -77,10 +77,12 @@ def float32_thresholds(t: np.ndarray) -> np.ndarray:
     if np.isnan(t).any():
         raise ValueError("threshold is NaN")
     f32 = np.float32
+    # -FLT_MAX's and FLT_MAX's neighbours outward are inf: numpy's overflow warning would
+    # reach the user's terminal, and at_max below handles that end.
     with np.errstate(over="ignore"):
         c = np.clip(t, -_F32_MAX, _F32_MAX).astype(f32)
-    c = np.where(c.astype(np.float64) > t, np.nextafter(c, f32(-np.inf)), c)
-    up = np.nextafter(c, f32(np.inf))
+        c = np.where(c.astype(np.float64) > t, np.nextafter(c, f32(-np.inf)), c)
+        up = np.nextafter(c, f32(np.inf))
     at_max = c == f32(_F32_MAX)
     # c + up is exact in float64 (25 significant bits); FLT_MAX's "next" is the overflow point.
     m = np.where(at_max, _F32_OVERFLOW, (c.astype(np.float64) + up.astype(np.float64)) / 2.0)
