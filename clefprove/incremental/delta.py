@@ -39,6 +39,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -350,26 +351,76 @@ class Alignment:
     """How a new model's leaves relate to a snapshot's."""
 
     leaves: np.ndarray  # every leaf of the new model, in tree order
-    clean_new: np.ndarray  # new leaf nodes whose path and record are unchanged (sorted)
-    clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
-    clean_at: np.ndarray  # the rows of clean_new in leaves
-    #: When both trees have the same shape (a leaf's row is the same in both): which rows of
-    #: ``leaves`` are clean, as a mask (then clean_at is clean_old_rows).
-    clean_mask: np.ndarray | None = None
+    #: When both trees have the same shape (a leaf's row is the same in both): the rows of
+    #: ``leaves`` at or below a changed root (sorted); every other row is clean.
+    dirty: np.ndarray | None = None
     #: The same case: the nodes whose records differ in some bit from the snapshot's.
     records_differ: np.ndarray | None = None
+    #: Any other case: ``(clean_new, clean_old_rows, clean_at)``.
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @cached_property
+    def _clean(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.pairs is not None:
+            return self.pairs
+        mask = self.clean_mask
+        assert mask is not None
+        rows = np.flatnonzero(mask)
+        return self.leaves[rows], rows, rows
+
+    @property
+    def clean_new(self) -> np.ndarray:
+        """New leaf nodes whose path and record are unchanged (sorted)."""
+        return self._clean[0]
+
+    @property
+    def clean_old_rows(self) -> np.ndarray:
+        """Their rows in the snapshot's leaf list."""
+        return self._clean[1]
+
+    @property
+    def clean_at(self) -> np.ndarray:
+        """Their rows in :attr:`leaves`."""
+        return self._clean[2]
+
+    @cached_property
+    def clean_mask(self) -> np.ndarray | None:
+        """With the same shape: which rows of ``leaves`` are clean, as a mask."""
+        if self.dirty is None:
+            return None
+        mask = np.ones(self.leaves.size, dtype=bool)
+        mask[self.dirty] = False
+        return mask
+
+    def clean_rows(self, rows: np.ndarray) -> np.ndarray:
+        """With the same shape: which of *rows* (rows of ``leaves``) are clean (a mask)."""
+        assert self.dirty is not None
+        if rows.size and int(rows.max()) >= self.leaves.size:
+            raise ValueError("leaf rows out of range")
+        return ~_among(rows, self.dirty)
 
     @property
     def old_rows_sorted(self) -> bool:
         """Whether clean_old_rows increase (pre-order is kept by position: always so for
         trees aligned from the root; checked, since the rows come from the cache)."""
+        if self.dirty is not None:
+            return True
         rows = self.clean_old_rows
         return bool(rows.size < 2 or np.all(rows[1:] > rows[:-1]))
 
     @property
     def unchanged(self) -> bool:
         return self.changed_roots.size == 0
+
+
+def _among(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """(len(x),) bool: whether each of *x* is in *sorted_set*."""
+    if not sorted_set.size:
+        return np.zeros(x.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
+    found: np.ndarray = sorted_set[at] == x
+    return found
 
 
 class _Columns:
@@ -466,7 +517,8 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
     cn = cn[order]
-    return Alignment(leaves, cn, _rows_of(old, co[order]), roots, np.searchsorted(leaves, cn))
+    pairs = (cn, _rows_of(old, co[order]), np.searchsorted(leaves, cn))
+    return Alignment(leaves, roots, pairs=pairs)
 
 
 def leaf_nodes(model: Model) -> np.ndarray:
@@ -502,25 +554,22 @@ def _align_same_shape(
     b = _Columns(old.records_at(cand_at), membership)
     pos = np.arange(cand_at.size)
     differ = cand_at[~_equal_records(a, cand_at, b, pos, vocab)]
-    if not differ.size:
-        every_leaf = np.arange(leaves.size)
-        return Alignment(
-            leaves, leaves, every_leaf, differ, every_leaf, np.ones(leaves.size, dtype=bool), raw
-        )
     # Walk down from every differing node: the differing nodes met on the way have a
-    # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
+    # differing ancestor; the others are the changed roots.  Leaves met are the changed ones
+    # (found among the nodes walked, not by a pass over every leaf).
     below = np.zeros(a.kind.size, dtype=bool)
+    met = [differ]
     fr = differ
     while fr.size:
         split = fr[a.kind[fr] != NodeKind.LEAF]
         fr = np.concatenate([a.left[split], a.right[split]]).astype(np.int64)
         fr = fr[~below[fr]]  # each node once, however many differing ancestors it has
         below[fr] = True
+        met.append(fr)
     roots = differ[~below[differ]]
-    below[roots] = True
-    keep = ~below[leaves]
-    rows = np.flatnonzero(keep)
-    return Alignment(leaves, leaves[keep], rows, roots, rows, keep, raw)
+    nodes = np.unique(np.concatenate(met))
+    dirty = np.searchsorted(leaves, nodes[a.kind[nodes] == NodeKind.LEAF])
+    return Alignment(leaves, roots, dirty=dirty, records_differ=raw)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -813,7 +862,7 @@ def reuse(
     w_x: list[np.ndarray] = []
     n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
     listed: np.ndarray | None = None
-    if al.clean_mask is not None and old.status.size == n:
+    if al.dirty is not None and old.status.size == n:
         # Same shape: leaf row i is row i of the old outcomes.  Only the listed rows (those
         # not safe, or decided by something) and the changed ones are looked at: every other
         # row is a safe leaf, reused as it is (see the general case below for the rules).
@@ -831,10 +880,10 @@ def reuse(
             ):
                 raise ValueError("stored witnesses of unlisted rows")
             ok[at] = True
-            kept = al.clean_mask[ow.rows]
+            kept = al.clean_rows(ow.rows)
             w_rows.append(ow.rows[kept])
             w_x.append(ow.x[kept])
-        dirty = np.flatnonzero(~al.clean_mask)
+        dirty = al.dirty
         rows = _union(seen[~ok], dirty)
         status = st.copy()
         how = hw.copy()
@@ -887,10 +936,8 @@ def carry(al: Alignment, w: RowWitnesses) -> RowWitnesses:
     in the new model, with their inputs."""
     if not w.rows.size:
         return _NO_WITNESSES
-    if al.clean_mask is not None and al.clean_mask.size == al.leaves.size:
-        if int(w.rows.max()) >= al.clean_mask.size:
-            raise ValueError("shown rows out of range")
-        keep = al.clean_mask[w.rows]
+    if al.dirty is not None:
+        keep = al.clean_rows(w.rows)
         return RowWitnesses(w.rows[keep], w.x[keep])
     co, at = al.clean_old_rows, al.clean_at
     if not al.old_rows_sorted:
