@@ -215,6 +215,9 @@ class TreeReader:
         if self._whole is not None:
             self._whole.append(piece)
         elif self._n < 0:
+            if len(piece) != _HEAD.size:  # shorter than a head: decode_tree refuses it
+                self._whole = [piece]
+                return
             magic, n_nodes, n_member = _HEAD.unpack(piece)
             expected = _HEAD.size + NODE_DTYPE.itemsize * n_nodes + n_member
             if magic != _MAGIC or n_nodes != self._like.size or self._size != expected:
@@ -339,7 +342,8 @@ def decode_tree_delta(blob: bytes, base: TreeSnapshot, lazy: bool = False) -> Tr
         own = base.records_at(rows)
         own[np.searchsorted(rows, idx)] = recs
         keep = _differ(own, base._like[rows])
-        return TreeSnapshot.relative(base._like, rows[keep], own[keep], base.membership)
+        snap = TreeSnapshot.relative(base._like, rows[keep], own[keep], base.membership)
+        return snap if lazy else snap.check()
     nodes = base.nodes.copy()
     nodes[idx] = recs
     snap = TreeSnapshot(nodes, base.membership)

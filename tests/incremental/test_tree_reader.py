@@ -77,7 +77,11 @@ def test_a_snapshot_of_another_node_count_is_read_whole() -> None:
     blob = delta.encode_tree(old)
     got = _read(blob, new, 2)
     assert got.nodes.tobytes() == old.nodes.tobytes()
-    for bad in (blob[:-1], blob + b"\0"):
+    for bad in (blob[:-1], blob + b"\0", blob[:10], b""):
+        with pytest.raises(ValueError):
+            _read(bad, new, 2)
+    same = delta.encode_tree(new)
+    for bad in (same[:-1], same[:30], same + b"\0"):
         with pytest.raises(ValueError):
             _read(bad, new, 2)
 
