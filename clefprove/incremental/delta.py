@@ -789,15 +789,18 @@ class LeafOutcomes:
             idx = np.frombuffer(blob, dtype="<i4", count=listed, offset=offset).astype(np.int64)
             if listed and (idx[0] < 0 or idx[-1] >= leaves or np.any(idx[1:] <= idx[:-1])):
                 raise ValueError("bad leaf rows in the cache")
+            at = offset + 4 * listed
+            got = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
+            if listed and (got.min() < _SAFE or got.max() > _UNKNOWN):  # the rest are SAFE
+                raise ValueError("bad leaf status in the cache")
             status = np.full(leaves, _SAFE, dtype=np.int8)
             how = np.full(leaves, _HOW_NONE, dtype=np.int16)
-            at = offset + 4 * listed
-            status[idx] = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
+            status[idx] = got
             how[idx] = np.frombuffer(blob, dtype="<i2", count=listed, offset=at + listed)
             rows = idx
         else:
             raise ValueError("bad leaf outcomes block")
-        if leaves and (status.min() < _SAFE or status.max() > _UNKNOWN):
+        if rows is None and leaves and (status.min() < _SAFE or status.max() > _UNKNOWN):
             raise ValueError("bad leaf status in the cache")
         wit, end = _read_rows(blob, wit_at, leaves)
         # Only rows the solver found violated have a witness.
