@@ -21,6 +21,7 @@ DISTRIBUTION = {
     "networkx": "networkx",
     "rich": "rich",
     "jinja2": "jinja2",
+    "xxhash": "xxhash",
     "onnx": "onnx",
     "sklearn": "scikit-learn",
     "cvc5": "cvc5",
