@@ -336,7 +336,7 @@ def _preorder(
         m = node.size
         levels.append((next_id, next_id + m))
         next_id += m
-        sp = np.flatnonzero(left[node] != -1)
+        sp = (left[node] != -1).nonzero()[0]  # (not np.flatnonzero: its wrapper's cost)
         lc = np.full(m, -1, dtype=np.int64)
         lc[sp] = next_id + np.arange(sp.size)
         s_node.append(node)
@@ -345,7 +345,7 @@ def _preorder(
         s_left.append(lc)
         at = node[sp]
         node = np.concatenate((left[at], right[at]))
-        tree = np.tile(tree[sp], 2)
+        tree = np.concatenate((tree[sp], tree[sp]))
         d += 1
     all_node = np.concatenate(s_node)
     all_tree = np.concatenate(s_tree)
@@ -356,7 +356,7 @@ def _preorder(
     all_right = np.full(next_id, -1, dtype=np.int64)
     spans = []
     for a, b in levels:
-        sp = np.flatnonzero(inner[a:b]) + a
+        sp = inner[a:b].nonzero()[0] + a
         all_right[sp] = all_left[sp] + sp.size
         spans.append(sp)
     size = np.ones(next_id, dtype=np.int64)

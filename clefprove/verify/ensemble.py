@@ -942,8 +942,10 @@ def _descend(
     tables are then built anyway)."""
     kind, feat, left, right, left_hi, right_lo, aux = walk
     node = model.roots.astype(np.int64)
-    rlo = np.tile(lo, (node.size, 1))
-    rhi = np.tile(hi, (node.size, 1))
+    # (array methods, not np.tile / np.flatnonzero: their Python wrappers cost more than
+    # the work on these small arrays, a few times per level)
+    rlo = lo[None, :].repeat(node.size, axis=0)
+    rhi = hi[None, :].repeat(node.size, axis=0)
     found: list[np.ndarray] = []
     limit, seen = max(64, kind.size // 2), 0
     while node.size:
@@ -952,15 +954,15 @@ def _descend(
             return None
         leaf = kind[node] == NodeKind.LEAF
         found.append(node[leaf])
-        inner = np.flatnonzero(~leaf)
+        inner = (~leaf).nonzero()[0]
         if not inner.size:
             break
         nd, blo, bhi = node[inner], rlo[inner], rhi[inner]
         f = feat[nd]
         lh, rl = left_hi[nd], right_lo[nd]
         r = np.arange(nd.size)
-        il = np.flatnonzero(blo[r, f] <= lh)  # the left child's [lo_f, min(hi_f, lh)]
-        ir = np.flatnonzero(bhi[r, f] >= rl)  # the right child's [max(lo_f, rl), hi_f]
+        il = (blo[r, f] <= lh).nonzero()[0]  # the left child's [lo_f, min(hi_f, lh)]
+        ir = (bhi[r, f] >= rl).nonzero()[0]  # the right child's [max(lo_f, rl), hi_f]
         lhi = bhi[il]
         lhi[np.arange(il.size), f[il]] = np.minimum(lhi[np.arange(il.size), f[il]], lh[il])
         rlo2 = blo[ir]
