@@ -861,11 +861,12 @@ def _plain_class(cls: type, names: tuple[str, ...]) -> bool:
     stored in the instance dict, without ``__post_init__``: one that :func:`_new_pos` and
     :func:`_new_literal` may fill directly."""
     fields = getattr(cls, "__dataclass_fields__", {})
+    new: object = cls.__new__
     return (
         tuple(fields) == names
         and not hasattr(cls, "__post_init__")
         and not any("__slots__" in vars(c) for c in cls.__mro__[:-1])
-        and cls.__new__ is object.__new__
+        and new is object.__new__
     )
 
 

@@ -47,7 +47,14 @@ from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Ensemble, Link
-from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.model.types import (
+    CATEGORICAL_CODE,
+    LEAF_CODE,
+    NUMERIC_CODE,
+    FeatureType,
+    Model,
+    NodeKind,
+)
 from clefprove.status import Verdict
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
@@ -106,7 +113,7 @@ def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
         offset = np.repeat(model.roots, model.sizes).astype(np.int64)
         integral = integral_features(model)
         feat = nodes["feature"].astype(np.int64)
-        numeric = kind == NodeKind.NUMERIC
+        numeric = kind == NUMERIC_CODE
         value = nodes["value"].astype(np.float64)
         left_hi, right_lo = split_bounds(value, numeric & integral[feat])
         return (
@@ -125,7 +132,7 @@ def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
 def _tables(model: Ensemble) -> Tables:
     nodes = model.nodes
     kind, feat, left, right, left_hi, right_lo, _ = walk_arrays(model)
-    numeric = kind == NodeKind.NUMERIC
+    numeric = kind == NUMERIC_CODE
     dom = Box.domain(model)
     cat_feats = sorted(dom.cats)
     # Every tree walked level by level at once (the boxes of leaf_boxes, bit for bit).
@@ -136,7 +143,7 @@ def _tables(model: Ensemble) -> Tables:
     out_nodes, out_lo, out_hi = [], [], []
     out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cat_feats}
     while frontier.size:
-        leaf = kind[frontier] == NodeKind.LEAF
+        leaf = kind[frontier] == LEAF_CODE
         out_nodes.append(frontier[leaf])
         out_lo.append(lo[leaf])
         out_hi.append(hi[leaf])
@@ -155,7 +162,7 @@ def _tables(model: Ensemble) -> Tables:
         for f in cat_feats:
             m = cats[f][~leaf]
             m2 = np.concatenate([m, m])
-            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (feat[fr] == f))
+            rows = np.flatnonzero((kind[fr] == CATEGORICAL_CODE) & (feat[fr] == f))
             if rows.size:
                 width = m.shape[1]
                 member = model.membership[
@@ -903,9 +910,9 @@ def _settled_roots(
     are (the same arrays it would compute)."""
     nodes = model.nodes
     kind = nodes["kind"]
-    if np.any(kind == NodeKind.CATEGORICAL):
+    if np.any(kind == CATEGORICAL_CODE):
         return None, []
-    leaf = kind == NodeKind.LEAF
+    leaf = kind == LEAF_CODE
     starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
     tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
     walk = walk_arrays(model)
@@ -952,7 +959,7 @@ def _descend(
         seen += node.size
         if seen > limit:
             return None
-        leaf = kind[node] == NodeKind.LEAF
+        leaf = kind[node] == LEAF_CODE
         found.append(node[leaf])
         inner = (~leaf).nonzero()[0]
         if not inner.size:
