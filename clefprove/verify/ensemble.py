@@ -827,12 +827,7 @@ def _root_boxes(
     """Per DNF conjunct whose feature literals the domain meets: (its index, the domain
     narrowed by them, lo, hi and cats, and what is left of the conjunct to test)."""
     n_feat = len(model.features)
-    dom_rows = nm.Rows(
-        np.append(dom.lo, 0.0)[None, :],
-        np.append(dom.hi, 1.0)[None, :],
-        {f: m[None, :] for f, m in dom_cats.items()},
-        np.array([-1]),
-    )
+    dom_rows = None  # (made only for a conjunct that _narrow_bounds does not take)
     dom_lo, dom_hi = dom.lo.tolist(), dom.hi.tolist()
     out: list[RootBox] = []
     for j, conj in enumerate(conjuncts):
@@ -843,6 +838,13 @@ def _root_boxes(
                 continue
             lo, hi, cats = box[0], box[1], {}
         else:
+            if dom_rows is None:
+                dom_rows = nm.Rows(
+                    np.append(dom.lo, 0.0)[None, :],
+                    np.append(dom.hi, 1.0)[None, :],
+                    {f: m[None, :] for f, m in dom_cats.items()},
+                    np.array([-1]),
+                )
             nrows, ok, _ = nm.narrow(lits, dom_rows)
             if not ok[0]:
                 continue
