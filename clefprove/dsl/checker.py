@@ -31,23 +31,10 @@ _NEW = object.__new__
 _SET = object.__setattr__
 
 
-def _plain(cls: type, names: tuple[str, ...]) -> bool:
-    """Whether *cls* is a frozen dataclass with the fields *names* (in this order), kept in
-    the instance dict, without ``__post_init__``: one :func:`_bound_literal` may fill."""
-    fields = getattr(cls, "__dataclass_fields__", {})
-    new: object = cls.__new__
-    return (
-        tuple(fields) == names
-        and not hasattr(cls, "__post_init__")
-        and getattr(cls, "__dictoffset__", 0) != 0
-        and new is object.__new__
-    )
-
-
 def _bound_literal(index: int, coeff: Fraction, const: Fraction, strict: bool) -> ck.Formula:
     """``ck.Compare(ck.Linear(((index, coeff),), const), strict)``, both filled without their
     frozen dataclass ``__init__`` (the box literals of a long ``when``): the same objects
-    (tests/dsl check it).  Only while both classes are the plain ones that check; else their
+    (tests/dsl check it).  Only while both classes are ``ast.fillable``; else their
     constructors."""
     expr: ck.Linear = _NEW(ck.Linear)
     _SET(expr, "__dict__", {"terms": ((index, coeff),), "const": const})
@@ -62,7 +49,7 @@ def _built_bound_literal(index: int, coeff: Fraction, const: Fraction, strict: b
 
 
 if not (
-    _plain(ck.Linear, ("terms", "const")) and _plain(ck.Compare, ("expr", "strict"))
+    ast.fillable(ck.Linear, ("terms", "const")) and ast.fillable(ck.Compare, ("expr", "strict"))
 ):  # pragma: no cover - the checked forms changed shape: their constructors
     _bound_literal = _built_bound_literal
 

@@ -856,23 +856,9 @@ class _Builder(Transformer[Token, ast.Item]):
         return value
 
 
-def _plain_class(cls: type, names: tuple[str, ...]) -> bool:
-    """Whether *cls* is a plain frozen dataclass with the fields *names* (in this order),
-    stored in the instance dict, without ``__post_init__``: one that :func:`_new_pos` and
-    :func:`_new_literal` may fill directly."""
-    fields = getattr(cls, "__dataclass_fields__", {})
-    new: object = cls.__new__
-    return (
-        tuple(fields) == names
-        and not hasattr(cls, "__post_init__")
-        and not any("__slots__" in vars(c) for c in cls.__mro__[:-1])
-        and new is object.__new__
-    )
-
-
 def _plain_pos_class() -> bool:
     """Whether ``ast.Pos`` is the plain frozen dataclass :func:`_new_pos` fills directly."""
-    return _plain_class(ast.Pos, ("file", "line", "column", "end_line", "end_column"))
+    return ast.fillable(ast.Pos, ("file", "line", "column", "end_line", "end_column"))
 
 
 def _plain_literal_classes() -> bool:
@@ -881,9 +867,9 @@ def _plain_literal_classes() -> bool:
     stores it)."""
     return (
         _plain_pos_class()
-        and _plain_class(ast.Name, ("pos", "id"))
-        and _plain_class(ast.Number, ("pos", "text", "value"))
-        and _plain_class(ast.Compare, ("pos", "operands", "ops"))
+        and ast.fillable(ast.Name, ("pos", "id"))
+        and ast.fillable(ast.Number, ("pos", "text", "value"))
+        and ast.fillable(ast.Compare, ("pos", "operands", "ops"))
     )
 
 
