@@ -21,15 +21,7 @@ import numpy as np
 
 from clefprove.errors import ClefFormatError, ImportModelError, ModelSourceError
 from clefprove.model.ensemble import Ensemble
-from clefprove.model.types import (
-    MAX_TREE_DEPTH,
-    NODE_DTYPE,
-    NUMERIC_CODE,
-    Feature,
-    FeatureType,
-    Model,
-    NodeKind,
-)
+from clefprove.model.types import MAX_TREE_DEPTH, NODE_DTYPE, Feature, FeatureType, Model, NodeKind
 
 _F32_MAX = float(np.finfo(np.float32).max)
 #: The float64 at which float32 rounding overflows: FLT_MAX + half an ulp (2**128 - 2**103).
@@ -309,7 +301,7 @@ def _flatten(trees: Sequence[Any], features: tuple[Feature, ...]) -> tuple[_Flat
     whole = np.array([f.type in (FeatureType.INT, FeatureType.BOOL) for f in features] + [False])
     t = cut[source]
     values = np.where(whole[fi], whole_thresholds(t), t)
-    nodes["value"] = np.where(nodes["kind"] == NUMERIC_CODE, values, 0.0)
+    nodes["value"] = np.where(nodes["kind"] == int(NodeKind.NUMERIC), values, 0.0)
     if aux:
         at = np.fromiter(aux, dtype=np.int64, count=len(aux))
         nodes["aux"][at] = list(aux.values())
