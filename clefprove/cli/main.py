@@ -235,10 +235,18 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 
 
 def _raise_where_it_propagates(exc: type[BaseException], frame: FrameType | None) -> None:
-    if frame is not None and frame.f_code is _signal_again.__code__:
+    if _inside_the_hook(frame):
         _raise_later(exc)  # raised inside the hook, it would be printed as ignored
         return
     raise exc
+
+
+def _inside_the_hook(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code is _signal_again.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _raise_later(exc: type[BaseException]) -> None:
@@ -252,8 +260,7 @@ def _raise_later(exc: type[BaseException]) -> None:
 def _on_timer(signum: int, frame: FrameType | None) -> None:
     if not _deferred:
         return
-    exc = _deferred.pop()
-    _raise_where_it_propagates(exc, frame)
+    _raise_where_it_propagates(_deferred.pop(), frame)
 
 
 def _signal_again(unraisable: sys.UnraisableHookArgs) -> None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -73,13 +74,62 @@ class TreeSnapshot:
     """What the cache keeps of a model version: its node records and membership table.
 
     Read from the cache, its structure is validated (:meth:`check`) before anything walks
-    it, unless :func:`align` finds it has exactly the shape of the (validated) new model."""
+    it, unless :func:`align` finds it has exactly the shape of the (validated) new model.
+
+    A snapshot read against a model of its node count (:class:`TreeReader`) is kept
+    *relative* to that model's records: the indices where its records differ in some bit and
+    its records there; its whole node array is only built when something asks for it."""
 
     def __init__(self, nodes: np.ndarray, membership: np.ndarray, checked: bool = False) -> None:
-        self.nodes = nodes  # NODE_DTYPE
+        self._nodes: np.ndarray | None = nodes  # NODE_DTYPE
         self.membership = membership  # uint8
         self._checked = checked
         self._leaves: np.ndarray | None = None
+        self.size = int(nodes.size)
+        self._like: np.ndarray | None = None
+        self._at = np.empty(0, dtype=np.int64)
+        self._recs = nodes[:0]
+
+    @classmethod
+    def relative(
+        cls, like: np.ndarray, at: np.ndarray, recs: np.ndarray, membership: np.ndarray
+    ) -> TreeSnapshot:
+        """The snapshot whose records are *like*'s except at the sorted indices *at*, where
+        they are *recs* (and differ from *like*'s in some bit)."""
+        snap = cls(like[:0], membership)
+        snap._nodes, snap.size = None, int(like.size)
+        snap._like, snap._at, snap._recs = like, at, recs
+        return snap
+
+    @property
+    def nodes(self) -> np.ndarray:
+        """Its node records (built once from the model it is relative to, if it is)."""
+        if self._nodes is None:
+            assert self._like is not None
+            nodes: np.ndarray = self._like.copy()
+            nodes[self._at] = self._recs
+            self._nodes = nodes
+        return self._nodes
+
+    def differ_from(self, nodes: np.ndarray) -> np.ndarray:
+        """The sorted indices of its records that differ in some bit from *nodes*' (same
+        node count)."""
+        if self._like is nodes:
+            return self._at
+        return _differ(self.nodes, nodes)
+
+    def records_at(self, idx: np.ndarray) -> np.ndarray:
+        """Its records at the sorted indices *idx* (a copy)."""
+        if self._nodes is not None:
+            got: np.ndarray = self._nodes[idx]
+            return got
+        assert self._like is not None
+        out: np.ndarray = self._like[idx]
+        if self._at.size and idx.size:
+            pos = np.minimum(np.searchsorted(self._at, idx), self._at.size - 1)
+            hit = self._at[pos] == idx
+            out[hit] = self._recs[pos[hit]]
+        return out
 
     @property
     def leaves(self) -> np.ndarray:
@@ -123,6 +173,80 @@ def decode_tree(blob: bytes, lazy: bool = False) -> TreeSnapshot:
     )
     snap = TreeSnapshot(nodes, membership)
     return snap if lazy else snap.check()
+
+
+#: Node records read from the cache at a time by :class:`TreeReader` (768 KB: the piece and
+#: the model's records it is compared with stay in the processor's caches).
+READ_RECORDS = 1 << 15
+
+
+class TreeReader:
+    """Reads a ``tree`` row piece by piece (as :meth:`CacheStore.lookup_snapshots` streams
+    it) against the records of the model being checked, *like*: when the snapshot has their
+    node count, only its records that differ from them are kept (a :meth:`TreeSnapshot.
+    relative` snapshot), so a 22 MB old tree is never copied whole.  Any other row is kept
+    whole and decoded by :func:`decode_tree`.  :attr:`snapshot` is set only once the store
+    has verified the row's checksum over every byte fed (:meth:`verified`)."""
+
+    def __init__(self, like: np.ndarray, size: int) -> None:
+        self._like = np.ascontiguousarray(like)
+        self._words = _words(self._like).reshape(-1)
+        self._size = size
+        self._whole: list[bytes] | None = None  # not relative: every piece, for decode_tree
+        self._n = -1  # node count (-1 before the head is read)
+        self._pos = 0  # records fed so far
+        self._at: list[np.ndarray] = []
+        self._recs: list[np.ndarray] = []
+        self._membership = np.empty(0, dtype=np.uint8)
+        self.snapshot: TreeSnapshot | None = None
+
+    def wanted(self) -> int:
+        """How many bytes to feed next (0: all the rest)."""
+        if self._whole is not None:
+            return 0
+        if self._n < 0:
+            return _HEAD.size
+        if self._pos < self._n:
+            return NODE_DTYPE.itemsize * min(READ_RECORDS, self._n - self._pos)
+        return 0
+
+    def feed(self, piece: bytes) -> None:
+        """The next bytes of the row, as many as :meth:`wanted` asked for."""
+        if self._whole is not None:
+            self._whole.append(piece)
+        elif self._n < 0:
+            if len(piece) != _HEAD.size:  # shorter than a head: decode_tree refuses it
+                self._whole = [piece]
+                return
+            magic, n_nodes, n_member = _HEAD.unpack(piece)
+            expected = _HEAD.size + NODE_DTYPE.itemsize * n_nodes + n_member
+            if magic != _MAGIC or n_nodes != self._like.size or self._size != expected:
+                self._whole = [piece]  # decode_tree judges it
+            self._n = n_nodes
+        elif self._pos < self._n:
+            k = len(piece) // NODE_DTYPE.itemsize
+            a = self._pos
+            old = np.frombuffer(piece, dtype=np.uint64)
+            words = np.flatnonzero(old != self._words[3 * a : 3 * (a + k)])
+            if words.size:
+                rows = np.unique(words // 3)
+                self._at.append(rows + a)
+                self._recs.append(np.frombuffer(piece, dtype=NODE_DTYPE)[rows])
+            self._pos += k
+        else:
+            self._membership = np.frombuffer(piece, dtype=np.uint8)
+
+    def verified(self) -> None:
+        """Every byte was fed and the row's checksum matched: build the snapshot
+        (ValueError when it is not one)."""
+        if self._whole is not None:
+            self.snapshot = decode_tree(b"".join(self._whole), lazy=True)
+            return
+        if self._pos != self._n:
+            raise ValueError("tree snapshot has the wrong size")
+        at = np.concatenate(self._at) if self._at else np.empty(0, dtype=np.int64)
+        recs = np.concatenate(self._recs) if self._recs else self._like[:0]
+        self.snapshot = TreeSnapshot.relative(self._like, at, recs, self._membership)
 
 
 def _check_structure(nodes: np.ndarray, membership: np.ndarray) -> None:
@@ -173,12 +297,12 @@ def encode_tree_delta(
     found it), is the sorted indices of the records that differ in some bit."""
     if (
         len(base_key) != 32
-        or base.nodes.size != model.n_nodes
+        or base.size != model.n_nodes
         or not np.array_equal(base.membership, np.asarray(model.membership, dtype=np.uint8))
     ):
         return None
     if differ is None:
-        differ = _differ(base.nodes, model.nodes)
+        differ = base.differ_from(model.nodes)
     if differ.size > DELTA_SHARE * model.n_nodes:
         return None
     return b"".join(
@@ -203,7 +327,7 @@ def decode_tree_delta(blob: bytes, base: TreeSnapshot, lazy: bool = False) -> Tr
     not one (or does not fit the base); *lazy* as for :func:`decode_tree`."""
     delta_base(blob)
     magic, n_nodes, k = _DELTA_HEAD.unpack_from(blob, 32)
-    if magic != _DELTA_MAGIC or n_nodes != base.nodes.size:
+    if magic != _DELTA_MAGIC or n_nodes != base.size:
         raise ValueError("not a tree delta of its base")
     at = 32 + _DELTA_HEAD.size
     if len(blob) != at + 4 * k + NODE_DTYPE.itemsize * k:
@@ -212,6 +336,14 @@ def decode_tree_delta(blob: bytes, base: TreeSnapshot, lazy: bool = False) -> Tr
     recs = np.frombuffer(blob, dtype=NODE_DTYPE, count=k, offset=at + 4 * k)
     if k and (idx[0] < 0 or idx[-1] >= n_nodes or np.any(idx[1:] <= idx[:-1])):
         raise ValueError("tree delta has bad node indices")
+    if base._like is not None:
+        # Relative to the same model as its base: only the union of both sets of records.
+        rows = _union(base._at, idx)
+        own = base.records_at(rows)
+        own[np.searchsorted(rows, idx)] = recs
+        keep = _differ(own, base._like[rows])
+        snap = TreeSnapshot.relative(base._like, rows[keep], own[keep], base.membership)
+        return snap if lazy else snap.check()
     nodes = base.nodes.copy()
     nodes[idx] = recs
     snap = TreeSnapshot(nodes, base.membership)
@@ -223,26 +355,76 @@ class Alignment:
     """How a new model's leaves relate to a snapshot's."""
 
     leaves: np.ndarray  # every leaf of the new model, in tree order
-    clean_new: np.ndarray  # new leaf nodes whose path and record are unchanged (sorted)
-    clean_old_rows: np.ndarray  # their rows in the snapshot's leaf list
     changed_roots: np.ndarray  # topmost new nodes whose subtree differs
-    clean_at: np.ndarray  # the rows of clean_new in leaves
-    #: When both trees have the same shape (a leaf's row is the same in both): which rows of
-    #: ``leaves`` are clean, as a mask (then clean_at is clean_old_rows).
-    clean_mask: np.ndarray | None = None
+    #: When both trees have the same shape (a leaf's row is the same in both): the rows of
+    #: ``leaves`` at or below a changed root (sorted); every other row is clean.
+    dirty: np.ndarray | None = None
     #: The same case: the nodes whose records differ in some bit from the snapshot's.
     records_differ: np.ndarray | None = None
+    #: Any other case: ``(clean_new, clean_old_rows, clean_at)``.
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @cached_property
+    def _clean(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.pairs is not None:
+            return self.pairs
+        mask = self.clean_mask
+        assert mask is not None
+        rows = np.flatnonzero(mask)
+        return self.leaves[rows], rows, rows
+
+    @property
+    def clean_new(self) -> np.ndarray:
+        """New leaf nodes whose path and record are unchanged (sorted)."""
+        return self._clean[0]
+
+    @property
+    def clean_old_rows(self) -> np.ndarray:
+        """Their rows in the snapshot's leaf list."""
+        return self._clean[1]
+
+    @property
+    def clean_at(self) -> np.ndarray:
+        """Their rows in :attr:`leaves`."""
+        return self._clean[2]
+
+    @cached_property
+    def clean_mask(self) -> np.ndarray | None:
+        """With the same shape: which rows of ``leaves`` are clean, as a mask."""
+        if self.dirty is None:
+            return None
+        mask = np.ones(self.leaves.size, dtype=bool)
+        mask[self.dirty] = False
+        return mask
+
+    def clean_rows(self, rows: np.ndarray) -> np.ndarray:
+        """With the same shape: which of *rows* (rows of ``leaves``) are clean (a mask)."""
+        assert self.dirty is not None
+        if rows.size and int(rows.max()) >= self.leaves.size:
+            raise ValueError("leaf rows out of range")
+        return ~_among(rows, self.dirty)
 
     @property
     def old_rows_sorted(self) -> bool:
         """Whether clean_old_rows increase (pre-order is kept by position: always so for
         trees aligned from the root; checked, since the rows come from the cache)."""
+        if self.dirty is not None:
+            return True
         rows = self.clean_old_rows
         return bool(rows.size < 2 or np.all(rows[1:] > rows[:-1]))
 
     @property
     def unchanged(self) -> bool:
         return self.changed_roots.size == 0
+
+
+def _among(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """(len(x),) bool: whether each of *x* is in *sorted_set*."""
+    if not sorted_set.size:
+        return np.zeros(x.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
+    found: np.ndarray = sorted_set[at] == x
+    return found
 
 
 class _Columns:
@@ -296,23 +478,25 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     Assumes the same domain (the caller's key guarantees it): feature and action indices mean
     the same in both, and each categorical feature has the same vocabulary."""
     a = _Columns(model.nodes, model.membership)
-    b = _Columns(old.nodes, old.membership)
-    if np.array_equal(a.membership, b.membership):
-        b.membership = a.membership  # sets compare by offset (see _equal_records)
+    membership = old.membership
+    if np.array_equal(a.membership, membership):
+        membership = a.membership  # sets compare by offset (see _equal_records)
     vocab = [len(f.values) for f in model.features]
     leaves = leaf_nodes(model)
-    if a.kind.size == b.kind.size:
+    if a.kind.size == old.size:
         # Records equal bit for bit have equal kinds and children: the shape is the same when
         # it is the same at the records that differ.  Then the snapshot has the structure of
         # the (validated) model, and needs no validation of its own.
-        raw = _differ(a.nodes, b.nodes)
+        raw = old.differ_from(model.nodes)
+        b = _Columns(old.records_at(raw), membership)
         if (
-            np.array_equal(a.kind[raw], b.kind[raw])
-            and np.array_equal(a.left[raw], b.left[raw])
-            and np.array_equal(a.right[raw], b.right[raw])
+            np.array_equal(a.kind[raw], b.kind)
+            and np.array_equal(a.left[raw], b.left)
+            and np.array_equal(a.right[raw], b.right)
         ):
             old._leaves = leaves
-            return _align_same_shape(a, b, vocab, leaves, raw)
+            return _align_same_shape(a, old, membership, vocab, leaves, raw)
+    b = _Columns(old.nodes, membership)
     old.check()
     pn = np.zeros(1, dtype=np.int64)
     po = np.zeros(1, dtype=np.int64)
@@ -337,7 +521,8 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     order = np.argsort(cn, kind="stable")
     roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
     cn = cn[order]
-    return Alignment(leaves, cn, _rows_of(old, co[order]), roots, np.searchsorted(leaves, cn))
+    pairs = (cn, _rows_of(old, co[order]), np.searchsorted(leaves, cn))
+    return Alignment(leaves, roots, pairs=pairs)
 
 
 def leaf_nodes(model: Model) -> np.ndarray:
@@ -355,7 +540,12 @@ def _rows_of(old: TreeSnapshot, leaves: np.ndarray) -> np.ndarray:
 
 
 def _align_same_shape(
-    a: _Columns, b: _Columns, vocab: list[int], leaves: np.ndarray, raw: np.ndarray
+    a: _Columns,
+    old: TreeSnapshot,
+    membership: np.ndarray,
+    vocab: list[int],
+    leaves: np.ndarray,
+    raw: np.ndarray,
 ) -> Alignment:
     """Both trees have the same shape (kinds and child links), so node i pairs with node i:
     the records that differ in some bit (*raw*) are compared field by field, then a walk
@@ -363,28 +553,27 @@ def _align_same_shape(
     # Records equal bit for bit are equal records (a categorical set compares by its offset
     # only when both trees share one membership table).
     cand_at = raw
-    if a.membership is not b.membership:
+    if a.membership is not membership:
         cand_at = _union(raw, np.flatnonzero(a.kind == NodeKind.CATEGORICAL))
-    differ = cand_at[~_equal_records(a, cand_at, b, cand_at, vocab)]
-    if not differ.size:
-        every_leaf = np.arange(leaves.size)
-        return Alignment(
-            leaves, leaves, every_leaf, differ, every_leaf, np.ones(leaves.size, dtype=bool), raw
-        )
+    b = _Columns(old.records_at(cand_at), membership)
+    pos = np.arange(cand_at.size)
+    differ = cand_at[~_equal_records(a, cand_at, b, pos, vocab)]
     # Walk down from every differing node: the differing nodes met on the way have a
-    # differing ancestor; the others are the changed roots.  Leaves met are the changed ones.
+    # differing ancestor; the others are the changed roots.  Leaves met are the changed ones
+    # (found among the nodes walked, not by a pass over every leaf).
     below = np.zeros(a.kind.size, dtype=bool)
+    met = [differ]
     fr = differ
     while fr.size:
         split = fr[a.kind[fr] != NodeKind.LEAF]
         fr = np.concatenate([a.left[split], a.right[split]]).astype(np.int64)
         fr = fr[~below[fr]]  # each node once, however many differing ancestors it has
         below[fr] = True
+        met.append(fr)
     roots = differ[~below[differ]]
-    below[roots] = True
-    keep = ~below[leaves]
-    rows = np.flatnonzero(keep)
-    return Alignment(leaves, leaves[keep], rows, roots, rows, keep, raw)
+    nodes = np.unique(np.concatenate(met))
+    dirty = np.searchsorted(leaves, nodes[a.kind[nodes] == NodeKind.LEAF])
+    return Alignment(leaves, roots, dirty=dirty, records_differ=raw)
 
 
 def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
@@ -600,15 +789,18 @@ class LeafOutcomes:
             idx = np.frombuffer(blob, dtype="<i4", count=listed, offset=offset).astype(np.int64)
             if listed and (idx[0] < 0 or idx[-1] >= leaves or np.any(idx[1:] <= idx[:-1])):
                 raise ValueError("bad leaf rows in the cache")
+            at = offset + 4 * listed
+            got = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
+            if listed and (got.min() < _SAFE or got.max() > _UNKNOWN):  # the rest are SAFE
+                raise ValueError("bad leaf status in the cache")
             status = np.full(leaves, _SAFE, dtype=np.int8)
             how = np.full(leaves, _HOW_NONE, dtype=np.int16)
-            at = offset + 4 * listed
-            status[idx] = np.frombuffer(blob, dtype=np.int8, count=listed, offset=at)
+            status[idx] = got
             how[idx] = np.frombuffer(blob, dtype="<i2", count=listed, offset=at + listed)
             rows = idx
         else:
             raise ValueError("bad leaf outcomes block")
-        if leaves and (status.min() < _SAFE or status.max() > _UNKNOWN):
+        if rows is None and leaves and (status.min() < _SAFE or status.max() > _UNKNOWN):
             raise ValueError("bad leaf status in the cache")
         wit, end = _read_rows(blob, wit_at, leaves)
         # Only rows the solver found violated have a witness.
@@ -677,7 +869,7 @@ def reuse(
     w_x: list[np.ndarray] = []
     n_conj = len(prep.conjuncts) if prep.conjuncts is not None else 0
     listed: np.ndarray | None = None
-    if al.clean_mask is not None and old.status.size == n:
+    if al.dirty is not None and old.status.size == n:
         # Same shape: leaf row i is row i of the old outcomes.  Only the listed rows (those
         # not safe, or decided by something) and the changed ones are looked at: every other
         # row is a safe leaf, reused as it is (see the general case below for the rules).
@@ -695,10 +887,10 @@ def reuse(
             ):
                 raise ValueError("stored witnesses of unlisted rows")
             ok[at] = True
-            kept = al.clean_mask[ow.rows]
+            kept = al.clean_rows(ow.rows)
             w_rows.append(ow.rows[kept])
             w_x.append(ow.x[kept])
-        dirty = np.flatnonzero(~al.clean_mask)
+        dirty = al.dirty
         rows = _union(seen[~ok], dirty)
         status = st.copy()
         how = hw.copy()
@@ -751,10 +943,8 @@ def carry(al: Alignment, w: RowWitnesses) -> RowWitnesses:
     in the new model, with their inputs."""
     if not w.rows.size:
         return _NO_WITNESSES
-    if al.clean_mask is not None and al.clean_mask.size == al.leaves.size:
-        if int(w.rows.max()) >= al.clean_mask.size:
-            raise ValueError("shown rows out of range")
-        keep = al.clean_mask[w.rows]
+    if al.dirty is not None:
+        keep = al.clean_rows(w.rows)
         return RowWitnesses(w.rows[keep], w.x[keep])
     co, at = al.clean_old_rows, al.clean_at
     if not al.old_rows_sorted:

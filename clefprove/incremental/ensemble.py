@@ -43,7 +43,7 @@ from clefprove.incremental.store import CacheCorrupt, CacheStore
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import NodeKind
 from clefprove.status import Verdict
-from clefprove.verify.ensemble import Partition, decide_ensemble_invariant
+from clefprove.verify.ensemble import DEFAULT_BUDGET, Partition, decide_ensemble_invariant
 from clefprove.verify.ensemble_rel import check_ensemble_relational
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
@@ -152,12 +152,10 @@ def _check_program(
                 start = Partition.from_bytes(blob)
             except (ValueError, TypeError) as exc:
                 raise CacheCorrupt(str(exc)) from exc
-        res, part = decide_ensemble_invariant(model, inv, settings, k, start)
-        if start is not None and res.status != Verdict.HOLDS:
-            # Not proved from the partition: the report of a fresh run, decided as one.
-            spent = res.seconds
+        if start is None:
             res, part = decide_ensemble_invariant(model, inv, settings, k, None)
-            res = dataclasses.replace(res, seconds=res.seconds + spent)
+        else:
+            res, part = _from_partition(model, inv, settings, k, start)
         results.append(res.finished(order, _no_region))
         if walk._storable(res):
             whole.append((rkeys[i], walk._to_json(res)))
@@ -165,6 +163,31 @@ def _check_program(
             partitions.append((pkeys[i], PARTITION, part.to_bytes()))
     cache.store((), whole, partitions)
     return results
+
+
+#: The share of an invariant's time budget that a search seeded with a stored partition may
+#: take before the invariant is decided afresh with what is left.
+SEEDED_SHARE = 0.25
+
+
+def _from_partition(
+    model: Ensemble, inv: ck.CheckedInvariant, settings: CheckOptions, k: int, start: Partition
+) -> tuple[InvariantResult, Partition | None]:
+    """*inv* decided from *start* (a partition proved for this invariant in this domain, by
+    this model's last version or by another model with the same domain), within
+    :data:`SEEDED_SHARE` of the budget; when that does not prove it, the report of a fresh
+    run, decided as one within the rest of the budget, so that the two together keep to
+    ``--timeout`` (a partition that does not fit, another model's, once cost a whole second
+    budget)."""
+    budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    seeded = dataclasses.replace(settings, timeout=budget * SEEDED_SHARE)
+    res, part = decide_ensemble_invariant(model, inv, seeded, k, start)
+    if res.status == Verdict.HOLDS:
+        return res, part
+    spent = res.seconds
+    rest = dataclasses.replace(settings, timeout=max(budget - spent, 1e-3))
+    res, part = decide_ensemble_invariant(model, inv, rest, k, None)
+    return dataclasses.replace(res, seconds=res.seconds + spent), part
 
 
 def _no_region(_leaf: int, _record: dict[str, Any]) -> tuple[str, ...]:

@@ -731,10 +731,26 @@ class _Snapshots:
         self.out_base: dict[int, tuple[bytes, delta.LeafOutcomes]] = {}  # what i's rests on
         self.wanted = False  # store snapshots (some invariant of the run needs Z3)
         self._leaves: np.ndarray | None = None
+        self._readers: dict[bytes, delta.TreeReader] = {}
+
+    def reader(self, key: bytes, kind: str, size: int) -> delta.TreeReader | None:
+        """A full tree row is read against this model's records (only those that differ are
+        kept), as the store streams it; :meth:`load` takes the snapshots read so."""
+        if kind != "tree":
+            return None
+        reader = self._readers[key] = delta.TreeReader(self.model.nodes, size)
+        return reader
 
     def load(self, rows: dict[bytes, tuple[str, bytes]]) -> None:
         """Decode the tree rows found (this version's own, if present, is only noted): full
         snapshots (``tree``) and deltas of one (``treed``, resolved by :meth:`resolve`)."""
+        for key, reader in self._readers.items():
+            if reader.snapshot is None:  # its row failed its checksum: CacheCorrupt was raised
+                continue
+            self.stored |= key == self.key
+            self.old[key] = reader.snapshot
+            self.full[key] = key
+        self._readers = {}
         for key, (kind, blob) in rows.items():
             if kind == "outb":
                 self.out_blobs[key] = blob
@@ -1117,7 +1133,9 @@ def _check_program(
         )
         if snap.wanted:
             # One query: the outcomes rows, the trees they name, and this version's tree.
-            rows = cache.lookup_snapshots([*okeys.values(), snap.key], referenced=True)
+            rows = cache.lookup_snapshots(
+                [*okeys.values(), snap.key], referenced=True, stream=snap.reader
+            )
             for i in todo:
                 if okeys[i] in rows:
                     kind, blob = rows[okeys[i]]
@@ -1128,7 +1146,7 @@ def _check_program(
             snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
             wanted = snap.bases_wanted(found)
             if wanted:
-                snap.load(cache.lookup_snapshots(wanted))
+                snap.load(cache.lookup_snapshots(wanted, stream=snap.reader))
             snap.resolve()
             lap("snapshots read")
             todo = _against_last(run, todo, found, lap)

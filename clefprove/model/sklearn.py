@@ -77,10 +77,12 @@ def float32_thresholds(t: np.ndarray) -> np.ndarray:
     if np.isnan(t).any():
         raise ValueError("threshold is NaN")
     f32 = np.float32
+    # -FLT_MAX's and FLT_MAX's neighbours outward are inf: numpy's overflow warning would
+    # reach the user's terminal, and at_max below handles that end.
     with np.errstate(over="ignore"):
         c = np.clip(t, -_F32_MAX, _F32_MAX).astype(f32)
-    c = np.where(c.astype(np.float64) > t, np.nextafter(c, f32(-np.inf)), c)
-    up = np.nextafter(c, f32(np.inf))
+        c = np.where(c.astype(np.float64) > t, np.nextafter(c, f32(-np.inf)), c)
+        up = np.nextafter(c, f32(np.inf))
     at_max = c == f32(_F32_MAX)
     # c + up is exact in float64 (25 significant bits); FLT_MAX's "next" is the overflow point.
     m = np.where(at_max, _F32_OVERFLOW, (c.astype(np.float64) + up.astype(np.float64)) / 2.0)
@@ -103,7 +105,8 @@ def from_sklearn(
     version: str = "0.0.0",
     description: str | None = None,
 ) -> Model | Ensemble:
-    """Convert a fitted ``DecisionTreeClassifier`` into a :class:`Model`.
+    """Convert a fitted scikit-learn tree classifier into a :class:`Model`, or a forest or
+    gradient-boosted classifier into an :class:`Ensemble` (SPEC §5).
 
     *features* declares the model's inputs in column order, as SPEC §2 JSON dicts or
     :class:`Feature` objects; categorical features must have been ordinal-encoded (the code is
@@ -176,9 +179,20 @@ def _fitted_tree(model: Any) -> Any:
             f"{type(model).__name__} is not a decision-tree classifier "
             "(regressors and other estimators cannot be converted)"
         )
+    name = type(model).__name__
+    if name == "Pipeline":
+        raise ImportModelError(
+            "a Pipeline cannot be converted: its other steps change the inputs the tree sees; "
+            f"convert its final estimator, on features declared as that step receives them "
+            f"({_ROUTES})"
+        )
+    from sklearn.tree import DecisionTreeClassifier  # ExtraTreeClassifier is one too
+
+    if not isinstance(model, DecisionTreeClassifier):
+        raise ImportModelError(f"{name} cannot be converted ({_ROUTES})")
     tree = getattr(model, "tree_", None)
     if tree is None or not hasattr(model, "classes_"):
-        raise ImportModelError(f"{type(model).__name__} is not fitted, or is not a single tree")
+        raise ImportModelError(f"{name} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output trees cannot be converted (one action per input)")
     return tree

@@ -46,7 +46,7 @@ from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
-from clefprove.model.ensemble import Arithmetic, Ensemble, Link
+from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
 from clefprove.model.types import (
     CATEGORICAL_CODE,
     LEAF_CODE,
@@ -364,6 +364,55 @@ def _summed(
         return lo - err, hi + err
 
 
+#: The least float above 0.5 in each precision: the least p1 that the ``half`` rule decides 1.
+_ABOVE_HALF = {
+    a: float(np.nextafter(a.dtype(0.5), a.dtype(1.0)))
+    for a in (Arithmetic.FLOAT32, Arithmetic.FLOAT64)
+}
+
+
+def decision_floors(c: Combine) -> np.ndarray:
+    """``[f0, f1]``: for one output, an exact least confidence of class 0 and of class 1
+    wherever the library decides that class, from its rule alone (0.0 where none is known).
+    With ``p0 = 1 - p1`` rounded (the logistic and complement links):
+
+    * ``proba`` (first argmax): class 1 means ``p1 > p0``; were ``p1 < 0.5``, ``1 - p1 > 0.5``
+      would round to ``p0 >= 0.5 > p1``.  Class 0 means ``p0 >= p1``; were ``p0 < 0.5``, the
+      exact ``1 - p1`` would be below 0.5 (rounding to nearest is monotone and 0.5 is a
+      float), so ``p1 > 0.5 > p0``.  Both floors 0.5;
+    * ``half``: class 1 means ``p1 > 0.5`` (so at least the next float); class 0 means
+      ``p1 <= 0.5``, so ``1 - p1 >= 0.5`` before and after rounding;
+    * ``margin`` with the logistic link and a positive scale: class 1 means ``s >= 0``, so
+      ``z >= 0``, ``exp(-z) <= 1`` (the C library's exp is faithful: within an ulp, and 1 is a
+      float), ``1 + exp(-z) <= 2`` and ``p1 >= 0.5``; class 0 the mirror image.
+
+    The scores must be finite (callers check their bounds): a NaN probability is no class's.
+    """
+    none = np.zeros(2)
+    if not c.link.single or c.link not in (Link.LOGISTIC, Link.COMPLEMENT):
+        return none
+    if c.rule is Rule.PROBA:
+        return np.array([0.5, 0.5])
+    if c.rule is Rule.HALF and c.link is Link.LOGISTIC:
+        return np.array([0.5, _ABOVE_HALF[c.arithmetic]])
+    if c.rule is Rule.MARGIN and c.link is Link.LOGISTIC and c.scale > 0 and c.divisor > 0:
+        return np.array([0.5, 0.5])
+    return none
+
+
+def _single_outcomes(
+    floors: np.ndarray, first: int, last: int, p_lo: float, p_hi: float, finite: bool
+) -> Outcomes:
+    """Classes *first* to *last* possible, ``p1`` in ``[p_lo, p_hi]``: each class's
+    confidence bounds, raised to its decision floor when the scores are finite."""
+    possible = np.arange(first, last + 1)
+    conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
+    conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
+    if finite:
+        conf_lo = np.maximum(conf_lo, floors[possible])  # NaN (an empty region) stays NaN
+    return Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
+
+
 def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
     """The decisions (and their confidence bounds) possible with scores in [lo, hi]."""
     c = model.combine
@@ -379,10 +428,8 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
         p1 = proba[:, 1].astype(np.float64)
         slack = 16 * u
         p_lo, p_hi = max(0.0, float(p1[0]) - slack), min(1.0, float(p1[1]) + slack)
-        possible = np.arange(int(acts[0]), int(acts[1]) + 1)
-        conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
-        conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
-        return Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
+        finite = bool(np.isfinite(lo[0]) and np.isfinite(hi[0]))
+        return _single_outcomes(decision_floors(c), int(acts[0]), int(acts[1]), p_lo, p_hi, finite)
     # Several outputs: x = s / divisor, widened for the library's rounded division.
     d = c.divisor
     x_lo = slo.astype(np.float64) / d
@@ -644,6 +691,8 @@ def _outcome_rows(
         act = np.concatenate(act_parts)
         clo = np.where(act == 0, 1.0 - p_hi[owner], p_lo[owner])
         chi = np.where(act == 0, 1.0 - p_lo[owner], p_hi[owner])
+        finite = np.isfinite(lo[owner, 0]) & np.isfinite(hi[owner, 0])
+        clo = np.where(finite, np.maximum(clo, decision_floors(comb)[act]), clo)
         return owner, act, np.clip(clo, 0, 1), np.clip(chi, 0, 1)
     owners, acts_l, los, his = [], [], [], []
     for k in range(c):
@@ -1119,11 +1168,12 @@ def _steps(
         below, above = p1[:m] - slack, p1[m:] + slack
         p_lo = np.where(below > 0.0, below, 0.0)  # Python's max(0.0, v), NaN included
         p_hi = np.where(above < 1.0, above, 1.0)  # min(1.0, v)
+        floors = decision_floors(comb)
+        finite = np.isfinite(lo_v) & np.isfinite(hi_v)
         for j, r in enumerate(live):
-            possible = np.arange(int(acts[j]), int(acts[m + j]) + 1)
-            conf_lo = np.array([1.0 - p_hi[j], p_lo[j]])[possible]
-            conf_hi = np.array([1.0 - p_lo[j], p_hi[j]])[possible]
-            ocs[r] = Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
+            ocs[r] = _single_outcomes(
+                floors, int(acts[j]), int(acts[m + j]), p_lo[j], p_hi[j], bool(finite[j])
+            )
     else:
         for r in live:
             ocs[r] = outcomes(model, los[r], his[r])

@@ -222,3 +222,41 @@ def test_vectorised_outcomes_equal_the_per_region_ones(data):
         assert acts[mine].tolist() == oc.actions.tolist()
         assert clo[mine].tolist() == oc.conf_lo.tolist()
         assert chi[mine].tolist() == oc.conf_hi.tolist()
+
+
+def test_a_partition_that_does_not_prove_costs_at_most_the_budget(tmp_path, monkeypatch):
+    """A stored partition that does not prove the invariant (here: after a change that makes
+    it violated) is searched within a share of the budget, and the fresh search that follows
+    gets what is left: the two keep to ``--timeout`` together (they once took two budgets).
+    The report is still a fresh run's."""
+    from clefprove.incremental import ensemble as inc
+
+    model = _toy()
+    prog = parse_text(HOLDS_TEXT, model)
+    opts = CheckOptions(timeout=8.0)
+    for row in range(model.values.shape[0]):  # the first leaf whose change breaks it
+        values = model.values.copy()
+        values[row] = [10.0, 0.0, 0.0]  # 'allow' wherever the leaf is reached
+        new = _with_values(model, values)
+        if check(new, prog, options=opts).results[0].status == "violated":
+            break
+    else:
+        raise AssertionError("no leaf change breaks the invariant")
+    calls: list[tuple[float | None, bool, float]] = []
+    real = inc.decide_ensemble_invariant
+
+    def spy(model, inv, settings, k, start=None):
+        got = real(model, inv, settings, k, start)
+        calls.append((settings.timeout, start is not None, got[0].seconds))
+        return got
+
+    monkeypatch.setattr(inc, "decide_ensemble_invariant", spy)
+    with ProofCache(tmp_path / "c") as cache:
+        check(model, prog, options=opts, cache=cache)
+        calls.clear()
+        got = check(new, prog, options=opts, cache=cache)
+    assert [seeded for _, seeded, _ in calls] == [True, False]
+    (first, _, spent), (second, _, _) = calls
+    assert first == 8.0 * inc.SEEDED_SHARE
+    assert second == pytest.approx(8.0 - spent)
+    assert _comparable(got) == _comparable(check(new, prog, options=opts))

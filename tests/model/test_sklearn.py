@@ -166,8 +166,23 @@ def test_refusals() -> None:
     multi = sklearn_tree.DecisionTreeClassifier().fit(X, np.array([[0, 1], [1, 0]] * 5))
     with pytest.raises(ImportModelError, match="multi-output"):
         from_sklearn(multi, feats, actions=["a", "b"])
-    with pytest.raises(ImportModelError, match="not fitted"):
+    with pytest.raises(ImportModelError, match=r"^DecisionTreeClassifier is not fitted$"):
         from_sklearn(sklearn_tree.DecisionTreeClassifier(), feats, actions=["a"])
+    # fitted classifiers that are not trees: refused by name, with the supported routes
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    linear = LogisticRegression().fit(X, [0, 1] * 5)
+    with pytest.raises(
+        ImportModelError, match=r"LogisticRegression cannot be converted \(supported"
+    ):
+        from_sklearn(linear, feats, actions=["a", "b"])
+    piped = make_pipeline(StandardScaler(), sklearn_tree.DecisionTreeClassifier()).fit(
+        X, [0, 1] * 5
+    )
+    with pytest.raises(ImportModelError, match=r"Pipeline cannot be converted.*final estimator"):
+        from_sklearn(piped, feats, actions=["a", "b"])
     forest = RandomForestClassifier(n_estimators=2).fit(X, [0, 1] * 5)
     assert from_sklearn(forest, feats, actions=["a", "b"]).n_trees == 2  # an ensemble
     with pytest.raises(ImportModelError, match="RandomForestClassifier is not fitted"):

@@ -602,12 +602,11 @@ def _direct_ensemble(
 
     if not trees:
         raise _NotDirect
-    feats = features
     acts = parse_actions(actions)
     comb = ensemble_combine(combine, len(acts))
     outputs = comb.outputs
-    start = tuple(_initial_range(f) for f in feats)
-    kinds = [f.type for f in feats]
+    start = tuple(_initial_range(f) for f in features)
+    kinds = [f.type for f in features]
     all_records: list[tuple[float, int, int, int, int, int, int]] = []
     membership = bytearray()
     rows: dict[bytes, int] = {}
@@ -634,7 +633,7 @@ def _direct_ensemble(
             if depth > max_depth:
                 max_depth = depth
             while not isinstance(t, Leaf | ValueLeaf):
-                f = feats[t.feature]
+                f = features[t.feature]
                 range_ = known.get(t.feature)
                 side, k_left, k_right = _decide(
                     f, start[t.feature] if range_ is None else range_, t
@@ -700,7 +699,7 @@ def _direct_ensemble(
         spec,
         default_name,
         origin,
-        feats,
+        features,
         acts,
         comb,
         np.array(all_records, dtype=NODE_DTYPE),
