@@ -13,6 +13,22 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 
+def fillable(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether *cls* is a frozen dataclass with the fields *names* (in this order), kept in
+    the instance dict, without ``__post_init__`` or a ``__new__`` of its own: one whose
+    instance dict a hot path may set in one call (``object.__setattr__(obj, "__dict__",
+    ...)``) instead of its ``__init__``'s ``object.__setattr__`` per field, for the same
+    object."""
+    fields = getattr(cls, "__dataclass_fields__", {})
+    new: object = cls.__new__
+    return (
+        tuple(fields) == names
+        and not hasattr(cls, "__post_init__")
+        and getattr(cls, "__dictoffset__", 0) != 0
+        and new is object.__new__
+    )
+
+
 @dataclass(frozen=True)
 class Pos:
     """A span in a source file: 1-based line and column of its start and end."""

@@ -247,7 +247,15 @@ def evaluate(formula: Formula, x: Sequence[float], action: int, confidence: floa
         case Not(arg):
             return not evaluate(arg, x, action, confidence)
         case And(args):
-            return all(evaluate(a, x, action, confidence) for a in args)
+            for a in args:
+                # (a Compare, the box literal, tested here: no match statement per literal)
+                if type(a) is Compare:
+                    v = a.expr.sign(x, confidence)
+                    if not (v < 0 if a.strict else v <= 0):
+                        return False
+                elif not evaluate(a, x, action, confidence):
+                    return False
+            return True
         case Or(args):
             return any(evaluate(a, x, action, confidence) for a in args)
     raise TypeError(f"not a checked formula: {formula!r}")
@@ -263,7 +271,13 @@ def mentions_decision(formula: Formula) -> bool:
         case Not(arg):
             return mentions_decision(arg)
         case And(args) | Or(args):
-            return any(mentions_decision(a) for a in args)
+            for a in args:
+                if type(a) is Compare:  # (the box literals: no match statement per literal)
+                    if any(v == CONFIDENCE for v, _ in a.expr.terms):
+                        return True
+                elif mentions_decision(a):
+                    return True
+            return False
     return False
 
 

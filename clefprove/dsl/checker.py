@@ -27,6 +27,32 @@ RELATIONAL = {"monotone": 1, "stable": 2, "independent": 1}
 _ONE = Fraction(1)
 _MINUS_ONE = Fraction(-1)
 
+_NEW = object.__new__
+_SET = object.__setattr__
+
+
+def _bound_literal(index: int, coeff: Fraction, const: Fraction, strict: bool) -> ck.Formula:
+    """``ck.Compare(ck.Linear(((index, coeff),), const), strict)``, both filled without their
+    frozen dataclass ``__init__`` (the box literals of a long ``when``): the same objects
+    (tests/dsl check it).  Only while both classes are ``ast.fillable``; else their
+    constructors."""
+    expr: ck.Linear = _NEW(ck.Linear)
+    _SET(expr, "__dict__", {"terms": ((index, coeff),), "const": const})
+    out: ck.Compare = _NEW(ck.Compare)
+    _SET(out, "__dict__", {"expr": expr, "strict": strict})
+    return out
+
+
+def _built_bound_literal(index: int, coeff: Fraction, const: Fraction, strict: bool) -> ck.Formula:
+    """:func:`_bound_literal` through the constructors."""
+    return ck.Compare(ck.Linear(((index, coeff),), const), strict)
+
+
+if not (
+    ast.fillable(ck.Linear, ("terms", "const")) and ast.fillable(ck.Compare, ("expr", "strict"))
+):  # pragma: no cover - the checked forms changed shape: their constructors
+    _bound_literal = _built_bound_literal
+
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ORDER_OPS = {"<", "<=", ">", ">="}
 
@@ -514,13 +540,13 @@ class Checker:
         k = right.value
         # (``0 - k`` is ``-k`` and ``k - 0`` is ``k``: the same Fractions as ``_minus``'s)
         if op == "<=":
-            return ck.Compare(ck.Linear(((index, _ONE),), -k), False)
+            return _bound_literal(index, _ONE, -k, False)
         if op == ">=":
-            return ck.Compare(ck.Linear(((index, _MINUS_ONE),), k), False)
+            return _bound_literal(index, _MINUS_ONE, k, False)
         if op == "<":
-            return ck.Compare(ck.Linear(((index, _ONE),), -k), True)
+            return _bound_literal(index, _ONE, -k, True)
         if op == ">":
-            return ck.Compare(ck.Linear(((index, _MINUS_ONE),), k), True)
+            return _bound_literal(index, _MINUS_ONE, k, True)
         return None
 
     def _all(self, args: Sequence[ast.Expr]) -> list[ck.Formula]:

@@ -13,12 +13,13 @@ import difflib
 import itertools
 import json
 import math
+import operator
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from typing import Any, NoReturn, TypeVar
 
@@ -170,6 +171,9 @@ def _keyword_table(callback: Callable[[Token], Token]) -> dict[str, str] | None:
 
 
 _NEWLINE = re.compile("\n")
+_LASTGROUP = operator.attrgetter("lastgroup")
+_MATCH_START = re.Match.start
+_MATCH_GROUP = re.Match.group
 
 
 @dataclass(frozen=True)
@@ -266,12 +270,12 @@ def _lex_fast(text: str) -> _Lexed | None:
         return None
     if not matches:
         return _Lexed([], [], [], [], [], [], [])
-    kinds: list[str] = [m.lastgroup for m in matches]
+    # (map over the Match methods: a C loop, no Python frame per token)
+    kinds: list[str] = list(map(_LASTGROUP, matches))
     if None in kinds:
         return None
-    spans = [m.span(k) for m, k in zip(matches, kinds, strict=True)]
-    starts = [a for a, _ in spans]
-    values = [text[a:b] for a, b in spans]
+    starts: list[int] = list(map(_MATCH_START, matches, kinds))
+    values: list[str] = list(map(_MATCH_GROUP, matches, kinds))
     if "\n" in "".join(values):
         return None
     for kind, callback in callbacks.items():
@@ -295,9 +299,11 @@ def _lex_fast(text: str) -> _Lexed | None:
         lines = [1] * len(starts)
         cols = [s + 1 for s in starts]
     else:
-        lines = [bisect_right(line_starts, s) for s in starts]
-        cols = [s - line_starts[n - 1] + 1 for s, n in zip(starts, lines, strict=True)]
-    end_cols = [c + len(v) for c, v in zip(cols, values, strict=True)]
+        lines = list(map(partial(bisect_right, line_starts), starts))
+        # a token on line n starts line_starts[n - 1] characters in: column start - that + 1
+        before = [0, *(a - 1 for a in line_starts)]
+        cols = list(map(operator.sub, starts, map(before.__getitem__, lines)))
+    end_cols = list(map(operator.add, cols, map(len, values)))
     return _Lexed(kinds, values, starts, lines, cols, lines, end_cols)
 
 
@@ -851,18 +857,24 @@ class _Builder(Transformer[Token, ast.Item]):
 
 
 def _plain_pos_class() -> bool:
-    """Whether ``ast.Pos`` is the plain frozen dataclass :func:`_new_pos` fills directly: these
-    five fields, stored in the instance dict, and no ``__post_init__``."""
-    fields = getattr(ast.Pos, "__dataclass_fields__", {})
+    """Whether ``ast.Pos`` is the plain frozen dataclass :func:`_new_pos` fills directly."""
+    return ast.fillable(ast.Pos, ("file", "line", "column", "end_line", "end_column"))
+
+
+def _plain_literal_classes() -> bool:
+    """Whether ``ast.Name``, ``ast.Number`` and ``ast.Compare`` are the plain frozen
+    dataclasses :func:`_new_literal` fills directly (``pos`` first, as their ``__init__``
+    stores it)."""
     return (
-        tuple(fields) == ("file", "line", "column", "end_line", "end_column")
-        and not hasattr(ast.Pos, "__post_init__")
-        and "__slots__" not in vars(ast.Pos)
-        and type(ast.Pos.__new__) is type(object.__new__)
+        _plain_pos_class()
+        and ast.fillable(ast.Name, ("pos", "id"))
+        and ast.fillable(ast.Number, ("pos", "text", "value"))
+        and ast.fillable(ast.Compare, ("pos", "operands", "ops"))
     )
 
 
 _NEW = object.__new__
+_SET = object.__setattr__
 
 
 def _new_pos(file: str, line: int, column: int, end_line: int, end_column: int) -> ast.Pos:
@@ -871,12 +883,55 @@ def _new_pos(file: str, line: int, column: int, end_line: int, end_column: int) 
     SPEC file): the same instance dict, set in one call.  Only while ``ast.Pos`` is the plain
     class that checks (:func:`_plain_pos_class`); else its constructor."""
     pos: ast.Pos = _NEW(ast.Pos)
-    vars(pos).update(file=file, line=line, column=column, end_line=end_line, end_column=end_column)
+    _SET(pos, "__dict__", {"file": file, "line": line, "column": column,
+                           "end_line": end_line, "end_column": end_column})  # fmt: skip
     return pos
 
 
 if not _plain_pos_class():  # pragma: no cover - ast.Pos changed shape: its constructor
     _new_pos = ast.Pos
+
+
+def _new_literal(d: _Descent, i: int, value: Fraction) -> ast.Compare:
+    """The comparison ``name OP number`` at token *i* of *d* as the descent builds it (a
+    Compare of a Name and a Number, each spanning its token, the Compare both), the four
+    nodes filled without their frozen dataclass ``__init__`` (two to three
+    ``object.__setattr__`` calls each; the box literals of a 60-literal ``when``).  Only
+    while the classes are the plain ones that check (:func:`_plain_literal_classes`); else
+    their constructors (:func:`_built_literal`)."""
+    file, lines, cols, end_lines, end_cols = d.file, d.lines, d.cols, d.end_lines, d.end_cols
+    values = d.values
+    j = i + 2
+    new, fill = _NEW, _SET
+    pos: ast.Pos = new(ast.Pos)
+    line, col = lines[i], cols[i]
+    fill(pos, "__dict__", {"file": file, "line": line, "column": col,
+                           "end_line": end_lines[i], "end_column": end_cols[i]})  # fmt: skip
+    left: ast.Name = new(ast.Name)
+    fill(left, "__dict__", {"pos": pos, "id": values[i]})
+    pos = new(ast.Pos)
+    end_line, end_col = end_lines[j], end_cols[j]
+    fill(pos, "__dict__", {"file": file, "line": lines[j], "column": cols[j],
+                           "end_line": end_line, "end_column": end_col})  # fmt: skip
+    right: ast.Number = new(ast.Number)
+    fill(right, "__dict__", {"pos": pos, "text": values[j], "value": value})
+    pos = new(ast.Pos)
+    fill(pos, "__dict__", {"file": file, "line": line, "column": col,
+                           "end_line": end_line, "end_column": end_col})  # fmt: skip
+    out: ast.Compare = new(ast.Compare)
+    fill(out, "__dict__", {"pos": pos, "operands": (left, right), "ops": (values[i + 1],)})
+    return out
+
+
+def _built_literal(d: _Descent, i: int, value: Fraction) -> ast.Compare:
+    """:func:`_new_literal` through the constructors (the classes changed shape)."""
+    left = d._plain_name(i)
+    right = ast.Number(d.values[i + 2], value, pos=d._tpos(i + 2))
+    return ast.Compare((left, right), (d.values[i + 1],), pos=d._span(i))
+
+
+if not _plain_literal_classes():  # pragma: no cover - the AST changed shape: its constructors
+    _new_literal = _built_literal
 
 
 class _NotFast(Exception):
@@ -1104,6 +1159,16 @@ class _Descent:
             or kinds[i + 3] not in _LITERAL_END
         ):
             return None
+        if kinds[i] == "NAME" and kinds[i + 2] == "NUMBER":  # a box literal: x >= 0.25
+            values = self.values
+            text = values[i + 2]
+            if not _NUMBER.match(text):
+                raise _NotFast
+            value = float(text)
+            if not math.isfinite(value):
+                raise _NotFast
+            self.i = i + 3
+            return _new_literal(self, i, Fraction(value))
         left = self._number(i) if kinds[i] == "NUMBER" else self._plain_name(i)
         right = self._number(i + 2) if kinds[i + 2] == "NUMBER" else self._plain_name(i + 2)
         self.i = i + 3

@@ -26,7 +26,7 @@ import numpy as np
 from clefprove.errors import InputError
 from clefprove.eval.evaluator import HEAP_LEVELS, Evaluator
 from clefprove.model.ensemble import Combine, Ensemble, Link, Rule
-from clefprove.model.types import NodeKind
+from clefprove.model.types import CATEGORICAL_CODE, LEAF_CODE, NUMERIC_CODE
 
 #: (row, tree) pairs walked per chunk.
 CHUNK_PAIRS = 1 << 16
@@ -245,18 +245,18 @@ class EnsembleEvaluator:
         n = m.n_nodes
         offset = np.repeat(m.roots, m.sizes)  # each record's tree start
         kind = nodes["kind"]
-        leaf = kind == NodeKind.LEAF
+        leaf = kind == LEAF_CODE
         feat = np.where(leaf, 0, nodes["feature"]).astype(np.intp)
         self._left = (nodes["left"].astype(np.intp) + offset).astype(np.intp)
         self._right = (nodes["right"].astype(np.intp) + offset).astype(np.intp)
         lo = np.array([f.min for f in m.features])
         hi = np.array([f.max for f in m.features])
         value = nodes["value"].astype(np.float64)
-        numeric = kind == NodeKind.NUMERIC
+        numeric = kind == NUMERIC_CODE
         thr = np.full(n, np.inf)
         t, f_lo, f_hi = value[numeric], lo[feat[numeric]], hi[feat[numeric]]
         thr[numeric] = np.where(t < f_lo, -np.inf, np.where(t >= f_hi, np.inf, t))
-        self._cat = kind == NodeKind.CATEGORICAL
+        self._cat = kind == CATEGORICAL_CODE
         thr[self._cat] = np.inf
         vmax = np.array([max(len(f.values) - 1, 0) for f in m.features], dtype=np.float64)
         self._catmax = np.where(self._cat, vmax[feat], 0.0)

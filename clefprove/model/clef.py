@@ -25,14 +25,16 @@ import numpy as np
 from clefprove.errors import ClefFormatError, ClefproveError
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
 from clefprove.model.types import (
+    CATEGORICAL_CODE,
     CATEGORICAL_SPLITS,
+    LEAF_CODE,
     LEAF_NODES,
     MAX_TREE_DEPTH,
     NODE_DTYPE,
+    NUMERIC_CODE,
     Feature,
     FeatureType,
     Model,
-    NodeKind,
 )
 
 MAGIC = b"\x89CLEF\r\n\x1a"
@@ -136,7 +138,7 @@ def encode_ensemble(
     nodes = np.ascontiguousarray(nodes, dtype=NODE_DTYPE)
     node_bytes = nodes.tobytes()
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    leaf = nodes["kind"] == NodeKind.LEAF
+    leaf = nodes["kind"] == LEAF_CODE
     table = _tree_table(starts, np.asarray(sizes), np.asarray(depths), leaf)
     value_bytes = np.ascontiguousarray(values, dtype="<f8").tobytes()
     membership_offset = nodes_offset + len(node_bytes) + len(table) + len(value_bytes)
@@ -615,7 +617,7 @@ def _validate_ensemble(
     n_trees = len(starts)
     first_leaf = np.concatenate(([0], np.cumsum(leaves)[:-1]))
     _validate_trees(nodes, membership, features, starts, sizes, depths)
-    leaf_counts = np.add.reduceat((nodes["kind"] == NodeKind.LEAF).astype(np.int64), starts)
+    leaf_counts = np.add.reduceat((nodes["kind"] == LEAF_CODE).astype(np.int64), starts)
     if np.any(leaf_counts != leaves):
         t = int(np.flatnonzero(leaf_counts != leaves)[0])
         raise ClefFormatError(f"tree {t}: leaf count does not match the tree table")
@@ -739,8 +741,8 @@ def _validate_trees(
         if mask.any():
             raise ClefFormatError(f"{where(int(np.flatnonzero(mask)[0]))}: {what}")
 
-    bad(kind > NodeKind.CATEGORICAL, "unknown node kind")
-    leaf = kind == NodeKind.LEAF
+    bad(kind > CATEGORICAL_CODE, "unknown node kind")
+    leaf = kind == LEAF_CODE
     split = ~leaf
     bad(leaf & ((left != idx) | (right != idx)), "a leaf must point to itself")
     rank = np.cumsum(leaf, dtype=np.int64) - 1
@@ -795,11 +797,11 @@ def _check_splits(
     ftypes, vocab = _feature_arrays(features)
     last = np.uint16(max(len(features) - 1, 0))
     safe_feat = np.where(split, np.minimum(feat, last), np.uint16(0))
-    numeric = kind == NodeKind.NUMERIC
+    numeric = kind == NUMERIC_CODE
     cat_type = list(FeatureType).index(FeatureType.CATEGORICAL)
     bad(numeric & (ftypes[safe_feat] == cat_type), "numeric split on a categorical feature")
     bad(numeric & ~np.isfinite(value), "threshold is NaN or infinite")
-    categorical = kind == NodeKind.CATEGORICAL
+    categorical = kind == CATEGORICAL_CODE
     bad(
         categorical & (ftypes[safe_feat] != cat_type),
         "categorical split on a non-categorical feature",
@@ -860,8 +862,8 @@ def _validate_nodes(
         if mask.any():
             raise ClefFormatError(f"node {int(np.flatnonzero(mask)[0])}: {what}")
 
-    bad(kind > NodeKind.CATEGORICAL, "unknown node kind")
-    leaf = kind == NodeKind.LEAF
+    bad(kind > CATEGORICAL_CODE, "unknown node kind")
+    leaf = kind == LEAF_CODE
     split = ~leaf
     bad(leaf & ((left != idx) | (right != idx)), "a leaf must point to itself")
     bad(leaf & (aux >= n_actions), "action index out of range")

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.memo import Derived
-from clefprove.model.types import Feature, Model, NodeKind, Vocabulary
+from clefprove.model.types import LEAF_CODE, Feature, Model, Vocabulary
 
 
 class Arithmetic(enum.StrEnum):
@@ -168,7 +168,7 @@ class Ensemble(Vocabulary):
 
     def leaf_rows(self) -> np.ndarray:
         """(leaves,) global node index of each leaf, in value-row order."""
-        return np.flatnonzero(self.nodes["kind"] == NodeKind.LEAF)
+        return np.flatnonzero(self.nodes["kind"] == LEAF_CODE)
 
     def tree_of_leaf(self) -> np.ndarray:
         """(leaves,) the tree each value row belongs to."""

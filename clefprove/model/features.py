@@ -111,8 +111,40 @@ def check_name_clashes(features: tuple[Feature, ...], actions: tuple[str, ...]) 
             )
 
 
+#: The keys of the plainest float feature, the one :func:`_plain_float` reads.
+_PLAIN_FLOAT_KEYS = frozenset({"name", "type", "min", "max", "default"})
+
+
+def _plain_float(obj: dict[str, Any]) -> Feature | None:
+    """:func:`parse_feature` of a float feature with exactly the keys name, type, min, max and
+    default, each bound a float (or an int within +-2**53), finite, min <= default <= max,
+    and a valid name: the Feature the full route builds (tests/model check it), without
+    its checks one by one; None for anything else (the full route then decides, and words
+    any error)."""
+    if obj.keys() != _PLAIN_FLOAT_KEYS or obj["type"] != "float":
+        return None
+    name, lo, hi, d = obj["name"], obj["min"], obj["max"], obj["default"]
+    if type(name) is not str or not name.isidentifier() or name in RESERVED_FEATURE_NAMES:
+        return None
+    bounds: list[float] = []
+    for v in (lo, hi, d):
+        if type(v) is int and -(2**53) <= v <= 2**53:
+            v = float(v)
+        elif type(v) is not float or not math.isfinite(v):
+            return None
+        bounds.append(v)
+    lo, hi, d = bounds
+    if not lo <= d <= hi:
+        return None
+    return Feature(name, FeatureType.FLOAT, lo, hi, d)
+
+
 def parse_feature(obj: Any, path: str) -> Feature:
     """Validate one feature declaration (JSON form) into an encoded :class:`Feature`."""
+    if type(obj) is dict and len(obj) == 5:
+        plain = _plain_float(obj)
+        if plain is not None:
+            return plain
     if not isinstance(obj, dict):
         raise _fail(path, f"a feature must be an object, not {_json_type(obj)}")
     name = _require(obj, "name", path)

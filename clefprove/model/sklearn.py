@@ -315,7 +315,7 @@ def _flatten(trees: Sequence[Any], features: tuple[Feature, ...]) -> tuple[_Flat
     whole = np.array([f.type in (FeatureType.INT, FeatureType.BOOL) for f in features] + [False])
     t = cut[source]
     values = np.where(whole[fi], whole_thresholds(t), t)
-    nodes["value"] = np.where(nodes["kind"] == NodeKind.NUMERIC, values, 0.0)
+    nodes["value"] = np.where(nodes["kind"] == int(NodeKind.NUMERIC), values, 0.0)
     if aux:
         at = np.fromiter(aux, dtype=np.int64, count=len(aux))
         nodes["aux"][at] = list(aux.values())
@@ -350,7 +350,7 @@ def _preorder(
         m = node.size
         levels.append((next_id, next_id + m))
         next_id += m
-        sp = np.flatnonzero(left[node] != -1)
+        sp = (left[node] != -1).nonzero()[0]  # (not np.flatnonzero: its wrapper's cost)
         lc = np.full(m, -1, dtype=np.int64)
         lc[sp] = next_id + np.arange(sp.size)
         s_node.append(node)
@@ -359,7 +359,7 @@ def _preorder(
         s_left.append(lc)
         at = node[sp]
         node = np.concatenate((left[at], right[at]))
-        tree = np.tile(tree[sp], 2)
+        tree = np.concatenate((tree[sp], tree[sp]))
         d += 1
     all_node = np.concatenate(s_node)
     all_tree = np.concatenate(s_tree)
@@ -370,7 +370,7 @@ def _preorder(
     all_right = np.full(next_id, -1, dtype=np.int64)
     spans = []
     for a, b in levels:
-        sp = np.flatnonzero(inner[a:b]) + a
+        sp = inner[a:b].nonzero()[0] + a
         all_right[sp] = all_left[sp] + sp.size
         spans.append(sp)
     size = np.ones(next_id, dtype=np.int64)

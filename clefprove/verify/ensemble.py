@@ -47,7 +47,14 @@ from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
-from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.model.types import (
+    CATEGORICAL_CODE,
+    LEAF_CODE,
+    NUMERIC_CODE,
+    FeatureType,
+    Model,
+    NodeKind,
+)
 from clefprove.status import Verdict
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
@@ -106,7 +113,7 @@ def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
         offset = np.repeat(model.roots, model.sizes).astype(np.int64)
         integral = integral_features(model)
         feat = nodes["feature"].astype(np.int64)
-        numeric = kind == NodeKind.NUMERIC
+        numeric = kind == NUMERIC_CODE
         value = nodes["value"].astype(np.float64)
         left_hi, right_lo = split_bounds(value, numeric & integral[feat])
         return (
@@ -125,7 +132,7 @@ def walk_arrays(model: Ensemble) -> tuple[np.ndarray, ...]:
 def _tables(model: Ensemble) -> Tables:
     nodes = model.nodes
     kind, feat, left, right, left_hi, right_lo, _ = walk_arrays(model)
-    numeric = kind == NodeKind.NUMERIC
+    numeric = kind == NUMERIC_CODE
     dom = Box.domain(model)
     cat_feats = sorted(dom.cats)
     # Every tree walked level by level at once (the boxes of leaf_boxes, bit for bit).
@@ -136,7 +143,7 @@ def _tables(model: Ensemble) -> Tables:
     out_nodes, out_lo, out_hi = [], [], []
     out_cats: dict[int, list[np.ndarray]] = {f: [] for f in cat_feats}
     while frontier.size:
-        leaf = kind[frontier] == NodeKind.LEAF
+        leaf = kind[frontier] == LEAF_CODE
         out_nodes.append(frontier[leaf])
         out_lo.append(lo[leaf])
         out_hi.append(hi[leaf])
@@ -155,7 +162,7 @@ def _tables(model: Ensemble) -> Tables:
         for f in cat_feats:
             m = cats[f][~leaf]
             m2 = np.concatenate([m, m])
-            rows = np.flatnonzero((kind[fr] == NodeKind.CATEGORICAL) & (feat[fr] == f))
+            rows = np.flatnonzero((kind[fr] == CATEGORICAL_CODE) & (feat[fr] == f))
             if rows.size:
                 width = m.shape[1]
                 member = model.membership[
@@ -869,12 +876,7 @@ def _root_boxes(
     """Per DNF conjunct whose feature literals the domain meets: (its index, the domain
     narrowed by them, lo, hi and cats, and what is left of the conjunct to test)."""
     n_feat = len(model.features)
-    dom_rows = nm.Rows(
-        np.append(dom.lo, 0.0)[None, :],
-        np.append(dom.hi, 1.0)[None, :],
-        {f: m[None, :] for f, m in dom_cats.items()},
-        np.array([-1]),
-    )
+    dom_rows = None  # (made only for a conjunct that _narrow_bounds does not take)
     dom_lo, dom_hi = dom.lo.tolist(), dom.hi.tolist()
     out: list[RootBox] = []
     for j, conj in enumerate(conjuncts):
@@ -885,6 +887,13 @@ def _root_boxes(
                 continue
             lo, hi, cats = box[0], box[1], {}
         else:
+            if dom_rows is None:
+                dom_rows = nm.Rows(
+                    np.append(dom.lo, 0.0)[None, :],
+                    np.append(dom.hi, 1.0)[None, :],
+                    {f: m[None, :] for f, m in dom_cats.items()},
+                    np.array([-1]),
+                )
             nrows, ok, _ = nm.narrow(lits, dom_rows)
             if not ok[0]:
                 continue
@@ -952,9 +961,9 @@ def _settled_roots(
     are (the same arrays it would compute)."""
     nodes = model.nodes
     kind = nodes["kind"]
-    if np.any(kind == NodeKind.CATEGORICAL):
+    if np.any(kind == CATEGORICAL_CODE):
         return None, []
-    leaf = kind == NodeKind.LEAF
+    leaf = kind == LEAF_CODE
     starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
     tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
     walk = walk_arrays(model)
@@ -991,25 +1000,27 @@ def _descend(
     tables are then built anyway)."""
     kind, feat, left, right, left_hi, right_lo, aux = walk
     node = model.roots.astype(np.int64)
-    rlo = np.tile(lo, (node.size, 1))
-    rhi = np.tile(hi, (node.size, 1))
+    # (array methods, not np.tile / np.flatnonzero: their Python wrappers cost more than
+    # the work on these small arrays, a few times per level)
+    rlo = lo[None, :].repeat(node.size, axis=0)
+    rhi = hi[None, :].repeat(node.size, axis=0)
     found: list[np.ndarray] = []
     limit, seen = max(64, kind.size // 2), 0
     while node.size:
         seen += node.size
         if seen > limit:
             return None
-        leaf = kind[node] == NodeKind.LEAF
+        leaf = kind[node] == LEAF_CODE
         found.append(node[leaf])
-        inner = np.flatnonzero(~leaf)
+        inner = (~leaf).nonzero()[0]
         if not inner.size:
             break
         nd, blo, bhi = node[inner], rlo[inner], rhi[inner]
         f = feat[nd]
         lh, rl = left_hi[nd], right_lo[nd]
         r = np.arange(nd.size)
-        il = np.flatnonzero(blo[r, f] <= lh)  # the left child's [lo_f, min(hi_f, lh)]
-        ir = np.flatnonzero(bhi[r, f] >= rl)  # the right child's [max(lo_f, rl), hi_f]
+        il = (blo[r, f] <= lh).nonzero()[0]  # the left child's [lo_f, min(hi_f, lh)]
+        ir = (bhi[r, f] >= rl).nonzero()[0]  # the right child's [max(lo_f, rl), hi_f]
         lhi = bhi[il]
         lhi[np.arange(il.size), f[il]] = np.minimum(lhi[np.arange(il.size), f[il]], lh[il])
         rlo2 = blo[ir]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clefprove.dsl import checked as ck
 from clefprove.dsl import checker as ch
 from clefprove.dsl.checked import CONFIDENCE
 
@@ -88,3 +89,22 @@ def test_box_literals_check_as_the_general_route(spec_model, literals, joiner) -
         f"invariant t:\n  when {joiner.join(literals)}\n  ensure action == block\n"
     )
     assert _checked(ch.Checker, spec_model, text) == _checked(_General, spec_model, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(0, 40), st.sampled_from([Fraction(1), Fraction(-1)]), st.fractions(), st.booleans()
+)
+def test_box_literals_made_directly_are_the_constructors(
+    index: int, coeff: Fraction, const: Fraction, strict: bool
+) -> None:
+    """The checker's box literals (filled without their __init__) equal, hash, print and hold
+    what the constructors build."""
+    assert ch._bound_literal is not ch._built_bound_literal
+    made = ch._bound_literal(index, coeff, const, strict)
+    built = ch._built_bound_literal(index, coeff, const, strict)
+    assert isinstance(made, ck.Compare) and isinstance(built, ck.Compare)
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert type(made) is type(built) and type(made.expr) is type(built.expr)
+    assert list(vars(made)) == list(vars(built)) and made.strict is built.strict
+    assert list(vars(made.expr).items()) == list(vars(built.expr).items())

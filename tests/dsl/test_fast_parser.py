@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -79,9 +80,17 @@ BOX = (
     + "\n  ensure action == class_0\n"
 )
 
+#: Box literals of every shape the descent builds in one step, across lines, next to others.
+BOX_FORMS = (
+    "invariant box:\n  when f0 >= 1e5 and f1 < .5 and\n    f2 > 0. and f3 <= 1E-300 and "
+    "f4 == 2 and f5 != 7.25e+3\n    and 3 <= f6 and `f 7` >= 1 and f8 >= 1e999 and f9 >= 1 or "
+    "f10 <= 0 implies f11 < 1\n  ensure action == class_0\n"
+)
+
 CASES = [
     RICH,
     BOX,
+    BOX_FORMS,
     "invariant t:\n  ensure f()\n",
     "invariant t:\n  ensure f(a, b and c, -(1))\n",
     'invariant t: "d" ensure x in {}\n',
@@ -123,7 +132,7 @@ def test_the_fast_route_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("Lark route used")
 
     monkeypatch.setattr(ps._FileParser, "_parse_item_lark", refuse)
-    for text in (RICH, BOX, *VALID):
+    for text in (RICH, BOX, BOX_FORMS.replace(" and f8 >= 1e999", ""), *VALID):
         result = ps.parse_partial(text, "t.inv")
         assert result.program.items and not result.diagnostics
 
@@ -224,3 +233,23 @@ def test_positions_made_directly_are_the_constructors() -> None:
     assert vars(made) == vars(built)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.line = 1  # type: ignore[misc]
+
+
+def test_box_literals_made_directly_are_the_constructors() -> None:
+    """The descent's box literals (four nodes filled without their __init__) equal, hash and
+    hold exactly what the constructors build, positions included."""
+    assert ps._plain_literal_classes()
+    text = "invariant t: when speed >= 12.5 ensure x\n"
+    lexed = ps._lex_fast(text)
+    assert lexed is not None
+    d = ps._Descent(ps._FileParser(text, "t.inv"), lexed, 0, len(lexed.kinds))
+    i = lexed.kinds.index("NAME", 3)
+    value = ast.Number("12.5", Fraction(12.5)).value
+    d.i = i + 3
+    made, built = ps._new_literal(d, i, value), ps._built_literal(d, i, value)
+    assert _dump(made) == _dump(built) and hash(made) == hash(built) and repr(made) == repr(built)
+    for a, b in zip((made, *made.operands), (built, *built.operands), strict=True):
+        assert type(a) is type(b) and vars(a) == vars(b) and list(vars(a)) == list(vars(b))
+        assert vars(a.pos) == vars(b.pos) and list(vars(a.pos)) == list(vars(b.pos))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.ops = ()  # type: ignore[misc]

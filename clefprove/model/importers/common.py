@@ -822,8 +822,10 @@ def direct_numeric_ensemble(
     tree = np.arange(n_trees, dtype=np.int64)
     depth = np.zeros(n_trees, dtype=np.int64)
     odepth = np.zeros(n_trees, dtype=np.int64)
-    lo = np.tile(lo0, (n_trees, 1))
-    hi = np.tile(hi0, (n_trees, 1))
+    # (array methods, not np.tile / np.flatnonzero: their Python wrappers cost more than
+    # the work on these small arrays, a few times per level)
+    lo = lo0[None, :].repeat(n_trees, axis=0)
+    hi = hi0[None, :].repeat(n_trees, axis=0)
     s_node: list[np.ndarray] = []
     s_tree: list[np.ndarray] = []
     s_depth: list[np.ndarray] = []
@@ -853,7 +855,7 @@ def direct_numeric_ensemble(
         m = node.size
         levels.append((next_id, next_id + m))
         next_id += m
-        sp = np.flatnonzero(inner)
+        sp = inner.nonzero()[0]
         lc = np.full(m, -1, dtype=np.int64)
         lc[sp] = next_id + np.arange(sp.size)
         s_node.append(node)
@@ -870,9 +872,11 @@ def direct_numeric_ensemble(
         lo_right = lo_s.copy()
         lo_right[k, f] = c
         node = np.concatenate((left[at], right[at]))
-        tree = np.tile(tree[sp], 2)
-        depth = np.tile(depth[sp] + 1, 2)
-        odepth = np.tile(odepth[sp] + 1, 2)
+        tree = np.concatenate((tree[sp], tree[sp]))
+        depth = depth[sp] + 1
+        depth = np.concatenate((depth, depth))
+        odepth = odepth[sp] + 1
+        odepth = np.concatenate((odepth, odepth))
         lo = np.concatenate((lo_s, lo_right))
         hi = np.concatenate((hi_left, hi_s))
     all_node = np.concatenate(s_node)
@@ -886,15 +890,15 @@ def direct_numeric_ensemble(
     # of the splits of its level
     all_right = np.full(next_id, -1, dtype=np.int64)
     for a, b in levels:
-        sp = np.flatnonzero(inner[a:b]) + a
+        sp = inner[a:b].nonzero()[0] + a
         all_right[sp] = all_left[sp] + sp.size
     size = np.ones(next_id, dtype=np.int64)
     for a, b in reversed(levels):
-        sp = np.flatnonzero(inner[a:b]) + a
+        sp = inner[a:b].nonzero()[0] + a
         size[sp] = 1 + size[all_left[sp]] + size[all_right[sp]]
     pre = np.zeros(next_id, dtype=np.int64)
     for a, b in levels:
-        sp = np.flatnonzero(inner[a:b]) + a
+        sp = inner[a:b].nonzero()[0] + a
         pre[all_left[sp]] = pre[sp] + 1
         pre[all_right[sp]] = pre[sp] + 1 + size[all_left[sp]]
     sizes = size[:n_trees]
