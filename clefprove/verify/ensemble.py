@@ -371,8 +371,8 @@ _ABOVE_HALF = {
 }
 
 
-def decision_floors(c: Combine) -> np.ndarray:
-    """``[f0, f1]``: for one output, an exact least confidence of class 0 and of class 1
+def decision_floors(c: Combine) -> tuple[float, float]:
+    """``(f0, f1)``: for one output, an exact least confidence of class 0 and of class 1
     wherever the library decides that class, from its rule alone (0.0 where none is known).
     With ``p0 = 1 - p1`` rounded (the logistic and complement links):
 
@@ -388,28 +388,28 @@ def decision_floors(c: Combine) -> np.ndarray:
 
     The scores must be finite (callers check their bounds): a NaN probability is no class's.
     """
-    none = np.zeros(2)
-    if not c.link.single or c.link not in (Link.LOGISTIC, Link.COMPLEMENT):
-        return none
+    if c.link not in (Link.LOGISTIC, Link.COMPLEMENT):
+        return (0.0, 0.0)
     if c.rule is Rule.PROBA:
-        return np.array([0.5, 0.5])
+        return (0.5, 0.5)
     if c.rule is Rule.HALF and c.link is Link.LOGISTIC:
-        return np.array([0.5, _ABOVE_HALF[c.arithmetic]])
+        return (0.5, _ABOVE_HALF[c.arithmetic])
     if c.rule is Rule.MARGIN and c.link is Link.LOGISTIC and c.scale > 0 and c.divisor > 0:
-        return np.array([0.5, 0.5])
-    return none
+        return (0.5, 0.5)
+    return (0.0, 0.0)
 
 
 def _single_outcomes(
-    floors: np.ndarray, first: int, last: int, p_lo: float, p_hi: float, finite: bool
+    floors: tuple[float, float], first: int, last: int, p_lo: float, p_hi: float, finite: bool
 ) -> Outcomes:
     """Classes *first* to *last* possible, ``p1`` in ``[p_lo, p_hi]``: each class's
     confidence bounds, raised to its decision floor when the scores are finite."""
+    lo0, lo1 = 1.0 - p_hi, p_lo
+    if finite:  # (max keeps its first argument when that is NaN: an empty region stays NaN)
+        lo0, lo1 = max(lo0, floors[0]), max(lo1, floors[1])
     possible = np.arange(first, last + 1)
-    conf_lo = np.array([1.0 - p_hi, p_lo])[possible]
+    conf_lo = np.array([lo0, lo1])[possible]
     conf_hi = np.array([1.0 - p_lo, p_hi])[possible]
-    if finite:
-        conf_lo = np.maximum(conf_lo, floors[possible])  # NaN (an empty region) stays NaN
     return Outcomes(possible, _clip01(conf_lo), _clip01(conf_hi))
 
 
@@ -428,7 +428,7 @@ def outcomes(model: Ensemble, lo: np.ndarray, hi: np.ndarray) -> Outcomes:
         p1 = proba[:, 1].astype(np.float64)
         slack = 16 * u
         p_lo, p_hi = max(0.0, float(p1[0]) - slack), min(1.0, float(p1[1]) + slack)
-        finite = bool(np.isfinite(lo[0]) and np.isfinite(hi[0]))
+        finite = math.isfinite(float(lo[0])) and math.isfinite(float(hi[0]))
         return _single_outcomes(decision_floors(c), int(acts[0]), int(acts[1]), p_lo, p_hi, finite)
     # Several outputs: x = s / divisor, widened for the library's rounded division.
     d = c.divisor
@@ -692,7 +692,8 @@ def _outcome_rows(
         clo = np.where(act == 0, 1.0 - p_hi[owner], p_lo[owner])
         chi = np.where(act == 0, 1.0 - p_lo[owner], p_hi[owner])
         finite = np.isfinite(lo[owner, 0]) & np.isfinite(hi[owner, 0])
-        clo = np.where(finite, np.maximum(clo, decision_floors(comb)[act]), clo)
+        floors = np.array(decision_floors(comb))[act]
+        clo = np.where(finite, np.maximum(clo, floors), clo)
         return owner, act, np.clip(clo, 0, 1), np.clip(chi, 0, 1)
     owners, acts_l, los, his = [], [], [], []
     for k in range(c):

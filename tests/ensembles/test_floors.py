@@ -63,7 +63,7 @@ def test_every_decided_confidence_is_at_least_its_floor(
     if scale != 1.0:
         spec["scale"] = scale
     combine = ensemble_combine(spec, 2)
-    floors = decision_floors(combine)
+    floors = np.array(decision_floors(combine))
     assert (floors.min() > 0) == claimed
     scores = _scores(Arithmetic(arithmetic).dtype)
     actions, conf, _ = decide_proba(combine, scores)
