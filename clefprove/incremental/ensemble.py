@@ -43,7 +43,7 @@ from clefprove.incremental.store import CacheCorrupt, CacheStore
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import NodeKind
 from clefprove.status import Verdict
-from clefprove.verify.ensemble import DEFAULT_BUDGET, Partition, decide_ensemble_invariant
+from clefprove.verify.ensemble import Partition, budget_of, decide_ensemble_invariant
 from clefprove.verify.ensemble_rel import check_ensemble_relational
 from clefprove.verify.options import CheckOptions
 from clefprove.verify.verdicts import InvariantResult
@@ -179,7 +179,7 @@ def _from_partition(
     run, decided as one within the rest of the budget, so that the two together keep to
     ``--timeout`` (a partition that does not fit, another model's, once cost a whole second
     budget)."""
-    budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    budget = budget_of(settings)
     seeded = dataclasses.replace(settings, timeout=budget * SEEDED_SHARE)
     res, part = decide_ensemble_invariant(model, inv, seeded, k, start)
     if res.status == Verdict.HOLDS:

@@ -64,6 +64,12 @@ from clefprove.verify.options import CheckOptions
 #: Time budget per invariant when ``--timeout`` is not given (seconds).
 DEFAULT_BUDGET = 60.0
 
+
+def budget_of(settings: CheckOptions) -> float:
+    """An ensemble invariant's time budget in seconds: ``--timeout``, else the default."""
+    return settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+
+
 #: Regions decided per batch of exact (engine) decisions.
 BATCH = 8
 
@@ -1606,7 +1612,7 @@ def decide_ensemble_invariant(
 
     t0 = time.perf_counter()
     prep = eg.prepare(model, inv, settings.dnf_cap)
-    budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    budget = budget_of(settings)
     deadline = time.monotonic() + budget
     res = search(model, prep, settings, counterexamples, budget, start, record=True)
     evaluator = _evaluator(model) if res.violating else None  # (built for witnesses only)

@@ -50,13 +50,13 @@ from clefprove.model.types import FeatureType
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.ensemble import (
-    DEFAULT_BUDGET,
     Region,
     _coverage,
     _evaluator,
     _point,
     _relation,
     _weight,
+    budget_of,
     ensemble_tables,
     outcomes,
     score_bounds,
@@ -756,7 +756,7 @@ def check_ensemble_relational(
 
     t0 = time.perf_counter()
     prep = prepare(model, inv, severity)
-    budget = settings.timeout if settings.timeout is not None else DEFAULT_BUDGET
+    budget = budget_of(settings)
     # Up to K + 16 candidates kept (so that one failed confirmation, a bug, does not leave the
     # verdict resting on unconfirmed pairs), the search stops once it holds K of them.
     want = max(counterexamples, 1) + EXTRA_CONFIRM
