@@ -224,10 +224,16 @@ def test_edits_decide_only_changed_leaves(data) -> None:
     _edit_sequence(data, 5)
 
 
-def test_witnesses_round_trip_and_are_checked() -> None:
+def _four_rows() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Statuses and how of four leaves (safe; violated by the solver; violated by the box
+    stages; unknown after the solver) and one input of four features."""
     status = np.array([0, 1, 1, 2], np.int8)
     how = np.array([eg.HOW_NONE, eg.HOW_SOLVER, eg.HOW_BOX, eg.HOW_SOLVER], np.int16)
-    x = np.array([[1.5, 2.0, 0.0, 1.0]])
+    return status, how, np.array([[1.5, 2.0, 0.0, 1.0]])
+
+
+def test_witnesses_round_trip_and_are_checked() -> None:
+    status, how, x = _four_rows()
     wit = delta.RowWitnesses(np.array([1]), x)
     out = delta.LeafOutcomes(status, how, witnesses=wit)
     back = delta.LeafOutcomes.decode(out.encode(), 4)
@@ -251,9 +257,7 @@ def test_witnesses_round_trip_and_are_checked() -> None:
 def test_shown_inputs_round_trip_and_are_checked() -> None:
     """The printed inputs of box-violated rows: kept by full rows and by deltas, refused on a
     row that is not violated or that the solver decided."""
-    status = np.array([0, 1, 1, 2], np.int8)
-    how = np.array([eg.HOW_NONE, eg.HOW_SOLVER, eg.HOW_BOX, eg.HOW_SOLVER], np.int16)
-    x = np.array([[1.5, 2.0, 0.0, 1.0]])
+    status, how, x = _four_rows()
     shown = delta.RowWitnesses(np.array([2]), x)
     out = delta.LeafOutcomes(status, how, shown=shown)
     back = delta.LeafOutcomes.decode(out.encode(), 4)
