@@ -1,20 +1,21 @@
-"""Text rendering of a check :class:`~clefprove.verify.verdicts.Report` (rich).
+"""Text rendering of a check :class:`~clefprove.verify.verdicts.Report`.
 
-Every user-provided string (paths, descriptions, names, values) goes in as a rich ``Text``, never
-as markup, after :func:`~clefprove.report.wording.printable` has made its control characters
-visible: a description holding ``[/]`` or an escape sequence prints as written.  A
-counterexample shows the region its leaf selects (one bound pair per feature); ``verbose`` adds
-the full chain of split conditions from the root.
+Every user-provided string (paths, descriptions, names, values) goes through
+:func:`~clefprove.report.wording.printable` first, so a description holding an escape sequence
+prints as written and cannot drive the terminal; colour is the only escape sequence this module
+writes, and only when asked.  A counterexample shows the region its leaf selects (one bound pair
+per feature); ``verbose`` adds the full chain of split conditions from the root.
+
+The table is laid out here rather than by a terminal library: importing one cost about a third
+of the whole ``check`` command on a small model (docs/performance.md), and a report read in CI
+logs is better with long cells kept whole than wrapped.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from rich.text import Text
 
 from clefprove.report.wording import confidence, plural, printable
 from clefprove.verify.verdicts import (
@@ -26,16 +27,28 @@ from clefprove.verify.verdicts import (
     Report,
 )
 
-if TYPE_CHECKING:
-    from rich.console import Console
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_STYLE = {HOLDS: "\x1b[32m", VIOLATED: "\x1b[1;31m", UNKNOWN: "\x1b[33m"}
 
-_STYLE = {HOLDS: "green", VIOLATED: "bold red", UNKNOWN: "yellow"}
+
+class _Painter:
+    """Styles a printable string with ANSI colour, or leaves it plain."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"{style}{text}{_RESET}" if self.color and text else text
 
 
-def _t(*parts: str | tuple[str, str]) -> Text:
-    """A Text from plain strings and (string, style) pairs, every string made printable."""
-    return Text.assemble(
-        *((printable(p[0]), p[1]) if isinstance(p, tuple) else printable(p) for p in parts)
+def _width(text: str) -> int:
+    """Terminal cells *text* takes: wide East Asian characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
     )
 
 
@@ -43,31 +56,17 @@ def _conditions(items: Sequence[str]) -> str:
     return " and ".join(items) if items else "(every input: the root is a leaf)"
 
 
-def render_text(
-    report: Report, color: bool = False, width: int = 100, verbose: bool = False
-) -> str:
+def render_text(report: Report, color: bool = False, verbose: bool = False) -> str:
     """The human report: a summary table, then each violation with its region and inputs."""
-    from rich.console import Console
-    from rich.table import Table
-
-    buf = io.StringIO()
-    console = Console(
-        file=buf,
-        force_terminal=color,
-        no_color=not color,
-        width=width,
-        highlight=False,
-        markup=False,
-        emoji=False,
-    )
+    paint = _Painter(color)
+    out: list[str] = []
     m = report.model
     digest = "compiled from JSON source" if m.from_source else f"sha256 {m.sha256[:16]}"
-    console.print(_t((m.path, "bold"), f"  {m.nodes} nodes, {m.leaves} leaves  {digest}"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("invariant")
-    table.add_column("status")
-    table.add_column("paths", justify="right")
-    table.add_column("where")
+    out.append(
+        paint(printable(m.path), _BOLD)
+        + printable(f"  {m.nodes} nodes, {m.leaves} leaves  {digest}")
+    )
+    rows: list[tuple[str, str, str, str]] = [("invariant", "status", "paths", "where")]
     for r in report.results:
         status = r.status + (" (vacuous)" if r.vacuous else "")
         pairs = " pairs" if r.relation is not None else ""
@@ -77,35 +76,41 @@ def render_text(
             paths = f"{r.unknown_paths}{pairs} undecided"
         else:
             paths = str(r.paths_checked + r.paths_reused)
-        table.add_row(
-            _t(r.invariant), _t((status, _STYLE[r.status])), paths, _t(f"{r.file}:{r.line}")
-        )
-    console.print(table)
+        rows.append((printable(r.invariant), status, paths, printable(f"{r.file}:{r.line}")))
+    widths = [max(_width(row[i]) for row in rows) for i in range(4)]
+    for k, row in enumerate(rows):
+        cells = []
+        for i, cell in enumerate(row):
+            pad = " " * (widths[i] - _width(cell))
+            if k == 0:
+                cell = paint(cell, _BOLD)
+            elif i == 1:
+                cell = paint(cell, _STYLE[report.results[k - 1].status])
+            cells.append(pad + cell if i == 2 else cell + pad)
+        out.append("  ".join(cells).rstrip())
     for r in report.results:
         if r.status != VIOLATED:
             continue
-        console.print()
+        out.append("")
         unit = "violating leaf pair" if r.relation is not None else "violating path"
-        console.print(
-            _t(
-                ("VIOLATED", "bold red"),
-                " ",
-                (r.invariant, "bold"),
-                f" ({r.file}:{r.line}): {plural(r.violating_paths, unit)}",
-            )
+        out.append(
+            paint("VIOLATED", _STYLE[VIOLATED])
+            + " "
+            + paint(printable(r.invariant), _BOLD)
+            + printable(f" ({r.file}:{r.line}): {plural(r.violating_paths, unit)}")
         )
         if r.description:
-            console.print(_t(f"  {r.description}"))
+            out.append(printable(f"  {r.description}"))
         for i, c in enumerate(r.counterexamples, 1):
             if isinstance(c, RelationalCounterexample):
-                _pair(console, i, c, verbose)
+                _pair(out, paint, i, c, verbose)
             else:
-                _single(console, i, c, verbose)
+                _single(out, paint, i, c, verbose)
     for w in report.all_warnings:
-        console.print(_t(("warning:", "yellow"), f" {w}"), soft_wrap=True)
-    console.print()
-    console.print(summary_line(report))
-    return buf.getvalue()
+        out.append(paint("warning:", _STYLE[UNKNOWN]) + printable(f" {w}"))
+    out.append("")
+    out.append(summary_line(report))
+    return "\n".join(out) + "\n"
 
 
 def summary_line(report: Report) -> str:
@@ -118,40 +123,35 @@ def summary_line(report: Report) -> str:
     )
 
 
-def _single(console: Console, i: int, c: Counterexample, verbose: bool) -> None:
-    console.print(
-        _t(
-            f"  counterexample {i}: action ",
-            (c.action, "bold"),
-            f" (confidence {confidence(c.confidence)}, {c.where})",
-        )
+def _single(out: list[str], paint: _Painter, i: int, c: Counterexample, verbose: bool) -> None:
+    out.append(
+        printable(f"  counterexample {i}: action ")
+        + paint(printable(c.action), _BOLD)
+        + printable(f" (confidence {confidence(c.confidence)}, {c.where})")
     )
     if c.leaves is None:  # an ensemble's counterexample has no single path or region
-        console.print(_t("    region: " + _conditions(c.region or c.path)), soft_wrap=True)
+        out.append(printable("    region: " + _conditions(c.region or c.path)))
     if verbose and c.leaves is None:
-        console.print(_t("    path:   " + _conditions(c.path)), soft_wrap=True)
-    console.print(_t("    input:  " + json.dumps(c.input, allow_nan=False)), soft_wrap=True)
+        out.append(printable("    path:   " + _conditions(c.path)))
+    out.append(printable("    input:  " + json.dumps(c.input, allow_nan=False)))
 
 
-def _pair(console: Console, i: int, c: RelationalCounterexample, verbose: bool) -> None:
-    console.print(
-        _t(
-            f"  counterexample {i}: a pair differing only in {c.feature}: ",
-            (c.actions[0], "bold"),
-            " -> ",
-            (c.actions[1], "bold"),
-        )
+def _pair(
+    out: list[str], paint: _Painter, i: int, c: RelationalCounterexample, verbose: bool
+) -> None:
+    out.append(
+        printable(f"  counterexample {i}: a pair differing only in {c.feature}: ")
+        + paint(printable(c.actions[0]), _BOLD)
+        + " -> "
+        + paint(printable(c.actions[1]), _BOLD)
     )
     for k in range(2):
-        console.print(
-            _t(f"    input {k + 1}: " + json.dumps(c.inputs[k], allow_nan=False)), soft_wrap=True
-        )
-        console.print(
-            _t(
+        out.append(printable(f"    input {k + 1}: " + json.dumps(c.inputs[k], allow_nan=False)))
+        out.append(
+            printable(
                 f"      -> {c.actions[k]} (confidence {confidence(c.confidences[k])}, "
                 f"leaf {c.leaves[k]}); region: " + _conditions(c.regions[k] or c.paths[k])
-            ),
-            soft_wrap=True,
+            )
         )
         if verbose:
-            console.print(_t("      path: " + _conditions(c.paths[k])), soft_wrap=True)
+            out.append(printable("      path: " + _conditions(c.paths[k])))

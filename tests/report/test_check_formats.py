@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import quote
@@ -157,6 +159,34 @@ def test_text_lists_violations_with_regions(report):
             assert " and ".join(c.path) not in text
             assert "path:   " + " and ".join(c.path) in render_text(report, verbose=True)
     assert "\x1b[" not in text
+
+
+def test_text_table_columns_line_up_whatever_the_names(report):
+    # wide characters take two cells, an escape sequence in a name is shown, not obeyed
+    first = report.results[0]
+    odd = [
+        dataclasses.replace(first, invariant="\u8def\u5f84_\u5b89\u5168"),
+        dataclasses.replace(first, invariant="e\u0301vil\x1b[2J", file="a\u202eb.inv"),
+        *report.results,
+    ]
+    rep = dataclasses.replace(report, results=tuple(odd))
+    for color in (False, True):
+        text = render_text(rep, color=color)
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+        assert "\x1b[2J" not in text and "\\x1b[2J" in plain and "\\u202e" in plain
+        assert ("\x1b[" in text) == color
+        table = plain.splitlines()[1 : 2 + len(odd)]
+        status_at = [_cells(line[: line.index(r.status)]) for line, r in zip(table[1:], odd)]
+        assert len(set(status_at)) == 1 and _cells(table[0][: table[0].index("status")]) == (
+            status_at[0]
+        )
+
+
+def _cells(text):
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) == "W" else 1
+        for c in text
+    )
 
 
 def test_junit_counts_in_the_singular(tmp_path):
