@@ -59,11 +59,18 @@ def test_a_single_tree_check_imports_no_ensemble_stage(tmp_path):
     assert r.stdout.splitlines()[-1] == "['clefprove.model.ensemble'] 0", r.stderr
 
 
-def test_a_small_check_imports_no_pool_masked_arrays_sockets_or_rich(tmp_path):
+def test_a_small_check_imports_no_pool_masked_arrays_sockets_rich_or_lark(tmp_path):
     # start-up cost of every CI invocation: these are imported only by what needs them (rich
-    # only for a progress bar on a terminal)
+    # only for a progress bar on a terminal, lark only for a file the descent leaves to it)
     root = INIT.parent.parent
-    unwanted = ["numpy.ma", "multiprocessing", "concurrent.futures.process", "socket", "rich"]
+    unwanted = [
+        "numpy.ma",
+        "multiprocessing",
+        "concurrent.futures.process",
+        "socket",
+        "rich",
+        "lark",
+    ]
     code = (
         "import sys\nfrom clefprove.cli.main import main\n"
         f"code = main(['check', {str(root / 'examples/edge-allow-block.clef')!r},"

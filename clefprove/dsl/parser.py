@@ -1,14 +1,16 @@
 """Text -> :class:`~clefprove.dsl.ast.Program`, with every syntax error of a file collected.
 
-The file is lexed once; the token stream is split before every top-level keyword (``severity``,
-``let``, ``invariant``, which can appear nowhere else) and each item is parsed on its own by
-Lark's LALR parser, so one mistake does not hide the next.  The Lark parser is built once, on
-first use, and cached (``cache=True`` keeps the grammar analysis between processes).
+The file is lexed once; the token stream is split before every top-level keyword
+(``severity``, ``let``, ``invariant``, which can appear nowhere else) and each item is parsed
+on its own, so one mistake does not hide the next.  Two routes parse an item to the same AST:
+a hand-written descent (:class:`_Descent`) over the tokens of the fast lexer
+(:mod:`clefprove.dsl.lexicon`), and Lark's LALR parser over grammar.lark
+(:mod:`clefprove.dsl.lark_route`), which decides and words everything the descent does not
+take.  Lark is imported only then.
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import itertools
 import json
@@ -16,20 +18,18 @@ import math
 import operator
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache, partial
-from importlib import resources
-from typing import Any, NoReturn, TypeVar
-
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
-from lark.lexer import BasicLexer, LexerThread, PatternStr, UnlessCallback
-from lark.tree import Meta
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from clefprove.dsl import ast
 from clefprove.dsl.errors import Diagnostic, DslError
+from clefprove.dsl.lexicon import NAMES, NUMBER, pos_of, scanner
+
+if TYPE_CHECKING:
+    from lark import Token
 
 _T = TypeVar("_T")
 
@@ -37,7 +37,6 @@ _T = TypeVar("_T")
 MAX_NESTING = 64
 
 _ITEM_KEYWORDS = {"SEVERITY", "LET", "INVARIANT"}
-_NAMES = {"NAME", "QUOTED_NAME"}
 #: Reserved words: a feature or action with one of these names is written `in backticks`.
 KEYWORDS = frozenset(
     [
@@ -57,7 +56,6 @@ KEYWORDS = frozenset(
 )
 _OPEN = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
 _CLOSE = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}
-_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _EXPRESSION_START = {"NAME", "NUMBER", "LPAR"}
 _DISPLAY = {
     "NAME": "a name",
@@ -86,90 +84,6 @@ _DISPLAY = {
 }
 
 
-@cache
-def lark_parser() -> Lark:
-    """The LALR parser for one top-level item (built once per process)."""
-    grammar = resources.files("clefprove.dsl").joinpath("grammar.lark").read_text("utf-8")
-    return Lark(
-        grammar,
-        parser="lalr",
-        lexer="basic",
-        start="item",
-        propagate_positions=True,
-        maybe_placeholders=True,
-        cache=True,
-    )
-
-
-@cache
-def _keeping_lexer() -> BasicLexer:
-    """The lexer that also returns whitespace and comments, built once per process
-    (``Lark.lex(dont_ignore=True)`` builds and compiles a new one on every call)."""
-    conf = copy.copy(lark_parser().lexer_conf)
-    conf.ignore = ()
-    return BasicLexer(conf)
-
-
-def _lex_all(text: str) -> Iterator[Token]:
-    """Every token of *text*, ignored ones included (as ``lark_parser().lex(text, True)``)."""
-    tokens: Iterator[Token] = LexerThread.from_text(_keeping_lexer(), text).lex(None)  # type: ignore[no-untyped-call]
-    return tokens
-
-
-#: The keeping lexer's master regex, its callbacks, and per callback its keyword table.
-_Scanner = tuple[
-    re.Pattern[str], dict[str, Callable[[Token], Token]], dict[str, dict[str, str] | None]
-]
-
-
-@cache
-def _scanner() -> _Scanner | None:
-    """The keeping lexer's own terminals as one master regex, and its callbacks (the keyword
-    retyping of names); None where this Lark keeps its scanner otherwise (the attributes read
-    here are Lark 1.2-1.3's), and Lark's lexer is used.
-
-    The regex is the alternation Lark's scanner compiles, in its order, except that the
-    whitespace terminal ``WS`` is an atomic prefix of every match instead of a token of its
-    own: no other terminal but the catch-all ``BAD_CHAR`` (last) starts with a whitespace
-    character, so a run of whitespace is what Lark's ``WS`` takes there, and one match is
-    one token that is not whitespace.  The whole optional prefix is atomic (``(?>(?:ws)?)``):
-    with ``(?>ws)?`` the regex could still skip it after the run when nothing follows (trailing
-    whitespace) and match its first character as ``BAD_CHAR``."""
-    try:
-        lexer = _keeping_lexer()
-        scanner = lexer.scanner
-        terminals = scanner.terminals
-        (ws,) = [t.pattern.to_regexp() for t in terminals if t.name == "WS"]
-        pattern = "|".join(
-            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals if t.name != "WS"
-        )
-        master = f"(?>(?:{ws})?)(?:{pattern})"
-        mre: re.Pattern[str] = scanner.re_.compile(master, scanner.g_regex_flags)
-        callbacks = dict(lexer.callback)
-        return mre, callbacks, {k: _keyword_table(c) for k, c in callbacks.items()}
-    except (AttributeError, TypeError, ValueError, re.error):
-        return None
-
-
-def _keyword_table(callback: Callable[[Token], Token]) -> dict[str, str] | None:
-    """The retyping that *callback* does, as a table (value -> type), when it is Lark's
-    ``UnlessCallback`` over plain strings without flags (the keywords that a name terminal
-    also matches: a value is retyped exactly when it equals one of them); else None, and the
-    callback itself is called.  tests/dsl check the table against the callback."""
-    if type(callback) is not UnlessCallback:
-        return None
-    scanner = callback.scanner
-    if scanner.g_regex_flags:
-        return None
-    table: dict[str, str] = {}
-    for terminal in scanner.terminals:
-        pattern = terminal.pattern
-        if type(pattern) is not PatternStr or pattern.flags:
-            return None
-        table[pattern.value] = terminal.name
-    return table
-
-
 _NEWLINE = re.compile("\n")
 _LASTGROUP = operator.attrgetter("lastgroup")
 _MATCH_START = re.Match.start
@@ -192,6 +106,8 @@ class _Lexed:
 
     def token(self, i: int) -> Token:
         """The Lark token *i* (for the Lark route and the error messages)."""
+        from lark import Token
+
         value = self.values[i]
         start = self.starts[i]
         return Token(
@@ -254,16 +170,12 @@ def _cut(source: list[_T], drop: list[int]) -> list[_T]:
 
 
 def _lex_fast(text: str) -> _Lexed | None:
-    """The tokens of *text* that are not whitespace (comments included), as ``_lex_all``
-    gives them: same types, values and positions (tests/dsl check it).  The keeping lexer's
-    own master regex runs over the whole text at C speed (``scanner().match``, one match per
-    token); the rest is list comprehensions.  None where that does not apply (no scanner in
-    this Lark, a character no terminal matches, a token other than whitespace spanning
-    lines): then Lark's lexer does it."""
-    scanner = _scanner()
-    if scanner is None:
-        return None
-    mre, callbacks, tables = scanner
+    """The tokens of *text* that are not whitespace (comments included), as Lark's lexer
+    gives them: same types, values and positions (tests/dsl check it).  The scanner's master
+    regex runs over the whole text at C speed (one match per token); the rest is list
+    comprehensions.  None where that does not apply (a character no terminal matches, a token
+    other than whitespace spanning lines): then Lark's lexer does it."""
+    mre, tables = scanner()
     matches = list(iter(mre.scanner(text).match, None))  # type: ignore[attr-defined]
     end = matches[-1].end() if matches else 0
     if text[end:].strip(" \t\f\r\n"):  # trailing whitespace is what no match takes
@@ -278,22 +190,11 @@ def _lex_fast(text: str) -> _Lexed | None:
     values: list[str] = list(map(_MATCH_GROUP, matches, kinds))
     if "\n" in "".join(values):
         return None
-    for kind, callback in callbacks.items():
-        if kind not in kinds:
-            continue
-        table = tables[kind]
-        if table is not None:
+    for kind, table in tables.items():
+        if kind in kinds:
             kinds = [
                 table.get(v, k) if k == kind else k for k, v in zip(kinds, values, strict=True)
             ]
-            continue
-        retyped: dict[str, str] = {}
-        for value in {v for k, v in zip(kinds, values, strict=True) if k == kind}:
-            tok = callback(Token(kind, value))
-            if str(tok) != value:
-                return None  # a callback that rewrites values: Lark's lexer does it
-            retyped[value] = tok.type
-        kinds = [retyped[v] if k == kind else k for k, v in zip(kinds, values, strict=True)]
     line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
     if len(line_starts) == 1:
         lines = [1] * len(starts)
@@ -309,10 +210,12 @@ def _lex_fast(text: str) -> _Lexed | None:
 
 def _lex_code(text: str) -> Iterator[Token]:
     """The tokens of *text* that are not whitespace (comments included), as
-    ``_lex_all`` gives them: same types, values and positions (tests/dsl check it)."""
+    ``lark_route.lex_all`` gives them: same types, values and positions (tests/dsl check it)."""
     lexed = _lex_fast(text)
     if lexed is None:
-        yield from (t for t in _lex_all(text) if t.type != "WS")
+        from clefprove.dsl.lark_route import lex_all
+
+        yield from (t for t in lex_all(text) if t.type != "WS")
         return
     yield from lexed.tokens(0, len(lexed.kinds))
 
@@ -346,17 +249,6 @@ def parse_program(text: str, file: str = "<string>") -> ast.Program:
 def parse_partial(text: str, file: str = "<string>") -> ParseResult:
     """Parse what parses; the syntax errors come back as data (sorted by position)."""
     return _FileParser(text, file).run()
-
-
-def _pos(file: str, meta_or_token: object) -> ast.Pos:
-    m = meta_or_token
-    return ast.Pos(
-        file,
-        getattr(m, "line", 0) or 0,
-        getattr(m, "column", 0) or 0,
-        getattr(m, "end_line", 0) or 0,
-        getattr(m, "end_column", 0) or 0,
-    )
 
 
 def _describe(tok: Token) -> str:
@@ -469,13 +361,13 @@ class _FileParser:
         return self._result(items, comments, broken, broken_severity, lexed.lines, lexed.cols)
 
     def _run_tokens(self, lexed: list[Token]) -> ParseResult:
-        """:meth:`run` over Lark tokens (a file with a lexical error, or a Lark whose scanner
-        is kept otherwise)."""
+        """:meth:`run` over Lark tokens (a file with a lexical error, or one the fast lexer
+        does not take)."""
         tokens: list[Token] = []
         comments: list[ast.Comment] = []
         for tok in lexed:
             if tok.type == "COMMENT":
-                comments.append(ast.Comment(str(tok).rstrip(), pos=_pos(self.file, tok)))
+                comments.append(ast.Comment(str(tok).rstrip(), pos=pos_of(self.file, tok)))
                 continue
             tokens.append(tok)
         items: list[ast.Item] = []
@@ -546,6 +438,8 @@ class _FileParser:
             yield tokens[start:]
 
     def _end_token(self, following: Token | None) -> Token:
+        from lark import Token
+
         if following is not None:
             return Token("$END", str(following), line=following.line, column=following.column)
         line = len(self.lines)
@@ -632,6 +526,10 @@ class _FileParser:
     @staticmethod
     def _acceptable(chunk: list[Token], bad: Token) -> set[str]:
         """The terminals that the parser really accepts just before *bad* (for the message)."""
+        from lark.exceptions import UnexpectedInput
+
+        from clefprove.dsl.lark_route import lark_parser
+
         interactive = lark_parser().parse_interactive(start="item")
         try:
             for tok in chunk:
@@ -657,6 +555,11 @@ class _FileParser:
         return self._parse_item_lark(chunk, following)
 
     def _parse_item_lark(self, chunk: list[Token], following: Token | None) -> ast.Item | None:
+        from lark import Token
+        from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+
+        from clefprove.dsl.lark_route import Builder, lark_parser
+
         interactive = lark_parser().parse_interactive(start="item")
         try:
             for tok in chunk:
@@ -680,7 +583,7 @@ class _FileParser:
         except UnexpectedInput as exc:  # defensive: any other parser complaint
             self.error(exc.line, exc.column, "syntax error")
             return None
-        builder = _Builder(self)
+        builder = Builder(self)
         try:
             return builder.transform(tree)
         except RecursionError:
@@ -691,169 +594,6 @@ class _FileParser:
                 self.error_at(chunk[0], "expression nested too deeply")
                 return None
             raise
-
-
-#: The children of a rule in grammar order: tokens, the AST nodes built for sub-rules (a tuple of
-#: them for ``set`` and ``interval``) and None for an absent optional; grammar.lark fixes the shape.
-_Children = list[Any]
-
-
-def _plain(children: Sequence[Any]) -> list[ast.Expr]:
-    """Children without keyword tokens and absent optionals: the expressions."""
-    return [c for c in children if c is not None and not isinstance(c, Token)]
-
-
-@v_args(meta=True)
-class _Builder(Transformer[Token, ast.Item]):
-    """Lark parse tree -> AST (positions from ``propagate_positions``)."""
-
-    def __init__(self, owner: _FileParser) -> None:
-        super().__init__()
-        self.owner = owner
-        self.file = owner.file
-
-    def _p(self, meta: Meta) -> ast.Pos:
-        return _pos(self.file, meta)
-
-    # items
-    def severity(self, meta: Meta, children: _Children) -> ast.Severity:
-        names = [c for c in children if isinstance(c, Token) and c.type in _NAMES]
-        idents = tuple(ast.Ident(self._ident(n), pos=_pos(self.file, n)) for n in names)
-        return ast.Severity(idents, pos=self._p(meta))
-
-    def let_def(self, meta: Meta, children: _Children) -> ast.Let:
-        name = children[1]
-        return ast.Let(
-            ast.Ident(str(name), pos=_pos(self.file, name)), children[2], pos=self._p(meta)
-        )
-
-    def invariant(self, meta: Meta, children: _Children) -> ast.Invariant:
-        _kw, name, desc, when_kw, when, ensure_kw, ensure = children
-        description = None
-        if desc is not None:
-            description = ast.String(self._string(desc), pos=_pos(self.file, desc))
-        return ast.Invariant(
-            ast.Ident(str(name), pos=_pos(self.file, name)),
-            description,
-            when,
-            ensure,
-            when_pos=_pos(self.file, when_kw) if when_kw is not None else None,
-            ensure_pos=_pos(self.file, ensure_kw),
-            pos=self._p(meta),
-        )
-
-    # boolean structure
-    def implies(self, meta: Meta, children: _Children) -> ast.Implies:
-        return ast.Implies(tuple(_plain(children)), pos=self._p(meta))
-
-    def or_expr(self, meta: Meta, children: _Children) -> ast.Or:
-        return ast.Or(tuple(_plain(children)), pos=self._p(meta))
-
-    def and_expr(self, meta: Meta, children: _Children) -> ast.And:
-        return ast.And(tuple(_plain(children)), pos=self._p(meta))
-
-    def not_(self, meta: Meta, children: _Children) -> ast.Not:
-        return ast.Not(children[1], pos=self._p(meta))
-
-    def comparison(self, meta: Meta, children: _Children) -> ast.Compare:
-        operands = tuple(c for c in children if not isinstance(c, Token))
-        ops = tuple(str(c) for c in children if isinstance(c, Token))
-        return ast.Compare(operands, ops, pos=self._p(meta))
-
-    def in_set(self, meta: Meta, children: _Children) -> ast.InSet:
-        return ast.InSet(children[0], children[-1], False, pos=self._p(meta))
-
-    def not_in_set(self, meta: Meta, children: _Children) -> ast.InSet:
-        return ast.InSet(children[0], children[-1], True, pos=self._p(meta))
-
-    def in_interval(self, meta: Meta, children: _Children) -> ast.InInterval:
-        lo, hi = children[-1]
-        return ast.InInterval(children[0], lo, hi, False, pos=self._p(meta))
-
-    def not_in_interval(self, meta: Meta, children: _Children) -> ast.InInterval:
-        lo, hi = children[-1]
-        return ast.InInterval(children[0], lo, hi, True, pos=self._p(meta))
-
-    def set(self, meta: Meta, children: _Children) -> tuple[ast.Expr, ...]:
-        return tuple(_plain(children))
-
-    def interval(self, meta: Meta, children: _Children) -> tuple[ast.Expr, ...]:
-        return tuple(_plain(children))
-
-    # arithmetic
-    def sum(self, meta: Meta, children: _Children) -> ast.Sum:
-        rest = tuple((str(children[i]), children[i + 1]) for i in range(1, len(children), 2))
-        return ast.Sum(children[0], rest, pos=self._p(meta))
-
-    def product(self, meta: Meta, children: _Children) -> ast.Product:
-        return ast.Product(tuple(_plain(children)), pos=self._p(meta))
-
-    def neg(self, meta: Meta, children: _Children) -> ast.Neg:
-        return ast.Neg(children[1], pos=self._p(meta))
-
-    # atoms
-    def number(self, meta: Meta, children: _Children) -> ast.Number:
-        tok = children[0]
-        return ast.Number(str(tok), self._number(tok), pos=_pos(self.file, tok))
-
-    def string(self, meta: Meta, children: _Children) -> ast.String:
-        tok = children[0]
-        return ast.String(self._string(tok), pos=_pos(self.file, tok))
-
-    def true(self, meta: Meta, children: _Children) -> ast.BoolLit:
-        return ast.BoolLit(True, pos=_pos(self.file, children[0]))
-
-    def false(self, meta: Meta, children: _Children) -> ast.BoolLit:
-        return ast.BoolLit(False, pos=_pos(self.file, children[0]))
-
-    def name(self, meta: Meta, children: _Children) -> ast.Name:
-        tok = children[0]
-        return ast.Name(self._ident(tok), pos=_pos(self.file, tok))
-
-    def call(self, meta: Meta, children: _Children) -> ast.Call:
-        name = children[0]
-        return ast.Call(str(name), tuple(_plain(children[1:])), pos=self._p(meta))
-
-    def paren(self, meta: Meta, children: _Children) -> ast.Paren:
-        return ast.Paren(_plain(children)[0], pos=self._p(meta))
-
-    def __default__(
-        self, data: str, children: _Children, meta: Meta
-    ) -> NoReturn:  # pragma: no cover - grammar and builder agree
-        raise AssertionError(f"no AST rule for {data!r}")
-
-    # literal checks
-    def _ident(self, tok: Token) -> str:
-        text = str(tok)
-        if tok.type != "QUOTED_NAME":
-            return text
-        if len(text) == 2:
-            self.owner.error_at(tok, "empty quoted name")
-        return text[1:-1]
-
-    def _number(self, tok: Token) -> Fraction:
-        text = str(tok)
-        if not _NUMBER.match(text):
-            self.owner.error_at(tok, f"malformed number '{text}'")
-            return Fraction(0)
-        value = float(text)
-        if not math.isfinite(value):
-            self.owner.error_at(tok, f"number '{text}' is out of the float64 range")
-            return Fraction(0)
-        return Fraction(value)
-
-    def _string(self, tok: Token) -> str:
-        try:
-            value: str = json.loads(str(tok))  # a STRING token is one JSON string
-        except ValueError:
-            self.owner.error_at(tok, "malformed string (escapes are those of JSON)")
-            return ""
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            self.owner.error_at(tok, "malformed string (lone surrogate escape)")
-            return ""
-        return value
 
 
 def _plain_pos_class() -> bool:
@@ -980,8 +720,8 @@ _OPERANDS = frozenset({"NAME", "NUMBER"})
 
 class _Descent:
     """Recursive descent over one item's tokens (``lexed`` from *lo* to *hi*), building
-    exactly the AST (positions included) that Lark's LALR parser and :class:`_Builder` build
-    for grammar.lark.
+    exactly the AST (positions included) that Lark's LALR parser and
+    :class:`~clefprove.dsl.lark_route.Builder` build for grammar.lark.
 
     It takes only items that parse and whose literals are well-formed: at the first token
     the grammar does not allow there (or a malformed number, string or quoted name) it raises
@@ -1036,7 +776,7 @@ class _Descent:
 
     def _number(self, i: int) -> ast.Number:
         text = self.values[i]
-        if not _NUMBER.match(text):
+        if not NUMBER.match(text):
             raise _NotFast
         value = float(text)
         if not math.isfinite(value):
@@ -1077,7 +817,7 @@ class _Descent:
 
     def _ref(self) -> int:
         i = self.i
-        if self.kinds[i] not in _NAMES:
+        if self.kinds[i] not in NAMES:
             raise _NotFast
         self.i = i + 1
         return i
@@ -1162,7 +902,7 @@ class _Descent:
         if kinds[i] == "NAME" and kinds[i + 2] == "NUMBER":  # a box literal: x >= 0.25
             values = self.values
             text = values[i + 2]
-            if not _NUMBER.match(text):
+            if not NUMBER.match(text):
                 raise _NotFast
             value = float(text)
             if not math.isfinite(value):

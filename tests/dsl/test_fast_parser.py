@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lark import Token
 
-from clefprove.dsl import ast
+from clefprove.dsl import ast, lark_route, scanner_table
 from clefprove.dsl import parser as ps
 from clefprove.dsl.fmt import format_program
 
@@ -59,7 +62,7 @@ def _tokens(tokens: object) -> list[tuple[object, ...]]:
 
 def _same(text: str) -> None:
     assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
-    lark_tokens = [t for t in ps._lex_all(text) if t.type != "WS"]
+    lark_tokens = [t for t in lark_route.lex_all(text) if t.type != "WS"]
     assert _tokens(ps._lex_code(text)) == _tokens(lark_tokens)
 
 
@@ -167,13 +170,33 @@ def test_token_mutations(data: st.DataObject) -> None:
     _same("".join(tokens))
 
 
-def test_a_lark_without_the_scanner_attributes_lexes_through_lark(monkeypatch) -> None:
-    """Where this Lark keeps its scanner otherwise, the tokens come from Lark's own lexer."""
+def test_the_scanner_table_is_what_lark_derives_from_the_grammar() -> None:
+    """scanner_table.py is current: regenerate it with ``python -m clefprove.dsl.lark_route``
+    after a change to grammar.lark (or a Lark that derives its scanner otherwise)."""
+    master, flags, _ = lark_route.derive_scanner()
+    assert (master, flags) == (scanner_table.MASTER, scanner_table.FLAGS)
+    assert lark_route.render_scanner_table() == Path(scanner_table.__file__).read_text("utf-8")
+
+
+def test_a_text_the_fast_lexer_does_not_take_is_lexed_by_lark(monkeypatch) -> None:
+    """Where the scanner gives up (here: always), the tokens come from Lark's own lexer."""
     text = (ROOT / "invariants" / "edge.inv").read_text()
     fast = _tokens(ps._lex_code(text))
-    monkeypatch.setattr(ps, "_scanner", lambda: None)
+    monkeypatch.setattr(ps, "_lex_fast", lambda text: None)
     assert _tokens(ps._lex_code(text)) == fast
     assert _result(ps._FileParser, text) == _result(_LarkOnly, text)
+
+
+def test_a_file_that_parses_imports_no_lark() -> None:
+    code = (
+        "import sys\nfrom clefprove.dsl.parser import parse_partial\n"
+        f"r = parse_partial({(ROOT / 'invariants' / 'edge.inv').read_text()!r})\n"
+        "print(len(r.program.items), len(r.diagnostics), 'lark' in sys.modules)\n"
+        "r = parse_partial('invariant x: ensure action == +')\n"
+        "print(len(r.diagnostics), 'lark' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["9 0 False", "1 True"], out.stderr
 
 
 @SETTINGS
@@ -183,31 +206,15 @@ def test_a_lark_without_the_scanner_attributes_lexes_through_lark(monkeypatch) -
     )
 )
 def test_keyword_tables_retype_as_lark_callbacks_do(words: list[str]) -> None:
-    """The per-process keyword table of a callback retypes a name exactly as Lark's callback
-    does: keywords, their case variants, prefixes and extensions, other names."""
-    scanner = ps._scanner()
-    assert scanner is not None
-    _, callbacks, tables = scanner
-    assert any(t is not None for t in tables.values())  # the table route is taken
+    """The keyword tables retype a name exactly as Lark's callbacks do: keywords, their case
+    variants, prefixes and extensions, other names."""
+    _, _, callbacks = lark_route.derive_scanner()
+    assert set(callbacks) == set(scanner_table.KEYWORDS)
     extra = [w for k in sorted(ps.KEYWORDS) for w in (k.upper(), k.title(), k[:-1], k + "s")]
     for kind, callback in callbacks.items():
-        table = tables[kind]
-        if table is None:
-            continue
+        table = scanner_table.KEYWORDS[kind]
         for word in [*words, *sorted(ps.KEYWORDS), *extra]:
-            assert table.get(word, kind) == callback(ps.Token(kind, word)).type, word
-
-
-def test_the_callbacks_route_retypes_as_the_tables_do(monkeypatch) -> None:
-    """Without keyword tables (a Lark whose callbacks are not plain-string keyword lists) the
-    callbacks retype the names: the same tokens."""
-    text = (ROOT / "invariants" / "edge.inv").read_text()
-    fast = _tokens(ps._lex_code(text))
-    scanner = ps._scanner()
-    assert scanner is not None
-    mre, callbacks, tables = scanner
-    monkeypatch.setattr(ps, "_scanner", lambda: (mre, callbacks, dict.fromkeys(tables)))
-    assert _tokens(ps._lex_code(text)) == fast
+            assert table.get(word, kind) == callback(Token(kind, word)).type, word
 
 
 @SETTINGS

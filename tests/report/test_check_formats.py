@@ -176,9 +176,12 @@ def test_text_table_columns_line_up_whatever_the_names(report):
         assert "\x1b[2J" not in text and "\\x1b[2J" in plain and "\\u202e" in plain
         assert ("\x1b[" in text) == color
         table = plain.splitlines()[1 : 2 + len(odd)]
-        status_at = [_cells(line[: line.index(r.status)]) for line, r in zip(table[1:], odd)]
-        assert len(set(status_at)) == 1 and _cells(table[0][: table[0].index("status")]) == (
-            status_at[0]
+        status_at = [
+            _cells(line[: line.index(r.status)]) for line, r in zip(table[1:], odd, strict=True)
+        ]
+        assert (
+            len(set(status_at)) == 1
+            and _cells(table[0][: table[0].index("status")]) == (status_at[0])
         )
 
 
