@@ -18,7 +18,6 @@ DISTRIBUTION = {
     "numpy": "numpy",
     "z3": "z3-solver",
     "lark": "lark",
-    "networkx": "networkx",
     "rich": "rich",
     "jinja2": "jinja2",
     "xxhash": "xxhash",

@@ -277,9 +277,8 @@ def diff(
     """Structural and semantic differences from *old* to *new* (see module docstring).
 
     *limit* caps the number of regions listed (largest share first); all are counted."""
-    g = gr.subtree_graph({"old": old, "new": new})
-    changes = tuple(gr.structural_changes(old, new, g))
-    shared = gr.shared_stats(g, "old", "new")
+    changes = tuple(gr.structural_changes(old, new))
+    shared = gr.shared_stats(old, new)
     head = (describe_model(old, old_path), describe_model(new, new_path))
     reason = incompatibility(old, new)
     if reason is not None:

@@ -1,9 +1,12 @@
-"""The graph of subtrees shared between model versions, and structural changes.
+"""The subtrees shared between model versions, and structural changes.
 
-:func:`subtree_graph` builds a :class:`networkx.DiGraph` whose nodes are subtree hashes (hex;
-see :mod:`clefprove.incremental.merkle`) and whose edges go from a split to its two children.
-Each graph node records where it occurs in each model version (``at``: version label -> node
-indices), so a subtree present in both versions is one graph node: the shared structure.
+Subtrees are compared by their hashes (:mod:`clefprove.incremental.merkle`): equal hashes, equal
+subtrees.  Seen as one graph over both versions (a node per distinct subtree hash, an edge from
+a split to each child, a subtree present in both versions one node: the shared structure),
+:func:`shared_stats` counts the maximal shared subtrees (shared, under no shared parent in
+either version) and how many of NEW's nodes they cover.  It is computed with array operations
+on the hash rows (sorting 32-byte keys), never a node-by-node graph: a diff of two 1M-node trees
+costs what sorting their hashes costs.
 
 :func:`structural_changes` walks OLD and NEW from the root in parallel.  Where the subtree
 hashes agree the walk stops (nothing below changed); where both nodes are the same split it
@@ -14,7 +17,8 @@ descends into both children; anywhere else it reports one change at that positio
 * ``added``: OLD has a leaf where NEW has a split (a subtree was grown);
 * ``removed``: OLD has a split where NEW has a leaf (a subtree was pruned).
 
-A replacement subtree that already existed somewhere in OLD is reported with ``moved_from``.
+A replacement subtree that already existed somewhere in OLD is reported with ``moved_from``
+(its first occurrence in OLD, in node order).
 """
 
 from __future__ import annotations
@@ -22,49 +26,57 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import networkx as nx
+import numpy as np
 
 from clefprove.incremental import merkle
 from clefprove.model.describe import condition, format_number
-from clefprove.model.types import Model, Node, NodeKind
+from clefprove.model.types import LEAF_CODE, Model, Node, NodeKind
 
 
-def subtree_graph(models: dict[str, Model]) -> nx.DiGraph:
-    """A DiGraph of the subtrees of every model in *models* (label -> model), keyed by hash."""
-    g = nx.DiGraph()
-    for label, model in models.items():
-        hexes = merkle.hexes(merkle.subtree_hashes(model))
-        counts = merkle.leaf_counts(model)
-        nodes = model.nodes
-        kind = nodes["kind"]
-        for i, h in enumerate(hexes):
-            if h not in g:
-                g.add_node(h, leaves=int(counts[i]), leaf=bool(kind[i] == NodeKind.LEAF), at={})
-            g.nodes[h]["at"].setdefault(label, []).append(i)
-        for i, h in enumerate(hexes):
-            if kind[i] != NodeKind.LEAF:
-                g.add_edge(h, hexes[int(nodes["left"][i])], side="left")
-                g.add_edge(h, hexes[int(nodes["right"][i])], side="right")
-    return g
+def _keys(hashes: np.ndarray) -> np.ndarray:
+    """One 32-byte key per node (numpy void: compared and sorted as bytes)."""
+    rows = np.ascontiguousarray(hashes, dtype=np.uint8)
+    return rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
-def shared_stats(g: nx.DiGraph, old: str, new: str) -> dict[str, int]:
+def _parents(model: Model) -> np.ndarray:
+    """The parent of every node (-1 for the root)."""
+    nodes = model.nodes
+    split = np.flatnonzero(nodes["kind"] != LEAF_CODE)
+    parent = np.full(len(nodes), -1, dtype=np.int64)
+    parent[nodes["left"][split]] = split
+    parent[nodes["right"][split]] = split
+    return parent
+
+
+def _under_shared(parent: np.ndarray, shared: np.ndarray) -> np.ndarray:
+    """Per node: its parent is a shared subtree."""
+    out = np.zeros(len(parent), dtype=bool)
+    has = parent >= 0
+    out[has] = shared[parent[has]]
+    return out
+
+
+def shared_stats(old: Model, new: Model) -> dict[str, int]:
     """How much of NEW is made of subtrees that also occur in OLD (maximal shared subtrees)."""
-    shared = [h for h, d in g.nodes(data=True) if old in d["at"] and new in d["at"]]
-    shared_set = set(shared)
-    maximal = [h for h in shared if not any(p in shared_set for p in g.predecessors(h))]
-    new_nodes = sum(len(d["at"].get(new, ())) for _, d in g.nodes(data=True))
-    covered = sum(len(g.nodes[h]["at"][new]) * _size(g, h) for h in maximal)
+    ko, kn = _keys(merkle.subtree_hashes(old)), _keys(merkle.subtree_hashes(new))
+    shared_o, shared_n = np.isin(ko, kn), np.isin(kn, ko)
+    # a shared subtree is maximal unless one of its occurrences, in either version, hangs
+    # under a shared parent
+    inner = np.concatenate(
+        (
+            ko[shared_o & _under_shared(_parents(old), shared_o)],
+            kn[shared_n & _under_shared(_parents(new), shared_n)],
+        )
+    )
+    maximal = shared_n & ~np.isin(kn, inner)
+    new_nodes = len(kn)
+    sizes = 2 * merkle.leaf_counts(new)[maximal].astype(np.int64) - 1
     return {
         "new_nodes": new_nodes,
-        "shared_subtrees": len(maximal),
-        "new_nodes_in_shared_subtrees": min(covered, new_nodes),
+        "shared_subtrees": len(np.unique(kn[maximal])),
+        "new_nodes_in_shared_subtrees": min(int(sizes.sum()), new_nodes),
     }
-
-
-def _size(g: nx.DiGraph, h: str) -> int:
-    """Number of tree nodes in the subtree *h* (leaves * 2 - 1 for a binary tree)."""
-    return 2 * int(g.nodes[h]["leaves"]) - 1
 
 
 @dataclass(frozen=True)
@@ -123,14 +135,12 @@ def _path_in(model: Model, index: int) -> tuple[str, ...]:
     return tuple(condition(model, n, left) for n, left in path_to(model, index))
 
 
-def structural_changes(old: Model, new: Model, g: nx.DiGraph | None = None) -> list[Change]:
+def structural_changes(old: Model, new: Model) -> list[Change]:
     """Changes from *old* to *new* in tree order of NEW (see module docstring)."""
     ho = merkle.subtree_hashes(old)
     hn = merkle.subtree_hashes(new)
-    old_hex = None
-    if g is None:
-        old_hex = {h: i for i, h in reversed(list(enumerate(merkle.hexes(ho))))}
     counts_o, counts_n = merkle.leaf_counts(old), merkle.leaf_counts(new)
+    first_in_old = _FirstOccurrence(_keys(ho))
     out: list[Change] = []
     stack: list[tuple[int, int, tuple[str, ...]]] = [(0, 0, ())]
     while stack:
@@ -151,13 +161,7 @@ def structural_changes(old: Model, new: Model, g: nx.DiGraph | None = None) -> l
             kind = "changed"
         moved = None
         if not b.is_leaf:
-            h = bytes(hn[j]).hex()
-            if g is not None:
-                at = g.nodes[h]["at"].get("old") if h in g else None
-                k = at[0] if at else None
-            else:
-                assert old_hex is not None
-                k = old_hex.get(h)
+            k = first_in_old.find(_keys(hn[j : j + 1])[0])
             if k is not None:
                 moved = _path_in(old, k)
         out.append(
@@ -174,3 +178,22 @@ def structural_changes(old: Model, new: Model, g: nx.DiGraph | None = None) -> l
             )
         )
     return out
+
+
+class _FirstOccurrence:
+    """The first node (in node order) of a subtree hash among *keys*: a stable sort, built on
+    the first lookup (most diffs replace no split by an existing subtree)."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = keys
+        self.sorted: tuple[np.ndarray, np.ndarray] | None = None
+
+    def find(self, key: np.ndarray) -> int | None:
+        if self.sorted is None:
+            order = np.argsort(self.keys, kind="stable")
+            self.sorted = order, self.keys[order]
+        order, keys = self.sorted
+        at = int(np.searchsorted(keys, key, side="left"))
+        if at < len(keys) and keys[at] == key:
+            return int(order[at])
+        return None

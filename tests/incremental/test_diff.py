@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.eval.evaluator import Evaluator
+from clefprove.geometry.boxes import path_to
 from clefprove.incremental import merkle
 from clefprove.incremental.diff import _intersections, diff, shares
+from clefprove.model.describe import condition
 from clefprove.verify.evidence import describe_path
 from tests.incremental import models as M
 
@@ -185,6 +187,67 @@ def test_merkle_names_features_not_positions(src, perm) -> None:
     assert bytes(merkle.subtree_hashes(a)[0]) == bytes(merkle.subtree_hashes(b)[0])
     if list(perm) != sorted(perm):
         assert merkle.domain_digest(a) != merkle.domain_digest(b)
+
+
+def _graph_reference(old, new) -> tuple[dict[str, int], dict[str, int]]:
+    """The shared-subtree graph built node by node (one vertex per distinct subtree hash over
+    both versions, an edge from a split to each child): its maximal shared subtrees, and the
+    first node of each hash in OLD."""
+    graph: dict[bytes, dict] = {}
+    first_in_old: dict[bytes, int] = {}
+    for label, m in (("old", old), ("new", new)):
+        hs = [bytes(h) for h in merkle.subtree_hashes(m)]
+        counts = merkle.leaf_counts(m)
+        for i, h in enumerate(hs):
+            d = graph.setdefault(h, {"at": {}, "leaves": int(counts[i]), "preds": set()})
+            d["at"].setdefault(label, []).append(i)
+            if label == "old":
+                first_in_old.setdefault(h, i)
+        for i in range(m.n_nodes):
+            node = m.node(i)
+            if not node.is_leaf:
+                graph[hs[node.left]]["preds"].add(hs[i])
+                graph[hs[node.right]]["preds"].add(hs[i])
+    shared = {h for h, d in graph.items() if len(d["at"]) == 2}
+    maximal = [h for h in shared if not graph[h]["preds"] & shared]
+    covered = sum(len(graph[h]["at"]["new"]) * (2 * graph[h]["leaves"] - 1) for h in maximal)
+    stats = {
+        "new_nodes": new.n_nodes,
+        "shared_subtrees": len(maximal),
+        "new_nodes_in_shared_subtrees": min(covered, new.n_nodes),
+    }
+    return stats, first_in_old
+
+
+def _with_copies(draw, src: dict) -> dict:
+    """*src* with subtrees copied elsewhere in it (shared subtrees occurring more than once,
+    replacements that already existed: moved subtrees)."""
+    src = copy.deepcopy(src)
+    for _ in range(draw(st.integers(0, 2))):
+        paths = M.paths(src["tree"])
+        source = draw(st.sampled_from(paths))
+        target = draw(st.sampled_from(paths))
+        if target and target[: len(source)] != source:
+            M.at(src["tree"], target[:-1])[target[-1]] = copy.deepcopy(M.at(src["tree"], source))
+    return src
+
+
+@FAST
+@given(st.data())
+def test_shared_subtrees_and_moves_match_the_node_by_node_graph(data) -> None:
+    a_src = _with_copies(data.draw, data.draw(M.sources(5)))
+    b_src = _with_copies(data.draw, _mutate(data.draw, a_src))
+    old, new = M.compile_(a_src), M.compile_(b_src)
+    stats, first_in_old = _graph_reference(old, new)
+    rep = diff(old, new)
+    assert rep.shared == stats
+    for change in rep.changes:
+        h = bytes(merkle.subtree_hashes(new)[change.new_node])
+        moved = first_in_old.get(h) if not new.node(change.new_node).is_leaf else None
+        expected = None
+        if moved is not None:
+            expected = tuple(condition(old, n, left) for n, left in path_to(old, moved))
+        assert change.moved_from == expected
 
 
 def test_incompatible_domains_refuse_the_semantic_part() -> None:
