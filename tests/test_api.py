@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import clefprove
 
 INIT = Path(clefprove.__file__)
@@ -52,6 +54,26 @@ def test_a_single_tree_check_imports_no_ensemble_stage(tmp_path):
         f"code = main(['check', {str(root / 'examples/edge-allow-block.clef')!r},"
         f" {str(root / 'invariants')!r}])\n"
         "print(sorted(m for m in sys.modules if 'ensemble' in m or 'relational' in m), code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=120)  # fmt: skip
+    assert r.stdout.splitlines()[-1] == "['clefprove.model.ensemble'] 0", r.stderr
+
+
+@pytest.mark.parametrize("command", ["gate", "diff"])
+def test_a_single_tree_gate_or_diff_imports_no_ensemble_stage_or_graph_library(tmp_path, command):
+    root = INIT.parent.parent
+    old = root / "examples/edge-allow-block-1.0.0.clef"
+    new = root / "examples/edge-allow-block.clef"
+    args = [str(old), str(new)]
+    if command == "gate":
+        args = [str(new), str(root / "invariants"), "--previous", str(old), "--no-cache"]
+    code = (
+        "import sys\nfrom clefprove.cli.main import main\n"
+        f"code = main({[command, *args]!r})\n"
+        "print(sorted(m for m in sys.modules if 'ensemble' in m or 'relational' in m"
+        " or m == 'networkx'), code)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root)}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,

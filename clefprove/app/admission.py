@@ -466,7 +466,7 @@ def diff_files(old: str, new: str) -> dict[str, Any]:
     --previous`` reports it), for two single trees or two ensembles (whose behaviour search
     has :data:`DIFF_BUDGET` seconds: past it the summary says ``partial``; a tree against
     an ensemble: not compared); an unreadable file gives ``{"error": ...}``."""
-    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.incremental.compare import diff_models
     from clefprove.model.clef import load
 
     try:

@@ -75,7 +75,7 @@ def run_gate(
     *loaded*: the model of the file *new*, loaded by the caller with full validation
     (``load_bytes`` of the bytes it wrote there: the service's gate worker), not read again."""
     from clefprove.dsl.loader import load_invariants
-    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.incremental.compare import diff_models
     from clefprove.model.loading import load_any
     from clefprove.verify.api import check
 

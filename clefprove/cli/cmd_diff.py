@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import refuse_inputs
     from clefprove.errors import ClefproveError
-    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.incremental.compare import diff_models
     from clefprove.model.loading import load_any
     from clefprove.report.diff_text import render_text
 

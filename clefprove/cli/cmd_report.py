@@ -40,7 +40,7 @@ def behaviour_diff(
     """The behaviour diff from *old* to *new*: the object ``clefprove diff --format json``
     prints (two trees or two ensembles; a tree against an ensemble is reported as not
     compared, never a reason to write no report)."""
-    from clefprove.incremental.ensemble_diff import diff_models
+    from clefprove.incremental.compare import diff_models
 
     d = diff_models(old, new, old_path=old_path, new_path=new_path, refuse_mixed=False)
     return d.to_json_dict()

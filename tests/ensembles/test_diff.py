@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.eval.ensemble import EnsembleEvaluator
-from clefprove.incremental.ensemble_diff import diff_ensembles, diff_models
+from clefprove.incremental.compare import diff_models
+from clefprove.incremental.ensemble_diff import diff_ensembles
 from clefprove.model.source import compile_source
 from clefprove.report.diff_text import render_text
 from clefprove.verify.evidence import encode
