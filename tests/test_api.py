@@ -88,7 +88,7 @@ def test_a_small_check_imports_no_pool_masked_arrays_sockets_rich_or_lark(tmp_pa
     unwanted = [
         "numpy.ma",
         "multiprocessing",
-        "concurrent.futures.process",
+        "concurrent.futures",
         "socket",
         "rich",
         "lark",

@@ -24,13 +24,12 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: Room for the task indices of one group in the shared cancel word.
 _SPAN = 1 << 24
