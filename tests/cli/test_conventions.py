@@ -6,6 +6,8 @@ Every test runs the CLI in a fresh interpreter, as a CI job would.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -16,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from clefprove.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY_CLEF = ROOT / "examples" / "spec-toy.clef"
@@ -552,3 +556,27 @@ def test_a_library_error_that_lost_the_signal_still_reports_it(monkeypatch) -> N
         assert cli_main._signal_behind(ImportError("numpy: IMPORTANT: PLEASE READ THIS")) == code
     monkeypatch.setattr(cli_main, "_received", [])
     assert cli_main._signal_behind(ImportError("numpy: IMPORTANT: PLEASE READ THIS")) is None
+
+
+@pytest.mark.parametrize("name", [c.replace("_", "-") for c in cli_main.COMMANDS])
+def test_a_command_parser_built_alone_is_the_one_built_with_all(name: str, tmp_path, monkeypatch):
+    # main() builds only the sub-parser of the command it runs: help, defaults and
+    # [tool.clefprove] settings must be those of the parser with every command
+    (tmp_path / "pyproject.toml").write_text("[tool.clefprove]\njobs = 2\ntimeout = 7\n")
+    monkeypatch.chdir(tmp_path)
+
+    def seen(argv: list[str] | None) -> tuple[str, dict[str, object]]:
+        parser = cli_main.build_parser(argv)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+        (sub,) = [a for a in parser._actions if a.dest == "command"]
+        command = sub.choices[name]  # type: ignore[index]
+        defaults = {a.dest: a.default for a in command._actions}
+        return out.getvalue(), {**defaults, **command._defaults}
+
+    alone, full = seen([name]), seen(None)
+    assert alone == full
+    assert "--color" in alone[0]
+    if name == "check":
+        assert (alone[1]["jobs"], alone[1]["timeout"]) == (2, 7.0)
