@@ -27,12 +27,15 @@ from clefprove.dsl import ast
 from clefprove.dsl.lexicon import NAMES, NUMBER, pos_of
 
 
+def _grammar() -> str:
+    return resources.files("clefprove.dsl").joinpath("grammar.lark").read_text("utf-8")
+
+
 @cache
 def lark_parser() -> Lark:
     """The LALR parser for one top-level item (built once per process)."""
-    grammar = resources.files("clefprove.dsl").joinpath("grammar.lark").read_text("utf-8")
     return Lark(
-        grammar,
+        _grammar(),
         parser="lalr",
         lexer="basic",
         start="item",
@@ -101,6 +104,10 @@ def keyword_table(callback: Callable[[Token], Token]) -> dict[str, str]:
 def render_scanner_table() -> str:
     """The text of :mod:`clefprove.dsl.scanner_table` for this grammar and Lark (laid out as
     ``ruff format`` keeps it: one alternative of the regex, one keyword per line)."""
+    import hashlib
+
+    import lark
+
     master, flags, callbacks = derive_scanner()
     alternatives = master.split("|(?P<")
     prefix, first = alternatives[0].split("(?:(?P<", 1)  # the whitespace prefix, NUMBER
@@ -108,9 +115,13 @@ def render_scanner_table() -> str:
     out = [
         '"""The fast lexer\'s scanner, derived from grammar.lark by Lark (generated: do not edit).',
         "",
-        "Written by ``python -m clefprove.dsl.lark_route``; tests/dsl/test_fast_parser.py checks",
-        'that it is what the installed Lark derives from the grammar.\n"""',
+        "Written by ``python -m clefprove.dsl.lark_route`` from the grammar whose SHA-256 it",
+        "records; tests/dsl/test_fast_parser.py checks that digest against grammar.lark, the",
+        "scanner against what the Lark it records derives, and the tokens against Lark's lexer.",
+        '"""',
         "",
+        f"GRAMMAR_SHA256 = {_literal(hashlib.sha256(_grammar().encode()).hexdigest())}",
+        f"LARK_VERSION = {_literal(lark.__version__)}",
         "MASTER = (",
         *(f"    {_literal(p)}" for p in pieces),
         ")",

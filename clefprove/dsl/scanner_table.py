@@ -1,9 +1,12 @@
 """The fast lexer's scanner, derived from grammar.lark by Lark (generated: do not edit).
 
-Written by ``python -m clefprove.dsl.lark_route``; tests/dsl/test_fast_parser.py checks
-that it is what the installed Lark derives from the grammar.
+Written by ``python -m clefprove.dsl.lark_route`` from the grammar whose SHA-256 it
+records; tests/dsl/test_fast_parser.py checks that digest against grammar.lark, the
+scanner against what the Lark it records derives, and the tokens against Lark's lexer.
 """
 
+GRAMMAR_SHA256 = "cbc72c06bd560a1b3338a14e16a8861446c91d8eb98026b9d59183c074e0a590"
+LARK_VERSION = "1.3.1"
 MASTER = (
     "(?>(?:[ \t\f\r\n]+)?)(?:"
     "(?P<NUMBER>(?:[0-9]|\\.[0-9])[A-Za-z0-9_.]*(?:(?<=[eE])[+-][A-Za-z0-9_.]*)?)"
