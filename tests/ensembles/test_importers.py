@@ -242,6 +242,54 @@ def test_xgboost_ubj_and_categorical(tmp_path):
     assert np.abs(np.where(b.actions == 1, p1, 1 - p1) - b.confidences).max() <= 1e-6
 
 
+@pytest.mark.parametrize(
+    ("data", "rate"), [pytest.param("breast_cancer", 0.3, marks=pytest.mark.slow), ("wine", 0.5)]
+)
+def test_xgboost_early_stopping_imports_the_rounds_predict_uses(tmp_path, data, rate):
+    """Early stopping keeps every round in the file but records ``best_iteration``, and
+    ``XGBClassifier.predict`` (also after ``load_model``) uses only the rounds up to it; the
+    import takes those rounds, as predict does, and says so."""
+    X, y = _data(data)
+    clf = xgb.XGBClassifier(
+        n_estimators=200, max_depth=3, learning_rate=rate, early_stopping_rounds=3,
+        random_state=0,
+    )  # fmt: skip
+    clf.fit(X, y, eval_set=[(X[::3], y[::3])], verbose=False)
+    booster = clf.get_booster()
+    assert clf.best_iteration + 1 < booster.num_boosted_rounds()  # it did stop early
+    path = tmp_path / "m.json"
+    clf.save_model(path)
+    model = import_model("xgboost", path)
+    assert isinstance(model, Ensemble)
+    per = len(clf.classes_) if len(clf.classes_) > 2 else 1
+    assert model.n_trees == (clf.best_iteration + 1) * per
+    note = model.metadata["metadata"]["imported_from"]["warnings"][0]
+    assert f"best_iteration {clf.best_iteration}" in note and "XGBClassifier.predict" in note
+    R = boundary_rows(model, X, 2000, 2, xgboost_thresholds(booster))
+    R = np.clip(R, -F32_MAX, F32_MAX)
+    loaded = xgb.XGBClassifier()
+    loaded.load_model(path)
+    _agree(model, R, clf.classes_, loaded.predict(R), loaded.predict_proba(R), 1e-6)
+
+
+def test_xgboost_best_iteration_zero_is_one_tree(tmp_path):
+    X, y = _data("breast_cancer")
+    clf = xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(X, y)
+    clf.save_model(tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    doc["learner"]["attributes"]["best_iteration"] = "0"
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    model = import_model("xgboost", tmp_path / "m.json")
+    assert not isinstance(model, Ensemble)  # one binary:logistic tree: a v1 model
+    (note,) = model.metadata["metadata"]["imported_from"]["warnings"]
+    assert "best_iteration 0 of 3 rounds" in note
+    R = X[:200]
+    pred = clf.predict(R, iteration_range=(0, 1))
+    from clefprove.eval.evaluator import Evaluator
+
+    assert np.array_equal(Evaluator(model).evaluate(R).actions, pred)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("data", "params"), XGB)
 def test_xgboost_ensembles_decide_as_predict_100k(tmp_path, data, params):
