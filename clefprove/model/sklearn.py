@@ -528,7 +528,8 @@ def _from_ensemble(
       in whatever order the threads finish);
     * gradient boosting: raw scores start at the constant ``_raw_predict_init`` and add
       ``learning_rate * value`` stage after stage; binary: class 1 iff the score is ``>= 0``,
-      probability ``expit``; multi-class: argmax of the scores, probabilities softmax.
+      probability ``expit`` (``expit(2 * score)`` for the exponential loss); multi-class:
+      argmax of the scores, probabilities softmax.
     """
     if not hasattr(model, "estimators_") or not hasattr(model, "classes_"):
         raise ImportModelError(f"{type(model).__name__} is not fitted")
@@ -579,6 +580,9 @@ def _from_ensemble(
             "rule": "margin",
             "base": [float(b) for b in base],
         }
+        if K == 1 and getattr(model, "loss", "log_loss") == "exponential":
+            # ExponentialLoss's link is the half logit: predict_proba is expit(2 * raw)
+            ensemble["scale"] = 2.0
     meta: dict[str, Any] = {
         "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
     }

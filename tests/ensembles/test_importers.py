@@ -122,6 +122,8 @@ SKLEARN = [
     ("ExtraTreesClassifier", "wine", {"n_estimators": 10, "max_depth": 5}),
     ("GradientBoostingClassifier", "breast_cancer", {"n_estimators": 50, "max_depth": 3}),
     ("GradientBoostingClassifier", "iris", {"n_estimators": 10, "max_depth": 3}),
+    # predict_proba is expit(2 * raw) for the exponential loss (its link is the half logit)
+    ("GradientBoostingClassifier", "breast_cancer", {"n_estimators": 20, "loss": "exponential"}),
 ]
 
 
