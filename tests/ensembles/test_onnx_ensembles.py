@@ -330,6 +330,8 @@ def test_refusals_name_the_supported_route(tmp_path):
         _refused(tmp_path, proto, r"NONE, LOGISTIC")
     _refused(tmp_path, _set(onnx.load(str(src)), post_transform="LOGISTIC"), "NONE and SOFTMAX are")
     _refused(tmp_path, _set(onnx.load(str(binary)), post_transform="NONE"), "supported: LOGISTIC")
+    # NONE on margins (onnxmltools' XGBoost multi:softmax): no probabilities, said so
+    _refused(tmp_path, _set(onnx.load(str(src)), post_transform="NONE"), "supported: SOFTMAX")
     p = onnx.load(str(src))
     modes = [
         helper.get_attribute_value(x) for x in _tree_node(p).attribute if x.name == "nodes_modes"

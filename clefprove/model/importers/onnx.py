@@ -582,6 +582,14 @@ def _convert_ensemble(
                 )
         values = [[ValueLeaf(tuple(v.get(c, 0.0) for c in range(n))) for v in tr] for tr in trees]
         if post == "NONE":
+            off = [w for w in weights + base if not 0.0 <= w <= 1.0]
+            if off:
+                raise ImportModelError(
+                    f"a {n}-class ensemble with post_transform NONE and a weight {off[0]} "
+                    "outside [0, 1]: its scores are not probabilities (onnxmltools writes this "
+                    "for XGBoost multi:softmax; import the XGBoost model with `clefprove import "
+                    "xgboost`); supported: SOFTMAX, or NONE with class shares in [0, 1]"
+                )
             link, rule = "identity", "proba"
         elif post == "SOFTMAX":
             link, rule = "softmax", "margin"
