@@ -535,6 +535,13 @@ def _from_ensemble(
         raise ImportModelError(f"{type(model).__name__} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output ensembles cannot be converted (one action per input)")
+    if len(model.classes_) < 2:
+        only = np.asarray(model.classes_).tolist()[0]
+        raise ImportModelError(
+            f"this {type(model).__name__} was fitted on one class ({only!r}) and always "
+            "predicts it; an ensemble needs two classes or more (supported: fit it on two or "
+            "more classes)"
+        )
     n_in = int(model.n_features_in_)
     parsed = _declared_features(model, features, n_in, "model")
     action_names, class_to_action = _actions(list(model.classes_), actions)

@@ -177,6 +177,17 @@ def test_sklearn_refuses_regressors_naming_the_route():
             clefprove.from_sklearn(reg, _wide(4), actions=["a", "b", "c"])
 
 
+def test_sklearn_refuses_a_forest_of_one_class_in_one_line():
+    import sklearn.ensemble as se
+
+    X, y = _data("iris")
+    for cls in (se.RandomForestClassifier, se.ExtraTreesClassifier):
+        clf = cls(n_estimators=3, random_state=0).fit(X, np.zeros_like(y))
+        with pytest.raises(ImportModelError, match=r"fitted on one class \(0\)") as err:
+            clefprove.from_sklearn(clf, _wide(4), actions=["a"])
+        assert "\n" not in str(err.value) and "invalid model" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- XGBoost
 
 xgb = pytest.importorskip("xgboost")
