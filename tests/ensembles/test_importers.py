@@ -329,6 +329,7 @@ def test_from_sklearn_names_the_import_route_for_xgboost_and_lightgbm():
 LGB = [
     ("breast_cancer", {"objective": "binary", "n_estimators": 10}),
     ("breast_cancer", {"objective": "binary", "n_estimators": 50, "max_depth": 6}),
+    ("breast_cancer", {"objective": "cross_entropy", "n_estimators": 10}),  # sigmoid scale 1
     ("wine", {"objective": "multiclass", "n_estimators": 10}),
     (
         "breast_cancer",

@@ -217,10 +217,14 @@ def _convert(
 ) -> Model | Ensemble:
     objective = header.get("objective", "").split()
     kind = objective[0] if objective else ""
-    if kind not in ("binary", "multiclass"):
+    if kind == "cross_entropy":
+        # LightGBM's CrossEntropy output is 1 / (1 + exp(-r)): the binary sigmoid with scale
+        # 1, and LGBMClassifier labels it as a binary model (argmax of [1 - p, p])
+        kind = "binary"
+    elif kind not in ("binary", "multiclass"):
         raise ImportModelError(
             f"objective '{' '.join(objective) or '?'}' is not supported (classifiers: binary, "
-            "multiclass; regressors and rankers are not imported)"
+            "cross_entropy, multiclass; multiclassova, regressors and rankers are not imported)"
         )
     sigmoid = 1.0
     for part in objective[1:]:
