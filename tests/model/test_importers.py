@@ -628,6 +628,33 @@ def test_lightgbm_forests_are_ensembles_and_other_objectives_refused(tmp_path) -
         import_model("lightgbm", tmp_path / "o.txt")
 
 
+def test_refusals_name_what_is_unsupported_and_the_route(tmp_path) -> None:
+    """Models people train that clefprove does not import: one line naming what is not
+    supported and how to save or train the model so that it is."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    cases: list[tuple[str, Path, str]] = []
+    for booster in ("dart", "gblinear"):
+        path = tmp_path / f"{booster}.json"
+        xgb.XGBClassifier(n_estimators=2, booster=booster).fit(X, y).save_model(path)
+        cases.append(("xgboost", path, rf"booster '{booster}' is not supported .*booster='gbtree'"))
+    bst = xgb.XGBClassifier(n_estimators=2, max_depth=2).fit(X, y).get_booster()
+    bst.dump_model(str(tmp_path / "dump.txt"))
+    cases.append(("xgboost", tmp_path / "dump.txt", r"save_model\('model.json'\); the legacy"))
+    params = {"objective": "binary", "verbose": -1, "num_leaves": 4}
+    linear = lgb.train({**params, "linear_tree": True}, lgb.Dataset(X, y), num_boost_round=2)
+    linear.save_model(tmp_path / "linear.txt")
+    cases.append(("lightgbm", tmp_path / "linear.txt", r"linear trees .*linear_tree=False"))
+    plain = lgb.train(params, lgb.Dataset(X, y), num_boost_round=2)
+    (tmp_path / "dump.json").write_text(json.dumps(plain.dump_model()))
+    cases.append(("lightgbm", tmp_path / "dump.json", r"dump_model\(\) output is not read"))
+    for fmt, path, pattern in cases:
+        with pytest.raises(ImportModelError, match=pattern) as err:
+            import_model(fmt, path)
+        assert "\n" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- CLI
 
 

@@ -83,7 +83,15 @@ def import_lightgbm(
 def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "tree":
-        raise ImportModelError("not a LightGBM text model (it must start with 'tree')")
+        if text.lstrip().startswith("{"):
+            raise ImportModelError(
+                "JSON, not a LightGBM text model (booster.dump_model() output is not read; "
+                "save the model with booster.save_model('model.txt'))"
+            )
+        raise ImportModelError(
+            "not a LightGBM text model (it must start with 'tree'; save the model with "
+            "booster.save_model('model.txt'))"
+        )
     header: dict[str, str] = {}
     trees: list[dict[str, str]] = []
     current = header
@@ -123,7 +131,10 @@ def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list
 def _tree_arrays(tree: dict[str, str], n_columns: int, t: int) -> dict[str, Any]:
     """One tree's fields, checked; categorical sets decoded."""
     if tree.get("is_linear", "0").strip() not in ("0", ""):
-        raise ImportModelError("linear trees are not supported")
+        raise ImportModelError(
+            "linear trees (linear_tree=True: a linear model in every leaf) are not supported; "
+            "supported: trees with constant leaves (train with linear_tree=False)"
+        )
     n_leaves = int(tree["num_leaves"])
     if n_leaves < 1:
         raise ImportModelError(f"tree {t}: num_leaves must be at least 1")

@@ -93,7 +93,9 @@ def _decode(data: bytes, path: Any) -> Any:
         return value
     refuse_pickle(path, data, "save the booster with booster.save_model('model.json')")
     raise ImportModelError(
-        f"{path}: not an XGBoost JSON or UBJSON model (save it with booster.save_model)"
+        f"{path}: not an XGBoost JSON or UBJSON model (save it with "
+        "booster.save_model('model.json'); the legacy binary format and dump_model output are "
+        "not read)"
     )
 
 
@@ -223,7 +225,15 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     objective = learner["objective"]["name"]
     booster = learner["gradient_booster"]
     if booster.get("name") != "gbtree":
-        raise ImportModelError(f"booster '{booster.get('name')}' is not supported (gbtree only)")
+        kind = booster.get("name")
+        why = {
+            "dart": "its trees are reweighted by dropout at prediction",
+            "gblinear": "a linear model, not trees",
+        }.get(str(kind), "not a tree booster clefprove reads")
+        raise ImportModelError(
+            f"booster '{kind}' is not supported ({why}); supported: booster 'gbtree' "
+            "(train with booster='gbtree')"
+        )
     doc, note = _at_best_iteration(doc)
     learner = doc["learner"]
     booster = learner["gradient_booster"]
