@@ -386,6 +386,51 @@ def test_lightgbm_ensembles_decide_as_predict(tmp_path, data, params):
     _check_lgb(tmp_path, data, params, 3000)
 
 
+def _synthetic_categorical() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    n = 1500
+    cat = rng.integers(0, 12, n).astype(float)
+    z = np.where(rng.random(n) < 0.3, 0.0, rng.normal(size=n))
+    X = np.column_stack([cat, z, rng.normal(size=n) * 100])
+    y = ((np.isin(cat, [1, 4, 7, 9]) ^ (z > 0.2)) | (X[:, 2] > 60)).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["binary_categorical_zero_as_missing", "multiclass", "random_forest", "one_leaf"],
+)
+def test_lightgbm_dump_model_json_imports_as_the_text_model(tmp_path, case):
+    """``json.dump(booster.dump_model(), f)`` holds the same trees as ``save_model``'s text:
+    the import of either decides alike, node for node, and as predict does."""
+    fit: dict = {}
+    if case == "binary_categorical_zero_as_missing":
+        X, y = _synthetic_categorical()
+        params: dict = {"n_estimators": 8, "zero_as_missing": True}
+        fit = {"categorical_feature": [0]}
+    elif case == "multiclass":
+        (X, y), params = _data("wine"), {"n_estimators": 5}
+    elif case == "random_forest":
+        X, y = _data("breast_cancer")
+        params = {"boosting_type": "rf", "n_estimators": 5, "subsample": 0.7, "subsample_freq": 1}
+    else:
+        X, y = _data("breast_cancer")
+        params = {"n_estimators": 2, "min_child_samples": 10_000}  # no split: one leaf
+    clf = lgb.LGBMClassifier(random_state=0, verbose=-1, num_leaves=15, **params)
+    clf.fit(X, y, **fit)
+    clf.booster_.save_model(tmp_path / "m.txt")
+    (tmp_path / "m.json").write_text(json.dumps(clf.booster_.dump_model()))
+    text = import_model("lightgbm", tmp_path / "m.txt")
+    dump = import_model("lightgbm", tmp_path / "m.json")
+    assert np.array_equal(text.nodes, dump.nodes)
+    assert text.features == dump.features and text.actions == dump.actions
+    if isinstance(text, Ensemble):
+        assert isinstance(dump, Ensemble) and text.combine == dump.combine
+        assert np.array_equal(np.asarray(text.values), np.asarray(dump.values))
+        R = boundary_rows(dump, X, 2000, 3, lightgbm_thresholds(tmp_path / "m.txt"))
+        _agree(dump, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("data", "params"), LGB)
 def test_lightgbm_ensembles_decide_as_predict_100k(tmp_path, data, params):

@@ -646,9 +646,8 @@ def test_refusals_name_what_is_unsupported_and_the_route(tmp_path) -> None:
     linear = lgb.train({**params, "linear_tree": True}, lgb.Dataset(X, y), num_boost_round=2)
     linear.save_model(tmp_path / "linear.txt")
     cases.append(("lightgbm", tmp_path / "linear.txt", r"linear trees .*linear_tree=False"))
-    plain = lgb.train(params, lgb.Dataset(X, y), num_boost_round=2)
-    (tmp_path / "dump.json").write_text(json.dumps(plain.dump_model()))
-    cases.append(("lightgbm", tmp_path / "dump.json", r"dump_model\(\) output is not read"))
+    (tmp_path / "other.json").write_text(json.dumps({"learner": {}}))
+    cases.append(("lightgbm", tmp_path / "other.json", r"JSON that is not a LightGBM model"))
     for fmt, path, pattern in cases:
         with pytest.raises(ImportModelError, match=pattern) as err:
             import_model(fmt, path)
@@ -765,6 +764,50 @@ def test_truncations_never_escape_as_other_errors(tmp_path, trained) -> None:
             p = write(tmp_path, f"cut.{fmt}", data[:cut])
             with contextlib.suppress(ImportModelError):
                 import_model(fmt, p)
+
+
+def test_lightgbm_dump_json_prefixes_and_mutations_raise_import_errors_only(tmp_path) -> None:
+    """``dump_model()`` JSON: every prefix, and values replaced or keys dropped anywhere in
+    the document, either import or raise ImportModelError (in process)."""
+    import random
+
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.integers(0, 9, 400), rng.normal(size=400)])
+    y = (np.isin(X[:, 0], [1, 4, 6]) ^ (X[:, 1] > 0.3)).astype(int)
+    params = {"objective": "binary", "verbose": -1, "num_leaves": 5, "zero_as_missing": True}
+    bst = lgb.train(params, lgb.Dataset(X, y, categorical_feature=[0]), num_boost_round=3)
+    doc = bst.dump_model()
+    text = json.dumps(doc)
+    for cut in range(0, len(text), max(1, len(text) // 60)):
+        with contextlib.suppress(ImportModelError):
+            import_model("lightgbm", write(tmp_path, "cut.json", text[:cut]))
+
+    def places(o: object, at: tuple = ()) -> list[tuple]:
+        out = [at]
+        items: object = []
+        if isinstance(o, dict):
+            items = o.items()
+        elif isinstance(o, list):
+            items = enumerate(o[:4])
+        for k, v in items:
+            out += places(v, (*at, k))
+        return out
+
+    where = places(doc)[1:]
+    odd = [None, 0, -1, 1e308, float("nan"), "x", "0||1||99999999", [], {}, True, 2**70, "=="]
+    pick = random.Random(0)
+    for _ in range(150):
+        d = json.loads(text)
+        at = pick.choice(where)
+        parent = d
+        for k in at[:-1]:
+            parent = parent[k]
+        if isinstance(parent, dict) and pick.random() < 0.2:
+            del parent[at[-1]]
+        else:
+            parent[at[-1]] = pick.choice(odd)
+        with contextlib.suppress(ImportModelError):
+            import_model("lightgbm", write(tmp_path, "m.json", json.dumps(d)))
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])
