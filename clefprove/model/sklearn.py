@@ -569,6 +569,15 @@ def _from_ensemble(
             raise ImportModelError(
                 "a GradientBoostingClassifier with a custom init estimator cannot be converted"
             )
+        strategy = getattr(init, "strategy", None)
+        if init != "zero" and strategy not in ("prior", "most_frequent", "uniform", "constant"):
+            # 'stratified' draws a class per row: predict is not a function of the input
+            raise ImportModelError(
+                f"a GradientBoostingClassifier whose init DummyClassifier has strategy "
+                f"{strategy!r} predicts at random, so it cannot be converted (supported: init "
+                "None, 'zero', or a DummyClassifier with strategy 'prior', 'most_frequent', "
+                "'uniform' or 'constant')"
+            )
         probe = np.zeros((1, n_in), dtype=np.float32)
         base = np.asarray(model._raw_predict_init(probe), dtype=np.float64)[0]
         lr = float(model.learning_rate)

@@ -177,6 +177,26 @@ def test_sklearn_refuses_regressors_naming_the_route():
             clefprove.from_sklearn(reg, _wide(4), actions=["a", "b", "c"])
 
 
+def test_sklearn_gradient_boosting_init_dummy_strategies():
+    """A DummyClassifier init is a constant unless its strategy is 'stratified', which draws
+    a class at random for every row: such a model is refused, the others are exact."""
+    from sklearn.dummy import DummyClassifier
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y = _data("iris")
+    for strategy in ("most_frequent", "uniform", "constant", "stratified"):
+        init = DummyClassifier(strategy=strategy, constant=1 if strategy == "constant" else None)
+        clf = GradientBoostingClassifier(n_estimators=3, random_state=0, init=init).fit(X, y)
+        if strategy == "stratified":
+            with pytest.raises(ImportModelError, match="strategy 'stratified' predicts at random"):
+                clefprove.from_sklearn(clf, _wide(4, F32_MAX), actions=["a", "b", "c"])
+            continue
+        model = clefprove.from_sklearn(clf, _wide(4, F32_MAX), actions=["a", "b", "c"])
+        R = boundary_rows(model, X, 1000, 1, sklearn_thresholds(clf, 4))
+        R = np.clip(R, -F32_MAX, F32_MAX)
+        _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
+
+
 def test_sklearn_refuses_a_forest_of_one_class_in_one_line():
     import sklearn.ensemble as se
 
