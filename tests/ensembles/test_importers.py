@@ -275,9 +275,7 @@ def test_xgboost_ubj_and_categorical(tmp_path):
     assert np.abs(np.where(b.actions == 1, p1, 1 - p1) - b.confidences).max() <= 1e-6
 
 
-@pytest.mark.parametrize(
-    ("data", "rate"), [pytest.param("breast_cancer", 0.3, marks=pytest.mark.slow), ("wine", 0.5)]
-)
+@pytest.mark.parametrize(("data", "rate"), [("breast_cancer", 0.3), ("wine", 0.5)])
 def test_xgboost_early_stopping_imports_the_rounds_predict_uses(tmp_path, data, rate):
     """Early stopping keeps every round in the file but records ``best_iteration``, and
     ``XGBClassifier.predict`` (also after ``load_model``) uses only the rounds up to it; the
