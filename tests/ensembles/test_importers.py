@@ -215,6 +215,8 @@ xgb = pytest.importorskip("xgboost")
 XGB = [
     ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 10, "max_depth": 3}),
     ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 50, "max_depth": 6}),
+    # an XGBClassifier with reg:logistic decides as binary:logistic (the same sigmoid, p > 0.5)
+    ("breast_cancer", {"objective": "reg:logistic", "n_estimators": 10, "max_depth": 3}),
     ("iris", {"objective": "multi:softprob", "n_estimators": 10, "max_depth": 4}),
     ("wine", {"objective": "multi:softmax", "n_estimators": 10, "max_depth": 3}),
     (

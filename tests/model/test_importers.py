@@ -639,6 +639,10 @@ def test_refusals_name_what_is_unsupported_and_the_route(tmp_path) -> None:
         path = tmp_path / f"{booster}.json"
         xgb.XGBClassifier(n_estimators=2, booster=booster).fit(X, y).save_model(path)
         cases.append(("xgboost", path, rf"booster '{booster}' is not supported .*booster='gbtree'"))
+    xgb.XGBRegressor(n_estimators=2, objective="reg:logistic").fit(X, y).save_model(
+        tmp_path / "reg.json"
+    )
+    cases.append(("xgboost", tmp_path / "reg.json", r"'reg:logistic' saved by an XGBRegressor"))
     bst = xgb.XGBClassifier(n_estimators=2, max_depth=2).fit(X, y).get_booster()
     bst.dump_model(str(tmp_path / "dump.txt"))
     cases.append(("xgboost", tmp_path / "dump.txt", r"save_model\('model.json'\); the legacy"))

@@ -222,7 +222,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if not isinstance(doc, dict) or "learner" not in doc:
         raise ImportModelError("not an XGBoost model (no 'learner' object)")
     learner = doc["learner"]
-    objective = learner["objective"]["name"]
+    objective = _objective(learner)
     booster = learner["gradient_booster"]
     if booster.get("name") != "gbtree":
         kind = booster.get("name")
@@ -331,13 +331,32 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
         "format": "xgboost",
         "file": os.path.basename(str(path)),
         "sha256": file_digest(data),
-        "objective": objective,
+        "objective": learner["objective"]["name"],
         "base_score": float(base),
         "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
     }
     if note:
         origin["warnings"] = [note]
     return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _objective(learner: dict[str, Any]) -> str:
+    """The objective the model decides by: ``reg:logistic`` is ``binary:logistic`` (the same
+    sigmoid of the same margin, and ``XGBClassifier.predict`` labels it ``p > 0.5`` as
+    well; a Booster's predict gives ``p`` for both), unless the file says an
+    ``XGBRegressor`` saved it (its ``scikit_learn`` attribute): that predict is a number,
+    not a class, and stays unsupported."""
+    name = str(learner["objective"]["name"])
+    if name != "reg:logistic":
+        return name
+    attrs = learner.get("attributes") or {}
+    try:
+        meta = json.loads(attrs.get("scikit_learn", "{}")) if isinstance(attrs, dict) else {}
+    except (ValueError, TypeError):
+        meta = {}
+    if isinstance(meta, dict) and meta.get("_estimator_type") == "regressor":
+        return name
+    return "binary:logistic"
 
 
 def _at_best_iteration(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -571,7 +590,13 @@ def _convert_ensemble(
     float32 softmax and the first argmax of the probabilities; ``multi:softmax``: the first
     argmax of the margins (the probabilities shown are the softmax of the margins)."""
     learner = doc["learner"]
-    objective = learner["objective"]["name"]
+    objective = _objective(learner)
+    if objective == "reg:logistic":
+        raise ImportModelError(
+            "objective 'reg:logistic' saved by an XGBRegressor is not supported (its predict "
+            "is a number, not a class); supported: an XGBClassifier or Booster with it, or the "
+            "classifiers binary:logistic, multi:softprob, multi:softmax"
+        )
     if objective not in _ENSEMBLE_OBJECTIVES:
         raise ImportModelError(
             f"objective '{objective}' is not supported (classifiers: "
@@ -656,7 +681,7 @@ def _convert_ensemble(
         "format": "xgboost",
         "file": os.path.basename(str(path)),
         "sha256": file_digest(data),
-        "objective": objective,
+        "objective": learner["objective"]["name"],
         "base_score": base if k > 1 else base[0],
         "num_parallel_tree": int(
             booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")
