@@ -528,12 +528,20 @@ def _from_ensemble(
       in whatever order the threads finish);
     * gradient boosting: raw scores start at the constant ``_raw_predict_init`` and add
       ``learning_rate * value`` stage after stage; binary: class 1 iff the score is ``>= 0``,
-      probability ``expit``; multi-class: argmax of the scores, probabilities softmax.
+      probability ``expit`` (``expit(2 * score)`` for the exponential loss); multi-class:
+      argmax of the scores, probabilities softmax.
     """
     if not hasattr(model, "estimators_") or not hasattr(model, "classes_"):
         raise ImportModelError(f"{type(model).__name__} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output ensembles cannot be converted (one action per input)")
+    if len(model.classes_) < 2:
+        only = np.asarray(model.classes_).tolist()[0]
+        raise ImportModelError(
+            f"this {type(model).__name__} was fitted on one class ({only!r}) and always "
+            "predicts it; an ensemble needs two classes or more (supported: fit it on two or "
+            "more classes)"
+        )
     n_in = int(model.n_features_in_)
     parsed = _declared_features(model, features, n_in, "model")
     action_names, class_to_action = _actions(list(model.classes_), actions)
@@ -561,6 +569,15 @@ def _from_ensemble(
             raise ImportModelError(
                 "a GradientBoostingClassifier with a custom init estimator cannot be converted"
             )
+        strategy = getattr(init, "strategy", None)
+        if init != "zero" and strategy not in ("prior", "most_frequent", "uniform", "constant"):
+            # 'stratified' draws a class per row: predict is not a function of the input
+            raise ImportModelError(
+                f"a GradientBoostingClassifier whose init DummyClassifier has strategy "
+                f"{strategy!r} predicts at random, so it cannot be converted (supported: init "
+                "None, 'zero', or a DummyClassifier with strategy 'prior', 'most_frequent', "
+                "'uniform' or 'constant')"
+            )
         probe = np.zeros((1, n_in), dtype=np.float32)
         base = np.asarray(model._raw_predict_init(probe), dtype=np.float64)[0]
         lr = float(model.learning_rate)
@@ -579,6 +596,9 @@ def _from_ensemble(
             "rule": "margin",
             "base": [float(b) for b in base],
         }
+        if K == 1 and getattr(model, "loss", "log_loss") == "exponential":
+            # ExponentialLoss's link is the half logit: predict_proba is expit(2 * raw)
+            ensemble["scale"] = 2.0
     meta: dict[str, Any] = {
         "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
     }

@@ -122,6 +122,8 @@ SKLEARN = [
     ("ExtraTreesClassifier", "wine", {"n_estimators": 10, "max_depth": 5}),
     ("GradientBoostingClassifier", "breast_cancer", {"n_estimators": 50, "max_depth": 3}),
     ("GradientBoostingClassifier", "iris", {"n_estimators": 10, "max_depth": 3}),
+    # predict_proba is expit(2 * raw) for the exponential loss (its link is the half logit)
+    ("GradientBoostingClassifier", "breast_cancer", {"n_estimators": 20, "loss": "exponential"}),
 ]
 
 
@@ -175,6 +177,37 @@ def test_sklearn_refuses_regressors_naming_the_route():
             clefprove.from_sklearn(reg, _wide(4), actions=["a", "b", "c"])
 
 
+def test_sklearn_gradient_boosting_init_dummy_strategies():
+    """A DummyClassifier init is a constant unless its strategy is 'stratified', which draws
+    a class at random for every row: such a model is refused, the others are exact."""
+    from sklearn.dummy import DummyClassifier
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y = _data("iris")
+    for strategy in ("most_frequent", "uniform", "constant", "stratified"):
+        init = DummyClassifier(strategy=strategy, constant=1 if strategy == "constant" else None)
+        clf = GradientBoostingClassifier(n_estimators=3, random_state=0, init=init).fit(X, y)
+        if strategy == "stratified":
+            with pytest.raises(ImportModelError, match="strategy 'stratified' predicts at random"):
+                clefprove.from_sklearn(clf, _wide(4, F32_MAX), actions=["a", "b", "c"])
+            continue
+        model = clefprove.from_sklearn(clf, _wide(4, F32_MAX), actions=["a", "b", "c"])
+        R = boundary_rows(model, X, 1000, 1, sklearn_thresholds(clf, 4))
+        R = np.clip(R, -F32_MAX, F32_MAX)
+        _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
+
+
+def test_sklearn_refuses_a_forest_of_one_class_in_one_line():
+    import sklearn.ensemble as se
+
+    X, y = _data("iris")
+    for cls in (se.RandomForestClassifier, se.ExtraTreesClassifier):
+        clf = cls(n_estimators=3, random_state=0).fit(X, np.zeros_like(y))
+        with pytest.raises(ImportModelError, match=r"fitted on one class \(0\)") as err:
+            clefprove.from_sklearn(clf, _wide(4), actions=["a"])
+        assert "\n" not in str(err.value) and "invalid model" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- XGBoost
 
 xgb = pytest.importorskip("xgboost")
@@ -182,6 +215,8 @@ xgb = pytest.importorskip("xgboost")
 XGB = [
     ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 10, "max_depth": 3}),
     ("breast_cancer", {"objective": "binary:logistic", "n_estimators": 50, "max_depth": 6}),
+    # an XGBClassifier with reg:logistic decides as binary:logistic (the same sigmoid, p > 0.5)
+    ("breast_cancer", {"objective": "reg:logistic", "n_estimators": 10, "max_depth": 3}),
     ("iris", {"objective": "multi:softprob", "n_estimators": 10, "max_depth": 4}),
     ("wine", {"objective": "multi:softmax", "n_estimators": 10, "max_depth": 3}),
     (
@@ -242,6 +277,52 @@ def test_xgboost_ubj_and_categorical(tmp_path):
     assert np.abs(np.where(b.actions == 1, p1, 1 - p1) - b.confidences).max() <= 1e-6
 
 
+@pytest.mark.parametrize(("data", "rate"), [("breast_cancer", 0.3), ("wine", 0.5)])
+def test_xgboost_early_stopping_imports_the_rounds_predict_uses(tmp_path, data, rate):
+    """Early stopping keeps every round in the file but records ``best_iteration``, and
+    ``XGBClassifier.predict`` (also after ``load_model``) uses only the rounds up to it; the
+    import takes those rounds, as predict does, and says so."""
+    X, y = _data(data)
+    clf = xgb.XGBClassifier(
+        n_estimators=200, max_depth=3, learning_rate=rate, early_stopping_rounds=3,
+        random_state=0,
+    )  # fmt: skip
+    clf.fit(X, y, eval_set=[(X[::3], y[::3])], verbose=False)
+    booster = clf.get_booster()
+    assert clf.best_iteration + 1 < booster.num_boosted_rounds()  # it did stop early
+    path = tmp_path / "m.json"
+    clf.save_model(path)
+    model = import_model("xgboost", path)
+    assert isinstance(model, Ensemble)
+    per = len(clf.classes_) if len(clf.classes_) > 2 else 1
+    assert model.n_trees == (clf.best_iteration + 1) * per
+    note = model.metadata["metadata"]["imported_from"]["warnings"][0]
+    assert f"best_iteration {clf.best_iteration}" in note and "XGBClassifier.predict" in note
+    R = boundary_rows(model, X, 2000, 2, xgboost_thresholds(booster))
+    R = np.clip(R, -F32_MAX, F32_MAX)
+    loaded = xgb.XGBClassifier()
+    loaded.load_model(path)
+    _agree(model, R, clf.classes_, loaded.predict(R), loaded.predict_proba(R), 1e-6)
+
+
+def test_xgboost_best_iteration_zero_is_one_tree(tmp_path):
+    X, y = _data("breast_cancer")
+    clf = xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(X, y)
+    clf.save_model(tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    doc["learner"]["attributes"]["best_iteration"] = "0"
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    model = import_model("xgboost", tmp_path / "m.json")
+    assert not isinstance(model, Ensemble)  # one binary:logistic tree: a v1 model
+    (note,) = model.metadata["metadata"]["imported_from"]["warnings"]
+    assert "best_iteration 0 of 3 rounds" in note
+    R = X[:200]
+    pred = clf.predict(R, iteration_range=(0, 1))
+    from clefprove.eval.evaluator import Evaluator
+
+    assert np.array_equal(Evaluator(model).evaluate(R).actions, pred)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("data", "params"), XGB)
 def test_xgboost_ensembles_decide_as_predict_100k(tmp_path, data, params):
@@ -268,6 +349,7 @@ def test_from_sklearn_names_the_import_route_for_xgboost_and_lightgbm():
 LGB = [
     ("breast_cancer", {"objective": "binary", "n_estimators": 10}),
     ("breast_cancer", {"objective": "binary", "n_estimators": 50, "max_depth": 6}),
+    ("breast_cancer", {"objective": "cross_entropy", "n_estimators": 10}),  # sigmoid scale 1
     ("wine", {"objective": "multiclass", "n_estimators": 10}),
     (
         "breast_cancer",
@@ -322,6 +404,51 @@ def _check_lgb(tmp_path: Path, data: str, params: dict, n: int) -> None:
 @pytest.mark.parametrize(("data", "params"), LGB)
 def test_lightgbm_ensembles_decide_as_predict(tmp_path, data, params):
     _check_lgb(tmp_path, data, params, 3000)
+
+
+def _synthetic_categorical() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    n = 1500
+    cat = rng.integers(0, 12, n).astype(float)
+    z = np.where(rng.random(n) < 0.3, 0.0, rng.normal(size=n))
+    X = np.column_stack([cat, z, rng.normal(size=n) * 100])
+    y = ((np.isin(cat, [1, 4, 7, 9]) ^ (z > 0.2)) | (X[:, 2] > 60)).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["binary_categorical_zero_as_missing", "multiclass", "random_forest", "one_leaf"],
+)
+def test_lightgbm_dump_model_json_imports_as_the_text_model(tmp_path, case):
+    """``json.dump(booster.dump_model(), f)`` holds the same trees as ``save_model``'s text:
+    the import of either decides alike, node for node, and as predict does."""
+    fit: dict = {}
+    if case == "binary_categorical_zero_as_missing":
+        X, y = _synthetic_categorical()
+        params: dict = {"n_estimators": 8, "zero_as_missing": True}
+        fit = {"categorical_feature": [0]}
+    elif case == "multiclass":
+        (X, y), params = _data("wine"), {"n_estimators": 5}
+    elif case == "random_forest":
+        X, y = _data("breast_cancer")
+        params = {"boosting_type": "rf", "n_estimators": 5, "subsample": 0.7, "subsample_freq": 1}
+    else:
+        X, y = _data("breast_cancer")
+        params = {"n_estimators": 2, "min_child_samples": 10_000}  # no split: one leaf
+    clf = lgb.LGBMClassifier(random_state=0, verbose=-1, num_leaves=15, **params)
+    clf.fit(X, y, **fit)
+    clf.booster_.save_model(tmp_path / "m.txt")
+    (tmp_path / "m.json").write_text(json.dumps(clf.booster_.dump_model()))
+    text = import_model("lightgbm", tmp_path / "m.txt")
+    dump = import_model("lightgbm", tmp_path / "m.json")
+    assert np.array_equal(text.nodes, dump.nodes)
+    assert text.features == dump.features and text.actions == dump.actions
+    if isinstance(text, Ensemble):
+        assert isinstance(dump, Ensemble) and text.combine == dump.combine
+        assert np.array_equal(np.asarray(text.values), np.asarray(dump.values))
+        R = boundary_rows(dump, X, 2000, 3, lightgbm_thresholds(tmp_path / "m.txt"))
+        _agree(dump, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
 
 
 @pytest.mark.slow

@@ -330,6 +330,8 @@ def test_refusals_name_the_supported_route(tmp_path):
         _refused(tmp_path, proto, r"NONE, LOGISTIC")
     _refused(tmp_path, _set(onnx.load(str(src)), post_transform="LOGISTIC"), "NONE and SOFTMAX are")
     _refused(tmp_path, _set(onnx.load(str(binary)), post_transform="NONE"), "supported: LOGISTIC")
+    # NONE on margins (onnxmltools' XGBoost multi:softmax): no probabilities, said so
+    _refused(tmp_path, _set(onnx.load(str(src)), post_transform="NONE"), "supported: SOFTMAX")
     p = onnx.load(str(src))
     modes = [
         helper.get_attribute_value(x) for x in _tree_node(p).attribute if x.name == "nodes_modes"
@@ -346,6 +348,66 @@ def test_refusals_name_the_supported_route(tmp_path):
     tids = list(a["nodes_treeids"])
     tids[0], tids[-1] = tids[-1], tids[0]
     _refused(tmp_path, _set(p, nodes_treeids=tids), "not contiguous")
+
+
+def test_outputs_computed_after_the_tree_are_refused(tmp_path):
+    """onnxmltools exports a LightGBM random forest as a TreeEnsembleClassifier whose scores
+    later nodes divide and label again (ArgMax): onnxruntime's answer is not the tree node's,
+    so importing the node alone decided otherwise on most rows; such graphs are refused."""
+    path = tmp_path / "lgb_rf.onnx"
+    params = {"n_estimators": 5, "boosting_type": "rf", "subsample": 0.7, "subsample_freq": 1}
+    _export("lgb", "breast_cancer", params, path)
+    proto = onnx.load(str(path))
+    assert "ArgMax" in {n.op_type for n in proto.graph.node}
+    _refused(tmp_path, proto, r"output 'label' from the tree's through a ArrayFeatureExtractor")
+    # a Sigmoid after the tree's probabilities: the confidence would not be onnxruntime's
+    p = onnx.load(str(path))
+    del p.graph.node[:]
+    tree = _tree_node(proto)
+    p.graph.node.extend([tree, helper.make_node("Sigmoid", [tree.output[1]], ["probs"])])
+    del p.graph.output[:]
+    p.graph.output.extend(
+        [
+            helper.make_tensor_value_info(tree.output[0], TensorProto.INT64, [None]),
+            helper.make_tensor_value_info("probs", TensorProto.FLOAT, [None, 2]),
+        ]
+    )
+    _refused(tmp_path, p, r"output 'probs' from the tree's through a Sigmoid node")
+    # the outputs swapped
+    p.graph.node.pop()
+    del p.graph.output[:]
+    p.graph.output.extend(
+        [
+            helper.make_tensor_value_info(tree.output[1], TensorProto.FLOAT, [None, 2]),
+            helper.make_tensor_value_info(tree.output[0], TensorProto.INT64, [None]),
+        ]
+    )
+    _refused(tmp_path, p, r"in that order")
+
+
+def test_value_keeping_nodes_after_the_tree_are_accepted(tmp_path):
+    """What the converters write after the tree: Cast and ZipMap (skl2onnx's default), the
+    Identity nodes and the Mul by 1 of onnxmltools' LightGBM export."""
+    import sklearn.ensemble as se
+
+    X, y = _data("breast_cancer")
+    X32 = X.astype(np.float32)
+    clf = se.RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(X32, y)
+    path = tmp_path / "rf_zipmap.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        proto = skl2onnx.to_onnx(clf, X32[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+    assert {"Cast", "ZipMap"} <= {n.op_type for n in proto.graph.node}
+    path.write_bytes(proto.SerializeToString())
+    model = import_model("onnx", path)
+    assert isinstance(model, Ensemble)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    label = sess.run(None, {sess.get_inputs()[0].name: X32})[0]
+    assert np.array_equal(EnsembleEvaluator(model).evaluate(X).actions, label)
+    path = tmp_path / "lgb.onnx"
+    _export("lgb", "breast_cancer", {"n_estimators": 3, "max_depth": 3}, path)
+    assert "Mul" in {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert isinstance(import_model("onnx", path), Ensemble)
 
 
 @pytest.mark.slow

@@ -628,6 +628,36 @@ def test_lightgbm_forests_are_ensembles_and_other_objectives_refused(tmp_path) -
         import_model("lightgbm", tmp_path / "o.txt")
 
 
+def test_refusals_name_what_is_unsupported_and_the_route(tmp_path) -> None:
+    """Models people train that clefprove does not import: one line naming what is not
+    supported and how to save or train the model so that it is."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    cases: list[tuple[str, Path, str]] = []
+    for booster in ("dart", "gblinear"):
+        path = tmp_path / f"{booster}.json"
+        xgb.XGBClassifier(n_estimators=2, booster=booster).fit(X, y).save_model(path)
+        cases.append(("xgboost", path, rf"booster '{booster}' is not supported .*booster='gbtree'"))
+    xgb.XGBRegressor(n_estimators=2, objective="reg:logistic").fit(X, y).save_model(
+        tmp_path / "reg.json"
+    )
+    cases.append(("xgboost", tmp_path / "reg.json", r"'reg:logistic' saved by an XGBRegressor"))
+    bst = xgb.XGBClassifier(n_estimators=2, max_depth=2).fit(X, y).get_booster()
+    bst.dump_model(str(tmp_path / "dump.txt"))
+    cases.append(("xgboost", tmp_path / "dump.txt", r"save_model\('model.json'\); the legacy"))
+    params = {"objective": "binary", "verbose": -1, "num_leaves": 4}
+    linear = lgb.train({**params, "linear_tree": True}, lgb.Dataset(X, y), num_boost_round=2)
+    linear.save_model(tmp_path / "linear.txt")
+    cases.append(("lightgbm", tmp_path / "linear.txt", r"linear trees .*linear_tree=False"))
+    (tmp_path / "other.json").write_text(json.dumps({"learner": {}}))
+    cases.append(("lightgbm", tmp_path / "other.json", r"JSON that is not a LightGBM model"))
+    for fmt, path, pattern in cases:
+        with pytest.raises(ImportModelError, match=pattern) as err:
+            import_model(fmt, path)
+        assert "\n" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -738,6 +768,50 @@ def test_truncations_never_escape_as_other_errors(tmp_path, trained) -> None:
             p = write(tmp_path, f"cut.{fmt}", data[:cut])
             with contextlib.suppress(ImportModelError):
                 import_model(fmt, p)
+
+
+def test_lightgbm_dump_json_prefixes_and_mutations_raise_import_errors_only(tmp_path) -> None:
+    """``dump_model()`` JSON: every prefix, and values replaced or keys dropped anywhere in
+    the document, either import or raise ImportModelError (in process)."""
+    import random
+
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.integers(0, 9, 400), rng.normal(size=400)])
+    y = (np.isin(X[:, 0], [1, 4, 6]) ^ (X[:, 1] > 0.3)).astype(int)
+    params = {"objective": "binary", "verbose": -1, "num_leaves": 5, "zero_as_missing": True}
+    bst = lgb.train(params, lgb.Dataset(X, y, categorical_feature=[0]), num_boost_round=3)
+    doc = bst.dump_model()
+    text = json.dumps(doc)
+    for cut in range(0, len(text), max(1, len(text) // 60)):
+        with contextlib.suppress(ImportModelError):
+            import_model("lightgbm", write(tmp_path, "cut.json", text[:cut]))
+
+    def places(o: object, at: tuple = ()) -> list[tuple]:
+        out = [at]
+        items: object = []
+        if isinstance(o, dict):
+            items = o.items()
+        elif isinstance(o, list):
+            items = enumerate(o[:4])
+        for k, v in items:
+            out += places(v, (*at, k))
+        return out
+
+    where = places(doc)[1:]
+    odd = [None, 0, -1, 1e308, float("nan"), "x", "0||1||99999999", [], {}, True, 2**70, "=="]
+    pick = random.Random(0)
+    for _ in range(150):
+        d = json.loads(text)
+        at = pick.choice(where)
+        parent = d
+        for k in at[:-1]:
+            parent = parent[k]
+        if isinstance(parent, dict) and pick.random() < 0.2:
+            del parent[at[-1]]
+        else:
+            parent[at[-1]] = pick.choice(odd)
+        with contextlib.suppress(ImportModelError):
+            import_model("lightgbm", write(tmp_path, "m.json", json.dumps(d)))
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "xgboost", "lightgbm"])

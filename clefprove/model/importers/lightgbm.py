@@ -17,6 +17,7 @@ Semantics, following LightGBM's ``Tree::NumericalDecision``/``CategoricalDecisio
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable
@@ -63,7 +64,8 @@ _MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
 def import_lightgbm(
     path: str | os.PathLike[str], spec: FeatureSpec | None = None
 ) -> Model | Ensemble:
-    """Convert the single-tree LightGBM model saved in text format in *path*."""
+    """Convert the LightGBM model in *path*: its text format (``booster.save_model``) or the
+    JSON of ``booster.dump_model()``."""
     data = read_file(path)
     refuse_pickle(path, data, "save the booster with booster.save_model('model.txt')")
     try:
@@ -71,7 +73,7 @@ def import_lightgbm(
     except UnicodeDecodeError:
         raise ImportModelError(f"{path}: not a LightGBM text model (not UTF-8 text)") from None
     try:
-        header, trees = _parse(text)
+        header, trees = _parse_dump(text) if text.lstrip().startswith("{") else _parse(text)
         return _convert(header, trees, spec, path, data)
     except ImportModelError as exc:
         raise ImportModelError(f"{path}: {exc}") from None
@@ -83,7 +85,10 @@ def import_lightgbm(
 def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "tree":
-        raise ImportModelError("not a LightGBM text model (it must start with 'tree')")
+        raise ImportModelError(
+            "not a LightGBM text model (it must start with 'tree'; save the model with "
+            "booster.save_model('model.txt'))"
+        )
     header: dict[str, str] = {}
     trees: list[dict[str, str]] = []
     current = header
@@ -113,6 +118,127 @@ def _parse(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     return header, trees
 
 
+_NOT_A_DUMP = (
+    "JSON that is not a LightGBM model (save the booster with booster.save_model('model.txt'), "
+    "or json.dump(booster.dump_model(), file))"
+)
+_MISSING_TYPES = {"None": _MISSING_NONE, "Zero": _MISSING_ZERO, "NaN": _MISSING_NAN}
+
+
+def _parse_dump(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """``booster.dump_model()`` JSON as the header and tree fields :func:`_parse` reads from
+    the text format (the same numbers: the dump writes each threshold and leaf value with 17
+    significant digits, and ``repr`` writes them back exactly)."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ImportModelError(f"{_NOT_A_DUMP}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, dict) or doc.get("name") != "tree":
+        raise ImportModelError(_NOT_A_DUMP)
+    names = [str(v) for v in doc.get("feature_names") or []]
+    infos_doc = doc.get("feature_infos") or {}
+    infos = []
+    for name in names:
+        info = infos_doc.get(name) if isinstance(infos_doc, dict) else None
+        values = info.get("values") if isinstance(info, dict) else None
+        infos.append(":".join(str(int(v)) for v in values) if values else "none")
+    header = {
+        "objective": str(doc["objective"]),
+        "num_class": str(int(doc.get("num_class", 1))),
+        "num_tree_per_iteration": str(int(doc.get("num_tree_per_iteration", 1))),
+        "max_feature_idx": str(int(doc["max_feature_idx"])),
+        "feature_names": " ".join(names),
+        "feature_infos": " ".join(infos),
+        "version": str(doc.get("version", "")),
+    }
+    if doc.get("average_output") is True:
+        header["average_output"] = ""
+    info = doc["tree_info"]
+    if not isinstance(info, list):
+        raise ImportModelError("tree_info is not a list")
+    return header, [_dump_tree(tree, t) for t, tree in enumerate(info)]
+
+
+def _dump_tree(tree: dict[str, Any], t: int) -> dict[str, str]:
+    """One ``tree_info`` entry of a dump as the text format's tree fields."""
+    if not isinstance(tree, dict):
+        raise ImportModelError(f"tree {t} is not an object")
+    root = tree["tree_structure"]
+    splits: dict[int, dict[str, Any]] = {}
+    leaves: dict[int, float] = {}
+    linear = False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            raise ImportModelError(f"tree {t}: a node is not an object")
+        linear = linear or "leaf_coeff" in node
+        if "split_index" in node:
+            i = int(node["split_index"])
+            if i in splits:
+                raise ImportModelError(f"tree {t}: split {i} appears twice")
+            splits[i] = node
+            stack += [node["left_child"], node["right_child"]]
+        else:
+            j = int(node.get("leaf_index", 0))
+            if j in leaves:
+                raise ImportModelError(f"tree {t}: leaf {j} appears twice")
+            leaves[j] = float(node["leaf_value"])
+    n_splits = len(splits)
+    if sorted(splits) != list(range(n_splits)) or sorted(leaves) != list(range(n_splits + 1)):
+        raise ImportModelError(f"tree {t}: split and leaf indices are not 0, 1, ...")
+
+    def ref(child: dict[str, Any]) -> int:
+        if "split_index" in child:
+            return int(child["split_index"])
+        return ~int(child.get("leaf_index", 0))
+
+    thresholds: list[float] = []
+    dtypes: list[int] = []
+    words: list[int] = []
+    bounds = [0]
+    for i in range(n_splits):
+        node = splits[i]
+        missing = _MISSING_TYPES[str(node.get("missing_type", "None"))]
+        dtype = (missing << 2) | (_DEFAULT_LEFT if node.get("default_left") else 0)
+        if node["decision_type"] == "==":
+            codes = [int(c) for c in str(node["threshold"]).split("||")]
+            if min(codes) < 0 or max(codes) + 2 > MAX_VOCABULARY:
+                raise ImportModelError(f"tree {t}: split {i}: category code out of range")
+            bits = [0] * (max(codes) // 32 + 1)
+            for c in codes:
+                bits[c // 32] |= 1 << (c % 32)
+            thresholds.append(float(len(bounds) - 1))
+            words += bits
+            bounds.append(len(words))
+            dtype |= _CATEGORICAL
+        elif node["decision_type"] == "<=":
+            thresholds.append(float(node["threshold"]))
+        else:
+            raise ImportModelError(f"tree {t}: split {i}: decision type {node['decision_type']!r}")
+        dtypes.append(dtype)
+    out = {
+        "num_leaves": str(int(tree.get("num_leaves", n_splits + 1))),
+        "leaf_value": " ".join(repr(leaves[j]) for j in range(n_splits + 1)),
+        "num_cat": str(len(bounds) - 1),
+        "is_linear": "1" if linear else "0",
+    }
+    if n_splits:
+        out.update(
+            split_feature=" ".join(str(int(splits[i]["split_feature"])) for i in range(n_splits)),
+            threshold=" ".join(repr(v) for v in thresholds),
+            decision_type=" ".join(str(d) for d in dtypes),
+            left_child=" ".join(str(ref(splits[i]["left_child"])) for i in range(n_splits)),
+            right_child=" ".join(str(ref(splits[i]["right_child"])) for i in range(n_splits)),
+        )
+    if len(bounds) > 1:
+        out.update(
+            cat_boundaries=" ".join(str(b) for b in bounds),
+            cat_threshold=" ".join(str(w) for w in words),
+        )
+    return out
+
+
 def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list[Any]:
     raw = tree.get(key, "").split()
     if len(raw) != n:
@@ -123,7 +249,10 @@ def _numbers(tree: dict[str, str], key: str, n: int, kind: type = float) -> list
 def _tree_arrays(tree: dict[str, str], n_columns: int, t: int) -> dict[str, Any]:
     """One tree's fields, checked; categorical sets decoded."""
     if tree.get("is_linear", "0").strip() not in ("0", ""):
-        raise ImportModelError("linear trees are not supported")
+        raise ImportModelError(
+            "linear trees (linear_tree=True: a linear model in every leaf) are not supported; "
+            "supported: trees with constant leaves (train with linear_tree=False)"
+        )
     n_leaves = int(tree["num_leaves"])
     if n_leaves < 1:
         raise ImportModelError(f"tree {t}: num_leaves must be at least 1")
@@ -217,10 +346,14 @@ def _convert(
 ) -> Model | Ensemble:
     objective = header.get("objective", "").split()
     kind = objective[0] if objective else ""
-    if kind not in ("binary", "multiclass"):
+    if kind == "cross_entropy":
+        # LightGBM's CrossEntropy output is 1 / (1 + exp(-r)): the binary sigmoid with scale
+        # 1, and LGBMClassifier labels it as a binary model (argmax of [1 - p, p])
+        kind = "binary"
+    elif kind not in ("binary", "multiclass"):
         raise ImportModelError(
             f"objective '{' '.join(objective) or '?'}' is not supported (classifiers: binary, "
-            "multiclass; regressors and rankers are not imported)"
+            "cross_entropy, multiclass; multiclassova, regressors and rankers are not imported)"
         )
     sigmoid = 1.0
     for part in objective[1:]:

@@ -132,6 +132,7 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
             "the tree's input is computed by other graph nodes (a scaler, a cast...); only a "
             "graph input fed straight to the TreeEnsembleClassifier is supported"
         )
+    _check_outputs(graph, node)
     tensor = inputs[node.input[0]].type.tensor_type
     elem = tensor.elem_type
     if elem not in _INPUT_TYPES:
@@ -190,6 +191,62 @@ def _convert(model: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mo
     if leaves.contradicts:
         origin["warnings"] = [LABEL_RULE_WARNING]
     return build_model(tree, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+#: Nodes that pass a tree output on unchanged in value (``Mul`` only by a constant 1, which
+#: onnxmltools writes after LightGBM's probabilities; ``ZipMap`` on the probabilities only).
+_PASS_ON = {"Identity", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "ZipMap", "Mul"}
+
+
+def _check_outputs(graph: Any, node: Any) -> None:
+    """The graph's outputs must be the tree's label and probabilities (in that order), passed
+    on by nodes that keep their values: onnxruntime's answer is then the tree's, which is what
+    clefprove imports.  onnxmltools' export of a LightGBM random forest, for one, divides the
+    tree's scores and takes a new argmax after the tree."""
+    from onnx import numpy_helper
+
+    producer = {o: n for n in graph.node for o in n.output}
+    constants = {t.name: t for t in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].type == n.attribute[0].TENSOR:
+            constants[n.output[0]] = n.attribute[0].t
+
+    def is_one(name: str) -> bool:
+        t = constants.get(name)
+        if t is None:
+            return False
+        v = numpy_helper.to_array(t)
+        return bool(v.size == 1 and float(v.reshape(-1)[0]) == 1.0)
+
+    tree_outputs = list(node.output)
+    for pos, out in enumerate(graph.output):
+        name, seen = out.name, 0
+        while name not in tree_outputs:
+            n = producer.get(name)
+            seen += 1
+            if n is None or not n.input or seen > len(graph.node):
+                raise ImportModelError(
+                    f"the graph output '{out.name}' is not computed from the "
+                    "TreeEnsembleClassifier; only its label and probabilities can be outputs"
+                )
+            kept = n.op_type in _PASS_ON and (
+                (n.op_type != "ZipMap" or pos == 1)
+                and (n.op_type != "Mul" or (len(n.input) == 2 and is_one(n.input[1])))
+            )
+            if not kept:
+                raise ImportModelError(
+                    f"the graph computes its output '{out.name}' from the tree's through a "
+                    f"{n.op_type} node, so onnxruntime does not answer what the "
+                    "TreeEnsembleClassifier decides; supported: the tree's label and "
+                    "probabilities as the graph outputs (or convert the trained model itself: "
+                    "clefprove.from_sklearn, clefprove import xgboost|lightgbm)"
+                )
+            name = n.input[0]
+        if tree_outputs.index(name) != pos:
+            raise ImportModelError(
+                f"the graph output '{out.name}' is the tree's output {tree_outputs.index(name)}"
+                f"; the outputs must be the tree's label and probabilities, in that order"
+            )
 
 
 def _list(a: dict[str, Any], key: str, required: bool = True) -> list[Any]:
@@ -525,6 +582,14 @@ def _convert_ensemble(
                 )
         values = [[ValueLeaf(tuple(v.get(c, 0.0) for c in range(n))) for v in tr] for tr in trees]
         if post == "NONE":
+            off = [w for w in weights + base if not 0.0 <= w <= 1.0]
+            if off:
+                raise ImportModelError(
+                    f"a {n}-class ensemble with post_transform NONE and a weight {off[0]} "
+                    "outside [0, 1]: its scores are not probabilities (onnxmltools writes this "
+                    "for XGBoost multi:softmax; import the XGBoost model with `clefprove import "
+                    "xgboost`); supported: SOFTMAX, or NONE with class shares in [0, 1]"
+                )
             link, rule = "identity", "proba"
         elif post == "SOFTMAX":
             link, rule = "softmax", "margin"

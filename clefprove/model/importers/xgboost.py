@@ -93,7 +93,9 @@ def _decode(data: bytes, path: Any) -> Any:
         return value
     refuse_pickle(path, data, "save the booster with booster.save_model('model.json')")
     raise ImportModelError(
-        f"{path}: not an XGBoost JSON or UBJSON model (save it with booster.save_model)"
+        f"{path}: not an XGBoost JSON or UBJSON model (save it with "
+        "booster.save_model('model.json'); the legacy binary format and dump_model output are "
+        "not read)"
     )
 
 
@@ -220,13 +222,24 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if not isinstance(doc, dict) or "learner" not in doc:
         raise ImportModelError("not an XGBoost model (no 'learner' object)")
     learner = doc["learner"]
-    objective = learner["objective"]["name"]
+    objective = _objective(learner)
     booster = learner["gradient_booster"]
     if booster.get("name") != "gbtree":
-        raise ImportModelError(f"booster '{booster.get('name')}' is not supported (gbtree only)")
+        kind = booster.get("name")
+        why = {
+            "dart": "its trees are reweighted by dropout at prediction",
+            "gblinear": "a linear model, not trees",
+        }.get(str(kind), "not a tree booster clefprove reads")
+        raise ImportModelError(
+            f"booster '{kind}' is not supported ({why}); supported: booster 'gbtree' "
+            "(train with booster='gbtree')"
+        )
+    doc, note = _at_best_iteration(doc)
+    learner = doc["learner"]
+    booster = learner["gradient_booster"]
     trees = booster["model"]["trees"]
     if len(trees) != 1 or objective != "binary:logistic":
-        return _convert_ensemble(doc, spec, path, data)
+        return _convert_ensemble(doc, spec, path, data, note)
     if objective not in _SUPPORTED:
         raise ImportModelError(
             f"objective '{objective}' is not supported (only binary:logistic classifiers)"
@@ -318,11 +331,80 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
         "format": "xgboost",
         "file": os.path.basename(str(path)),
         "sha256": file_digest(data),
-        "objective": objective,
+        "objective": learner["objective"]["name"],
         "base_score": float(base),
         "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
     }
+    if note:
+        origin["warnings"] = [note]
     return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _objective(learner: dict[str, Any]) -> str:
+    """The objective the model decides by: ``reg:logistic`` is ``binary:logistic`` (the same
+    sigmoid of the same margin, and ``XGBClassifier.predict`` labels it ``p > 0.5`` as
+    well; a Booster's predict gives ``p`` for both), unless the file says an
+    ``XGBRegressor`` saved it (its ``scikit_learn`` attribute): that predict is a number,
+    not a class, and stays unsupported."""
+    name = str(learner["objective"]["name"])
+    if name != "reg:logistic":
+        return name
+    attrs = learner.get("attributes") or {}
+    try:
+        meta = json.loads(attrs.get("scikit_learn", "{}")) if isinstance(attrs, dict) else {}
+    except (ValueError, TypeError):
+        meta = {}
+    if isinstance(meta, dict) and meta.get("_estimator_type") == "regressor":
+        return name
+    return "binary:logistic"
+
+
+def _at_best_iteration(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """*doc* cut to the boosting rounds up to ``best_iteration`` (what early stopping
+    records), with a note saying so; *doc* itself and no note when it has no such attribute
+    or the attribute is its last round.
+
+    ``XGBClassifier.predict`` (also of a model loaded with ``load_model``) uses only the
+    rounds up to ``best_iteration`` (``iteration_range``); the trees after it are in the file
+    but never decide."""
+    learner = doc["learner"]
+    attrs = learner.get("attributes") or {}
+    raw = attrs.get("best_iteration") if isinstance(attrs, dict) else None
+    if raw is None:
+        return doc, None
+    best = int(raw)
+    booster = learner["gradient_booster"]
+    model = booster["model"]
+    trees = model["trees"]
+    indptr = model.get("iteration_indptr")
+    if best < 0:
+        raise ImportModelError(f"best_iteration {best} is negative")
+    if isinstance(indptr, list) and len(indptr) >= 2:
+        rounds = len(indptr) - 1
+        keep = int(indptr[best + 1]) if best + 1 < len(indptr) else len(trees)
+    else:
+        per = int(booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")) * max(
+            1, int(learner["learner_model_param"].get("num_class", "0"))
+        )
+        rounds = -(-len(trees) // per)
+        keep = (best + 1) * per
+    if keep >= len(trees):
+        return doc, None
+    if keep <= 0:
+        raise ImportModelError(f"best_iteration {best} keeps no tree")
+    cut = dict(model, trees=trees[:keep])
+    if "tree_info" in model:
+        cut["tree_info"] = model["tree_info"][:keep]
+    if isinstance(indptr, list):
+        cut["iteration_indptr"] = indptr[: best + 2]
+    new_booster = dict(booster, model=cut)
+    new_learner = dict(learner, gradient_booster=new_booster)
+    note = (
+        f"the model stopped early (best_iteration {best} of {rounds} rounds): imported the "
+        f"first {best + 1} rounds ({keep} of {len(trees)} trees), which XGBClassifier.predict "
+        "uses; Booster.predict without iteration_range would use all of them"
+    )
+    return dict(doc, learner=new_learner), note
 
 
 def _logit32(p: np.float32) -> np.float32:
@@ -498,7 +580,7 @@ def _base_scores(raw: Any, k: int) -> list[float]:
 
 
 def _convert_ensemble(
-    doc: dict[str, Any], spec: FeatureSpec | None, path: Any, data: bytes
+    doc: dict[str, Any], spec: FeatureSpec | None, path: Any, data: bytes, note: str | None = None
 ) -> Model | Ensemble:
     """Several trees (boosting rounds, num_parallel_tree, one tree per class) as an ensemble.
 
@@ -508,7 +590,13 @@ def _convert_ensemble(
     float32 softmax and the first argmax of the probabilities; ``multi:softmax``: the first
     argmax of the margins (the probabilities shown are the softmax of the margins)."""
     learner = doc["learner"]
-    objective = learner["objective"]["name"]
+    objective = _objective(learner)
+    if objective == "reg:logistic":
+        raise ImportModelError(
+            "objective 'reg:logistic' saved by an XGBRegressor is not supported (its predict "
+            "is a number, not a class); supported: an XGBClassifier or Booster with it, or the "
+            "classifiers binary:logistic, multi:softprob, multi:softmax"
+        )
     if objective not in _ENSEMBLE_OBJECTIVES:
         raise ImportModelError(
             f"objective '{objective}' is not supported (classifiers: "
@@ -593,13 +681,15 @@ def _convert_ensemble(
         "format": "xgboost",
         "file": os.path.basename(str(path)),
         "sha256": file_digest(data),
-        "objective": objective,
+        "objective": learner["objective"]["name"],
         "base_score": base if k > 1 else base[0],
         "num_parallel_tree": int(
             booster.get("gbtree_model_param", {}).get("num_parallel_tree", "1")
         ),
         "xgboost_version": ".".join(str(v) for v in doc.get("version", [])),
     }
+    if note:
+        origin["warnings"] = [note]
     if flat is not None:
         numeric = _numeric_trees(flat, info)
         direct = direct_numeric_ensemble(
