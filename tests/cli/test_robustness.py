@@ -671,6 +671,26 @@ def test_smtlib_directory_that_is_a_file(work: Path) -> None:
     assert (work / "model.json").read_bytes() == TOY_JSON.read_bytes()
 
 
+def test_smtlib_directory_in_a_missing_directory(work: Path) -> None:
+    # As --cache and -o: a mistyped path is refused, never built with all its parents.
+    res = clefprove("check", "model.clef", "edge.inv", "--smtlib", "nowhere/deeper/smt",
+                    cwd=work)  # fmt: skip
+    assert_usage_error(res, "--smtlib", "does not exist")
+    assert not (work / "nowhere").exists()
+
+
+def test_smtlib_directory_not_left_behind_by_a_bad_run(work: Path) -> None:
+    # A run that ends with status 2 leaves no output behind: the directory of SMT-LIB
+    # queries was created before the invariants were read.
+    (work / "bad.inv").write_text("invariant a: ensure zzz\n")
+    res = clefprove("check", "model.clef", "bad.inv", "--smtlib", "smt", cwd=work)
+    assert_usage_error(res, "zzz")
+    assert not (work / "smt").exists()
+    res = clefprove("check", "model.clef", "holds.inv", "--smtlib", "smt", cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert (work / "smt").is_dir()
+
+
 def test_cache_directory_that_is_a_file(work: Path) -> None:
     res = clefprove("check", "model.clef", "edge.inv", "--cache", "model.json", cwd=work)
     assert_usage_error(res, "model.json")
