@@ -109,8 +109,12 @@ def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
         os.nice(niceness)
     if cache_dir is not None:
         from clefprove.incremental import ProofCache
+        from clefprove.incremental.store import warn
 
-        _worker.cache = ProofCache(cache_dir)
+        try:
+            _worker.cache = ProofCache(cache_dir)
+        except ClefproveError as exc:  # removed since the service made it: only costs speed
+            warn(f"proof cache unavailable ({exc}); checking without it")
 
 
 def _cache(directory: str | None) -> Any:

@@ -412,6 +412,24 @@ def test_start_up_refusals(tmp_path, args, code, words) -> None:
     assert not (tmp_path / "no").exists()
 
 
+def test_cache_directory_that_cannot_be_made(serve, tmp_path) -> None:
+    # --cache naming a file: the gate worker crashed on it (a traceback, then exit 4 'internal
+    # error: ConnectionResetError'); it is one line and exit 2 before the port listens.
+    (tmp_path / "cachefile").write_text("not a directory")
+    r = _serve_cli(str(SAFE), str(INVARIANTS), "--addr", "127.0.0.1:0", "--cache", "cachefile",
+                   cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "clefprove: error: cachefile: cannot create the cache directory: File exists"
+    ]
+    # The default cache (not asked for) that cannot be made only costs speed: it serves.
+    server = serve(SAFE, INVARIANTS, env={"CLEFPROVE_CACHE": str(tmp_path / "cachefile")})
+    with server.client() as c:
+        assert c.post("/decide", json={}).status_code == 200
+    assert "Traceback" not in "".join(server.stderr)
+    assert any("proof cache unavailable" in line for line in server.stderr), server.stderr
+
+
 def test_missing_serve_extra_names_the_install_command(tmp_path) -> None:
     code = (
         "import sys; sys.modules['starlette'] = None\n"

@@ -940,3 +940,23 @@ def test_cache_in_a_missing_directory_is_refused(work: Path, command: str) -> No
     res = clefprove(command, "model.clef", "edge.inv", "--cache", str(work / "new"), cwd=work)
     assert res.returncode in (0, 1), res.stderr
     assert (work / "new").is_dir()
+
+
+@pytest.mark.parametrize("command", ["check", "gate"])
+def test_default_cache_that_cannot_be_made_only_costs_speed(work: Path, command: str) -> None:
+    """docs/incremental.md: a cache that cannot be opened or written only costs speed.  The
+    default cache directory (no --cache) that cannot be created (a read-only checkout; here a
+    file in its place) was exit 2, so a CI gate failed as 'bad usage' with every invariant
+    holding; it is a warning and a run without the cache (an explicit --cache DIR that cannot
+    be made is still exit 2: test_cache_directory_that_is_a_file)."""
+    (work / ".clefprove-cache").write_bytes(b"not a directory")
+    res = run_cli(command, "model.clef", "holds.inv", cwd=work, unset=["CLEFPROVE_CACHE"],
+                  text=False)  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 0, err
+    assert "warning" in err and ".clefprove-cache" in err and "Traceback" not in err, err
+    assert (work / ".clefprove-cache").read_bytes() == b"not a directory"
+    res = run_cli(command, "model.clef", "holds.inv", cwd=work, text=False,
+                  env={"CLEFPROVE_CACHE": str(work / "model.json")})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert (work / "model.json").read_bytes() == TOY_JSON.read_bytes()
