@@ -337,6 +337,23 @@ def test_sighup_reloads_through_the_gate(serve, tmp_path) -> None:
     assert m[("clefprove_reloads_total", (("result", "invalid"),))] == 2
 
 
+def test_sighup_on_a_path_that_is_not_a_regular_file(serve, tmp_path) -> None:
+    # MODEL replaced by a named pipe with no writer: the SIGHUP reload's open() blocked a
+    # thread of the default executor for good, and SIGTERM then never ended the service (it
+    # waited for that thread). It is refused at once, and the service stops as always.
+    model = tmp_path / "served.clef"
+    model.write_bytes(SAFE.read_bytes())
+    srv = serve(model, INVARIANTS)
+    served = srv.sha()
+    model.unlink()
+    os.mkfifo(model)
+    srv.proc.send_signal(signal.SIGHUP)
+    line = srv.wait_line("SIGHUP reload")
+    assert "not a regular file" in line and "accepted" not in line, line
+    assert srv.sha() == served
+    assert srv.stop() == 0, srv.stderr
+
+
 def test_body_limit_is_413(serve) -> None:
     srv = serve(SAFE, INVARIANTS, "--max-body", "200")
     with srv.client() as c:
