@@ -354,6 +354,24 @@ def test_sighup_on_a_path_that_is_not_a_regular_file(serve, tmp_path) -> None:
     assert srv.stop() == 0, srv.stderr
 
 
+def test_an_invariant_file_replaced_by_a_pipe_is_refused_not_waited_for(serve, tmp_path) -> None:
+    # The gate reads the invariant files again at every reload: a named pipe with no writer
+    # in a file's place made that read wait for good (the reload never answered, every later
+    # one queued behind it, SIGTERM never ended the service).  It is a 409 at once.
+    inv = tmp_path / "edge.inv"
+    inv.write_bytes((INVARIANTS / "edge.inv").read_bytes())
+    srv = serve(SAFE, inv, "--token-file", token_file(tmp_path))
+    served = srv.sha()
+    inv.unlink()
+    os.mkfifo(inv)
+    with srv.client() as c:
+        r = c.post("/reload", content=SAFE.read_bytes(), headers=auth())
+        assert r.status_code == 409, r.text
+        assert "not a regular file" in r.json()["error"]
+    assert srv.sha() == served
+    assert srv.stop() == 0, srv.stderr
+
+
 def test_body_limit_is_413(serve) -> None:
     srv = serve(SAFE, INVARIANTS, "--max-body", "200")
     with srv.client() as c:
