@@ -229,6 +229,11 @@ def _source_defects() -> dict[str, str]:
         "trailing-garbage": text + " }",
         "name-with-terminal-escape": edit(lambda s: s.update(name="x\u001b[2J")),
         "value-with-newline": edit(lambda s: s["features"][4]["values"].append("a\nb")),
+        # JSON's "\ud800": not Unicode text; the model compiled, then info, the SARIF and
+        # JUnit outputs, report and export-coq failed on it (exit 4, or 2 writing stdout)
+        "name-with-lone-surrogate": edit(lambda s: s.update(name="edge\ud800")),
+        "version-with-lone-surrogate": edit(lambda s: s.update(version="1.0\udcff")),
+        "value-with-lone-surrogate": edit(lambda s: s["features"][4]["values"].append("v\udcff")),
         "int-of-5000-digits": text.replace('"threshold": 300.0', '"threshold": ' + "9" * 5000),
     }
 
