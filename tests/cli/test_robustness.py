@@ -965,3 +965,42 @@ def test_default_cache_that_cannot_be_made_only_costs_speed(work: Path, command:
                   env={"CLEFPROVE_CACHE": str(work / "model.json")})  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert (work / "model.json").read_bytes() == TOY_JSON.read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "gitlab", "github", "json", "html"])
+def test_invariant_file_name_that_is_not_utf8(work: Path, fmt: str) -> None:
+    """A file name in another encoding (Latin-1 'é' is the byte 0xe9): Python keeps its bytes
+    as lone surrogates, which the SARIF URI, the finding fingerprints and the UTF-8 writing of
+    the JUnit and HTML files could not encode (exit 4, 'internal error').  The URI names the
+    bytes (%E9); the other outputs show U+FFFD where they cannot be text."""
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:\n  ensure action == allow\n")
+    out = work / ("report.html" if fmt == "html" else f"out.{fmt}")
+    if fmt == "html":
+        res = clefprove("report", "model.clef", name, "-o", out, cwd=work)
+    else:
+        res = clefprove("check", "model.clef", name, "--no-cache", "--format", fmt, "-o", out,
+                        cwd=work)  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert b"internal error" not in res.stderr
+    text = out.read_bytes().decode("utf-8")  # valid UTF-8 throughout
+    if fmt == "sarif":
+        uris = [
+            loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(text)["runs"][0]["results"]
+            for loc in r["locations"]
+        ]
+        assert uris == ["caf%E9.inv"]
+
+
+@pytest.mark.parametrize("fmt", ["junit", "github", "text"])
+def test_invariant_file_name_that_is_not_utf8_on_a_strict_stdout(work: Path, fmt: str) -> None:
+    # A UTF-8 locale gives Python a strict stdout: the name's lone surrogates made the write
+    # fail ('cannot write to standard output', exit 2) where the report belongs.
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:\n  ensure action == allow\n")
+    res = run_cli("check", "model.clef", name, "--no-cache", "--format", fmt, cwd=work,
+                  env={"PYTHONIOENCODING": "utf-8:strict"}, text=False)  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert b"caf" in res.stdout
+    res.stdout.decode("utf-8")
