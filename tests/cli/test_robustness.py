@@ -1004,3 +1004,18 @@ def test_invariant_file_name_that_is_not_utf8_on_a_strict_stdout(work: Path, fmt
     assert res.returncode == 1, res.stderr
     assert b"caf" in res.stdout
     res.stdout.decode("utf-8")
+
+
+def test_export_coq_and_fmt_with_a_file_name_that_is_not_utf8(work: Path) -> None:
+    # export-coq names the invariant file in its Coq comments (written with the locale's
+    # encoding: exit 4), fmt --check lists it on stdout (exit 4 on a strict stdout).
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:   ensure confidence >= 0\n")
+    res = run_cli("export-coq", "model.clef", name, "-o", "coq", cwd=work, text=False,
+                  env={"PYTHONIOENCODING": "utf-8:strict"})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    (work / "coq" / "Invariants.v").read_bytes().decode("utf-8")
+    res = run_cli("fmt", "--check", name, cwd=work, text=False,
+                  env={"PYTHONIOENCODING": "utf-8:strict"})  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.decode("utf-8") == "caf\ufffd.inv\n"
