@@ -1019,3 +1019,15 @@ def test_export_coq_and_fmt_with_a_file_name_that_is_not_utf8(work: Path) -> Non
                   env={"PYTHONIOENCODING": "utf-8:strict"})  # fmt: skip
     assert res.returncode == 1, res.stderr
     assert res.stdout.decode("utf-8") == "caf\ufffd.inv\n"
+
+
+def test_a_terminal_escape_in_a_path_is_never_printed_raw(work: Path) -> None:
+    # docs/ci.md: user-provided strings, paths included, are printed as text; the one-line
+    # error and a DSL diagnostic's file:line:col sent a file name's escape to the terminal.
+    res = clefprove("check", "model.clef", "\x1b[2Jgone.inv", cwd=work)
+    err = assert_usage_error(res, "\\x1b[2Jgone.inv: no such file")
+    assert "\x1b" not in err
+    (work / "\x1b[31mred.inv").write_text("invariant a:\n  ensure zzz\n")
+    res = clefprove("check", "model.clef", "\x1b[31mred.inv", "--no-cache", cwd=work)
+    err = assert_usage_error(res, "\\x1b[31mred.inv:2:10: unknown feature 'zzz'")
+    assert "\x1b" not in err
