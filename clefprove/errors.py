@@ -12,8 +12,13 @@ class ClefproveError(Exception):
     """A user-facing error: bad usage or bad input (CLI exit status 2)."""
 
     def one_line(self) -> str:
-        """The message as a single line, fit for stderr."""
-        return " ".join(str(self).split("\n")[0].split())
+        """The message as a single line, fit for stderr: control characters (a terminal
+        escape in a path it names, '\\x1b[2J') written as escapes, never sent raw."""
+        text = " ".join(str(self).split("\n")[0].split())
+        return "".join(
+            c.encode("unicode_escape").decode() if c < " " or "\x7f" <= c < "\xa0" else c
+            for c in text
+        )
 
     def render(self) -> str:
         """What the CLI prints on stderr (one line unless a subclass needs a caret display)."""

@@ -10,6 +10,21 @@ from pathlib import Path
 from clefprove.errors import ClefproveError
 
 
+def utf8(text: str) -> bytes:
+    """*text* as UTF-8.  A path that is not UTF-8 (Latin-1 'caf\\xe9.inv': Python keeps its
+    undecodable bytes as lone surrogates) has no UTF-8 encoding: those bytes are shown as
+    U+FFFD, one each, as a terminal shows the name (writing the report used to fail, exit 4)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace").encode()
+
+
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Write *data* to *path* through a temporary file and a rename (never a partial file).
 
@@ -18,7 +33,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     destroying the node itself, so it is written into directly.
     """
     target = Path(path)
-    raw = data.encode() if isinstance(data, str) else data
+    raw = utf8(data) if isinstance(data, str) else data
     try:
         st = os.stat(target)  # follows symbolic links
     except FileNotFoundError:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,8 +110,12 @@ def worker_init(cache_dir: str | None = None, niceness: int = 0) -> None:
         os.nice(niceness)
     if cache_dir is not None:
         from clefprove.incremental import ProofCache
+        from clefprove.incremental.store import warn
 
-        _worker.cache = ProofCache(cache_dir)
+        try:
+            _worker.cache = ProofCache(cache_dir)
+        except ClefproveError as exc:  # removed since the service made it: only costs speed
+            warn(f"proof cache unavailable ({exc}); checking without it")
 
 
 def _cache(directory: str | None) -> Any:
@@ -436,10 +441,24 @@ def _program(invariants: tuple[str, ...], model: Any) -> Any:
     from clefprove.dsl.loader import load_invariants
 
     try:
-        digests = tuple(
-            (str(p), hashlib.sha256(read_bytes(p)).hexdigest())
-            for p in expand_paths(list(invariants))
-        )
+        paths = expand_paths(list(invariants))
+    except ClefproveError:  # vanished meanwhile: load_invariants says so
+        return load_invariants(list(invariants), model)
+    for p in paths:
+        # The service reads its invariants again at every reload: a named pipe (or a device)
+        # in a file's place made that read wait for a writer for good, every later reload
+        # queued behind it and SIGTERM never ended the service.  stat() does not wait.
+        try:
+            mode = os.stat(p).st_mode
+        except OSError:
+            continue  # unreadable or vanished meanwhile: load_invariants says so below
+        if not stat.S_ISREG(mode):
+            raise ClefproveError(
+                f"{p}: not a regular file; the service reads its invariant files again at "
+                "every reload"
+            )
+    try:
+        digests = tuple((str(p), hashlib.sha256(read_bytes(p)).hexdigest()) for p in paths)
     except ClefproveError:  # unreadable or vanished meanwhile: load_invariants says so
         return load_invariants(list(invariants), model)
     key = ("app.program", digests, model.features, model.actions)

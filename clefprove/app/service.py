@@ -15,7 +15,9 @@ import gc
 import hashlib
 import hmac
 import json
+import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -408,7 +410,7 @@ class Service:
         """SIGHUP: admit MODEL again from its path, through the same gate."""
         try:
             data = await asyncio.to_thread(
-                read_model_file, self.model_path, self.limits.max_model_bytes
+                read_model_file, self.model_path, self.limits.max_model_bytes, True
             )
         except ClefproveError as exc:
             out = Outcome(ReloadResult.INVALID, {"error": exc.one_line()}, 2)
@@ -494,10 +496,20 @@ def _counted(result: ReloadResult) -> str:
     return result.value if result is not ReloadResult.ERROR else ReloadResult.INVALID.value
 
 
-def read_model_file(path: str, limit: int) -> bytes:
-    """The bytes of the file *path*, refused (one line) past *limit* bytes."""
+def read_model_file(path: str, limit: int, regular_only: bool = False) -> bytes:
+    """The bytes of the file *path*, refused (one line) past *limit* bytes.
+
+    With *regular_only* (a SIGHUP reload of MODEL from its path) anything but a regular file
+    is refused, and the open never waits: a named pipe with no writer (or a terminal) in
+    MODEL's place blocked the reading thread for good, and the service then never stopped
+    on SIGTERM (it waits for that thread).  The start-up read still takes a pipe
+    (``serve <(...)``), as every command does."""
     try:
-        with open(path, "rb") as fh:
+        flags = os.O_RDONLY | (os.O_NONBLOCK if regular_only else 0)
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb") as fh:
+            if regular_only and not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ClefproveError(f"{path}: not a regular file; a SIGHUP reload reads a file")
             data = fh.read(limit + 1)
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -31,14 +31,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _smtlib_directory(path: str) -> None:
-    """Create the ``--smtlib`` directory (an existing file there is an error)."""
+def _smtlib_directory(path: str, *, create: bool) -> None:
+    """Check the ``--smtlib`` directory before any work (an existing file there, or a missing
+    parent directory, is an error: as ``--cache`` and ``-o``, a mistyped path is never built
+    with all its parents); with *create*, make it.  The command creates it only once the
+    model and the invariants are read, so that a run ending with status 2 leaves nothing."""
+    import os
     from pathlib import Path
 
     if Path(path).exists() and not Path(path).is_dir():
         raise ClefproveError(f"--smtlib {path}: exists and is not a directory")
+    parent = Path(os.path.abspath(path)).parent
+    if not Path(path).exists() and not parent.is_dir():
+        raise ClefproveError(f"--smtlib {path}: directory {parent} does not exist")
+    if not create:
+        return
     try:
-        Path(path).mkdir(parents=True, exist_ok=True)
+        Path(path).mkdir(exist_ok=True)
     except OSError as exc:
         raise ClefproveError(f"--smtlib {path}: cannot create: {exc.strerror or exc}") from None
 
@@ -64,9 +73,11 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_inputs(args.output, args.model, *expand_paths(args.invariants))
     if args.smtlib is not None:
-        _smtlib_directory(args.smtlib)
+        _smtlib_directory(args.smtlib, create=False)
     model = load_any(args.model)
     program = load_invariants(args.invariants, model)
+    if args.smtlib is not None:
+        _smtlib_directory(args.smtlib, create=True)
     jobs = args.jobs or default_jobs()
     work = model.n_leaves * len(program.invariants)
     progress = None

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.output import write_atomic
+    from clefprove.cli.output import write_atomic, write_stdout
     from clefprove.dsl.errors import DslError
     from clefprove.dsl.files import decode, expand_paths, read_text
     from clefprove.dsl.fmt import format_text
@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
         out = format_text(text, "<stdin>")
         if args.check:
             if out != text:
-                sys.stdout.write("<stdin>\n")
+                write_stdout("<stdin>\n")
                 return 1
             return 0
-        sys.stdout.write(out)
+        write_stdout(out)
         return 0
 
     # Format everything first: a mistake in any file changes no file.
@@ -70,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
         raise DslError(diagnostics)
     for name, out in changes:
         if args.check:
-            sys.stdout.write(f"{name}\n")
+            write_stdout(f"{name}\n")
         else:
             mode = os.stat(name).st_mode & 0o7777
             write_atomic(name, out)
             os.chmod(name, mode)  # the temporary file was created 0600; keep the file's mode
-            sys.stdout.write(f"reformatted {name}\n")
+            write_stdout(f"reformatted {name}\n")
     return 1 if args.check and changes else 0

@@ -154,14 +154,13 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.app.service import Limits, Service, build_app, read_model_file
     from clefprove.app.store import DEFAULT_DIR, ModelStore
     from clefprove.dsl.files import expand_paths
-    from clefprove.incremental.store import DEFAULT_DIR as CACHE_DIR
 
     expand_paths(args.invariants)  # an unreadable path is exit 2 before anything starts
-    if args.cache is not None and not args.no_cache:
-        from clefprove.incremental.cache import require_parent
+    from clefprove.incremental.cache import cache_directory
 
-        require_parent(args.cache)
-    cache = None if args.no_cache else args.cache or os.environ.get("CLEFPROVE_CACHE") or CACHE_DIR
+    # Created here, in the serving process: a cache directory that cannot be made is exit 2
+    # for --cache DIR (a warning and no cache for the default), never the gate worker's crash.
+    cache = cache_directory(args.cache, args.no_cache)
     settings = GateSettings(
         tuple(str(os.path.abspath(p)) for p in args.invariants),
         None if cache is None else os.path.abspath(cache),

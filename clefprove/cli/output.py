@@ -9,7 +9,7 @@ import stat
 import sys
 
 from clefprove.errors import ClefproveError
-from clefprove.fileio import write_atomic
+from clefprove.fileio import utf8, write_atomic
 
 __all__ = [
     "discard_stdout",
@@ -106,7 +106,15 @@ def write_stdout(text: str) -> None:
     """Write *text* to stdout and flush; a failing stdout (a full disk, a closed stream) is a
     :class:`ClefproveError`.  A closed pipe stays a :class:`BrokenPipeError`."""
     try:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:
+            # A path that is not UTF-8 (its bytes kept as lone surrogates) on a strict
+            # stdout: shown with U+FFFD as in an output file (the encoder wrote nothing yet).
+            safe = utf8(text).decode()
+            if safe == text:
+                raise
+            sys.stdout.write(safe)
         sys.stdout.flush()
     except BrokenPipeError:
         raise

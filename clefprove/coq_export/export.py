@@ -53,6 +53,7 @@ from clefprove.coq_export.terms import (
 )
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.fileio import utf8
 from clefprove.model.types import Feature, Model
 from clefprove.status import Certificate
 
@@ -127,7 +128,7 @@ class Export:
             raise ClefproveError(f"{out}: cannot create directory: {exc.strerror}") from exc
         try:
             for name, text in self.files.items():
-                (tmp / name).write_text(text)
+                (tmp / name).write_bytes(utf8(text))  # UTF-8 whatever the locale; any path
             tmp.chmod(0o755)
             os.rename(tmp, out)
         except OSError as exc:
@@ -150,8 +151,8 @@ class Export:
                     raise ClefproveError(f"{target}: is a directory, not a file")
                 fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
                 staged.append((tmp, target))
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(text)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(utf8(text))
                 os.chmod(tmp, 0o644)
             for tmp, target in staged:
                 os.replace(tmp, target)

@@ -311,8 +311,18 @@ def used_features(p: CFormula) -> set[int]:
 
 
 def comment(text: str) -> str:
-    """Text safe inside a Coq comment."""
-    return text.replace("(*", "( *").replace("*)", "* )")
+    """Text safe inside a Coq comment: no comment opener or terminator, and its '"' balanced.
+
+    Coq lexes string literals inside comments, and a '*)' inside one does not end the
+    comment: a lone '"' (a categorical value 'say "hi', a description) made the comment
+    swallow the code after it.  A text with an odd number of quotes has every quote doubled
+    (each run of quotes is then even: whole string literals, Coq's escaped quotes inside
+    them), so the comment ends where it is written; balanced text (a shown value "curl") is
+    kept as it is."""
+    safe = text.replace("(*", "( *").replace("*)", "* )")
+    if safe.count('"') % 2:
+        safe = safe.replace('"', '""')
+    return safe
 
 
 def join_blocks(blocks: Iterable[str]) -> str:

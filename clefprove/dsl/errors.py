@@ -24,7 +24,8 @@ class Diagnostic:
 
     def render(self) -> str:
         """``file:line:col: message``, then the source line and a caret under the column."""
-        head = f"{self.location}: {_escaped(self.message)}\n"
+        # the file name too: a path may hold a terminal escape ('\x1b[2J.inv')
+        head = f"{_escaped(self.location)}: {_escaped(self.message)}\n"
         if not self.source_line:
             return head
         line = _printable(self.source_line.rstrip("\r\n"))

@@ -511,13 +511,14 @@ def _parse_meta(
         check_name_clashes(meta["_features"], meta["_actions"])
     except ModelSourceError as exc:
         raise ClefFormatError(str(exc)) from None
-    from clefprove.model.features import has_control_characters
+    from clefprove.model.features import unprintable
 
     for key in ("name", "version"):
         if not isinstance(meta.get(key), str):
             raise ClefFormatError(f"metadata.{key} is missing or not a string")
-        if has_control_characters(meta[key]):
-            raise ClefFormatError(f"metadata.{key} holds a control character")
+        problem = unprintable(meta[key])
+        if problem is not None:
+            raise ClefFormatError(f"metadata.{key} holds {problem}")
     return meta
 
 

@@ -80,6 +80,17 @@ def has_control_characters(text: str) -> bool:
     return any(c < " " or "\x7f" <= c < "\xa0" for c in text)
 
 
+def unprintable(text: str) -> str | None:
+    """What makes *text* unfit to be printed by ``info``, ``check`` and the reports, or None:
+    a control character (a terminal escape), or a lone surrogate (JSON's ``"\\ud800"``: not
+    Unicode text, it has no UTF-8 encoding, so every report that wrote it failed, exit 4)."""
+    if has_control_characters(text):
+        return "a control character"
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        return "a lone surrogate (not Unicode text)"
+    return None
+
+
 def _json_type(v: Any) -> str:
     if v is None:
         return "null"
@@ -181,9 +192,10 @@ def parse_feature(obj: Any, path: str) -> Feature:
         for i, v in enumerate(values):
             if not isinstance(v, str):
                 raise _fail(f"{path}.values[{i}]", f"must be a string, not {_json_type(v)}")
-            if has_control_characters(v):
+            problem = unprintable(v)
+            if problem is not None:
                 # It would be printed raw by info, check and report: a terminal escape.
-                raise _fail(f"{path}.values[{i}]", f"{v!r} holds a control character")
+                raise _fail(f"{path}.values[{i}]", f"{v!r} holds {problem}")
             if v in seen:
                 raise _fail(f"{path}.values[{i}]", f"duplicate value '{v}'")
             seen.add(v)

@@ -493,6 +493,46 @@ _ROUTES = (
 )
 
 
+def _one_class_forest(
+    model: Any,
+    parsed: tuple[Feature, ...],
+    actions: list[str],
+    name: str,
+    version: str,
+    description: str | None,
+) -> Model:
+    """A forest fitted on labels of one value: ``predict`` is that class and
+    ``predict_proba`` 1.0 for every input.  An ensemble of the format needs two outputs, so
+    it becomes the tree of that one decision (its first estimator, whose leaves all hold the
+    one class: confidence 1.0), the same decision function (SPEC §5)."""
+    from clefprove.model.features import parse_actions
+    from clefprove.model.source import assemble_tree
+
+    tree = model.estimators_[0].tree_
+    try:
+        acts = parse_actions(actions)
+        flat, membership = _flatten([tree], parsed)
+        _majority(flat, tree, np.zeros(1, dtype=np.uint32))
+        meta: dict[str, Any] = {
+            "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
+        }
+        if description is not None:
+            meta["description"] = description
+        return assemble_tree(
+            name,
+            version,
+            parsed,
+            acts,
+            flat.nodes,
+            membership,
+            int(flat.depths[0]),
+            meta,
+            f"<sklearn {type(model).__name__}>",
+        )
+    except (ModelSourceError, ClefFormatError) as exc:
+        raise ImportModelError(f"conversion produced an invalid model: {exc}") from None
+
+
 def _ensemble_kind(model: Any) -> str | None:
     """'forest', 'boosted', or None for a single tree; other ensembles are refused."""
     name = type(model).__name__
@@ -552,6 +592,8 @@ def _from_ensemble(
     if action_names != ordered and set(action_names) != set(ordered):
         raise ImportModelError(f"actions {action_names} do not name every class once")
     n_classes = len(ordered)
+    if kind == "forest" and n_classes == 1:
+        return _one_class_forest(model, parsed, ordered, name, version, description)
     if kind == "forest":
         estimators = [est.tree_ for est in model.estimators_]
         flat, membership = _flatten(estimators, parsed)

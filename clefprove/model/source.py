@@ -24,9 +24,9 @@ from clefprove.model.features import (
     _json_type,
     _require,
     check_name_clashes,
-    has_control_characters,
     parse_actions,
     parse_features,
+    unprintable,
 )
 from clefprove.model.types import (
     MAX_TREE_DEPTH,
@@ -203,8 +203,9 @@ def _check_names(name: Any, version: Any) -> None:
     for key, v in (("name", name), ("version", version)):
         if not isinstance(v, str):
             raise _fail(key, "must be a string")
-        if has_control_characters(v):
-            raise _fail(key, f"{v!r} holds a control character")
+        problem = unprintable(v)
+        if problem is not None:
+            raise _fail(key, f"{v!r} holds {problem}")
 
 
 def ensemble_combine(spec: Any, n_actions: int) -> Combine:

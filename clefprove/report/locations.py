@@ -42,7 +42,8 @@ class Location:
     def uri(self) -> str:
         """A percent-encoded URI: relative to the root, or a ``file://`` URI outside it."""
         if self.relative is not None:
-            return quote(self.relative, safe="/")
+            # the path's own bytes: a name that is not UTF-8 is percent-encoded as it is
+            return quote(os.fsencode(self.relative), safe="/")
         return file_uri(self.absolute)
 
 
@@ -59,7 +60,7 @@ def locate(path: str | os.PathLike[str], root: Path | None = None) -> Location:
 
 def file_uri(path: Path, directory: bool = False) -> str:
     """``file://`` URI of an absolute path (percent-encoded; a trailing ``/`` for a directory)."""
-    text = quote(path.as_posix(), safe="/")
+    text = quote(os.fsencode(path.as_posix()), safe="/")
     if directory and not text.endswith("/"):
         text += "/"
     return "file://" + text

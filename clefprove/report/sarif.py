@@ -37,7 +37,7 @@ SRCROOT = "%SRCROOT%"
 def fingerprint(model_identity: str, where: Location, r: InvariantResult) -> str:
     """Stable identity of a finding: model, invariant file (root-relative), invariant name."""
     key = f"{model_identity}\0{where.display}\0{r.invariant}"
-    return hashlib.sha256(key.encode()).hexdigest()
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()  # any path
 
 
 def _message(r: InvariantResult) -> str:

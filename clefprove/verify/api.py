@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.errors import ClefproveError
 from clefprove.geometry.boxes import LazyLeafBoxes, LeafBoxes, leaf_boxes
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
@@ -109,6 +110,10 @@ def check(
     start = time.perf_counter()
     mdl, path = _model(model)
     program = _program(mdl, invariants)
+    if not program.invariants:
+        # SPEC §4: an invariant set that defines no invariant is bad input; a report of no
+        # invariant would pass every gate (load_invariants refuses such files likewise).
+        raise ClefproveError("no invariant to check: the invariant set defines no invariant")
     settings = options or CheckOptions(
         counterexamples=counterexamples,
         timeout=timeout,

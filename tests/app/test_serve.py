@@ -337,6 +337,41 @@ def test_sighup_reloads_through_the_gate(serve, tmp_path) -> None:
     assert m[("clefprove_reloads_total", (("result", "invalid"),))] == 2
 
 
+def test_sighup_on_a_path_that_is_not_a_regular_file(serve, tmp_path) -> None:
+    # MODEL replaced by a named pipe with no writer: the SIGHUP reload's open() blocked a
+    # thread of the default executor for good, and SIGTERM then never ended the service (it
+    # waited for that thread). It is refused at once, and the service stops as always.
+    model = tmp_path / "served.clef"
+    model.write_bytes(SAFE.read_bytes())
+    srv = serve(model, INVARIANTS)
+    served = srv.sha()
+    model.unlink()
+    os.mkfifo(model)
+    srv.proc.send_signal(signal.SIGHUP)
+    line = srv.wait_line("SIGHUP reload")
+    assert "not a regular file" in line and "accepted" not in line, line
+    assert srv.sha() == served
+    assert srv.stop() == 0, srv.stderr
+
+
+def test_an_invariant_file_replaced_by_a_pipe_is_refused_not_waited_for(serve, tmp_path) -> None:
+    # The gate reads the invariant files again at every reload: a named pipe with no writer
+    # in a file's place made that read wait for good (the reload never answered, every later
+    # one queued behind it, SIGTERM never ended the service).  It is a 409 at once.
+    inv = tmp_path / "edge.inv"
+    inv.write_bytes((INVARIANTS / "edge.inv").read_bytes())
+    srv = serve(SAFE, inv, "--token-file", token_file(tmp_path))
+    served = srv.sha()
+    inv.unlink()
+    os.mkfifo(inv)
+    with srv.client() as c:
+        r = c.post("/reload", content=SAFE.read_bytes(), headers=auth())
+        assert r.status_code == 409, r.text
+        assert "not a regular file" in r.json()["error"]
+    assert srv.sha() == served
+    assert srv.stop() == 0, srv.stderr
+
+
 def test_body_limit_is_413(serve) -> None:
     srv = serve(SAFE, INVARIANTS, "--max-body", "200")
     with srv.client() as c:
@@ -410,6 +445,24 @@ def test_start_up_refusals(tmp_path, args, code, words) -> None:
     assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "Traceback" not in r.stderr and "listening" not in r.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_cache_directory_that_cannot_be_made(serve, tmp_path) -> None:
+    # --cache naming a file: the gate worker crashed on it (a traceback, then exit 4 'internal
+    # error: ConnectionResetError'); it is one line and exit 2 before the port listens.
+    (tmp_path / "cachefile").write_text("not a directory")
+    r = _serve_cli(str(SAFE), str(INVARIANTS), "--addr", "127.0.0.1:0", "--cache", "cachefile",
+                   cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "clefprove: error: cachefile: cannot create the cache directory: File exists"
+    ]
+    # The default cache (not asked for) that cannot be made only costs speed: it serves.
+    server = serve(SAFE, INVARIANTS, env={"CLEFPROVE_CACHE": str(tmp_path / "cachefile")})
+    with server.client() as c:
+        assert c.post("/decide", json={}).status_code == 200
+    assert "Traceback" not in "".join(server.stderr)
+    assert any("proof cache unavailable" in line for line in server.stderr), server.stderr
 
 
 def test_missing_serve_extra_names_the_install_command(tmp_path) -> None:

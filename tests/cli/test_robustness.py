@@ -229,6 +229,11 @@ def _source_defects() -> dict[str, str]:
         "trailing-garbage": text + " }",
         "name-with-terminal-escape": edit(lambda s: s.update(name="x\u001b[2J")),
         "value-with-newline": edit(lambda s: s["features"][4]["values"].append("a\nb")),
+        # JSON's "\ud800": not Unicode text; the model compiled, then info, the SARIF and
+        # JUnit outputs, report and export-coq failed on it (exit 4, or 2 writing stdout)
+        "name-with-lone-surrogate": edit(lambda s: s.update(name="edge\ud800")),
+        "version-with-lone-surrogate": edit(lambda s: s.update(version="1.0\udcff")),
+        "value-with-lone-surrogate": edit(lambda s: s["features"][4]["values"].append("v\udcff")),
         "int-of-5000-digits": text.replace('"threshold": 300.0', '"threshold": ' + "9" * 5000),
     }
 
@@ -671,6 +676,26 @@ def test_smtlib_directory_that_is_a_file(work: Path) -> None:
     assert (work / "model.json").read_bytes() == TOY_JSON.read_bytes()
 
 
+def test_smtlib_directory_in_a_missing_directory(work: Path) -> None:
+    # As --cache and -o: a mistyped path is refused, never built with all its parents.
+    res = clefprove("check", "model.clef", "edge.inv", "--smtlib", "nowhere/deeper/smt",
+                    cwd=work)  # fmt: skip
+    assert_usage_error(res, "--smtlib", "does not exist")
+    assert not (work / "nowhere").exists()
+
+
+def test_smtlib_directory_not_left_behind_by_a_bad_run(work: Path) -> None:
+    # A run that ends with status 2 leaves no output behind: the directory of SMT-LIB
+    # queries was created before the invariants were read.
+    (work / "bad.inv").write_text("invariant a: ensure zzz\n")
+    res = clefprove("check", "model.clef", "bad.inv", "--smtlib", "smt", cwd=work)
+    assert_usage_error(res, "zzz")
+    assert not (work / "smt").exists()
+    res = clefprove("check", "model.clef", "holds.inv", "--smtlib", "smt", cwd=work)
+    assert res.returncode == 0, res.stderr
+    assert (work / "smt").is_dir()
+
+
 def test_cache_directory_that_is_a_file(work: Path) -> None:
     res = clefprove("check", "model.clef", "edge.inv", "--cache", "model.json", cwd=work)
     assert_usage_error(res, "model.json")
@@ -920,3 +945,89 @@ def test_cache_in_a_missing_directory_is_refused(work: Path, command: str) -> No
     res = clefprove(command, "model.clef", "edge.inv", "--cache", str(work / "new"), cwd=work)
     assert res.returncode in (0, 1), res.stderr
     assert (work / "new").is_dir()
+
+
+@pytest.mark.parametrize("command", ["check", "gate"])
+def test_default_cache_that_cannot_be_made_only_costs_speed(work: Path, command: str) -> None:
+    """docs/incremental.md: a cache that cannot be opened or written only costs speed.  The
+    default cache directory (no --cache) that cannot be created (a read-only checkout; here a
+    file in its place) was exit 2, so a CI gate failed as 'bad usage' with every invariant
+    holding; it is a warning and a run without the cache (an explicit --cache DIR that cannot
+    be made is still exit 2: test_cache_directory_that_is_a_file)."""
+    (work / ".clefprove-cache").write_bytes(b"not a directory")
+    res = run_cli(command, "model.clef", "holds.inv", cwd=work, unset=["CLEFPROVE_CACHE"],
+                  text=False)  # fmt: skip
+    err = res.stderr.decode()
+    assert res.returncode == 0, err
+    assert "warning" in err and ".clefprove-cache" in err and "Traceback" not in err, err
+    assert (work / ".clefprove-cache").read_bytes() == b"not a directory"
+    res = run_cli(command, "model.clef", "holds.inv", cwd=work, text=False,
+                  env={"CLEFPROVE_CACHE": str(work / "model.json")})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert (work / "model.json").read_bytes() == TOY_JSON.read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit", "gitlab", "github", "json", "html"])
+def test_invariant_file_name_that_is_not_utf8(work: Path, fmt: str) -> None:
+    """A file name in another encoding (Latin-1 'é' is the byte 0xe9): Python keeps its bytes
+    as lone surrogates, which the SARIF URI, the finding fingerprints and the UTF-8 writing of
+    the JUnit and HTML files could not encode (exit 4, 'internal error').  The URI names the
+    bytes (%E9); the other outputs show U+FFFD where they cannot be text."""
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:\n  ensure action == allow\n")
+    out = work / ("report.html" if fmt == "html" else f"out.{fmt}")
+    if fmt == "html":
+        res = clefprove("report", "model.clef", name, "-o", out, cwd=work)
+    else:
+        res = clefprove("check", "model.clef", name, "--no-cache", "--format", fmt, "-o", out,
+                        cwd=work)  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert b"internal error" not in res.stderr
+    text = out.read_bytes().decode("utf-8")  # valid UTF-8 throughout
+    if fmt == "sarif":
+        uris = [
+            loc["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(text)["runs"][0]["results"]
+            for loc in r["locations"]
+        ]
+        assert uris == ["caf%E9.inv"]
+
+
+@pytest.mark.parametrize("fmt", ["junit", "github", "text"])
+def test_invariant_file_name_that_is_not_utf8_on_a_strict_stdout(work: Path, fmt: str) -> None:
+    # A UTF-8 locale gives Python a strict stdout: the name's lone surrogates made the write
+    # fail ('cannot write to standard output', exit 2) where the report belongs.
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:\n  ensure action == allow\n")
+    res = run_cli("check", "model.clef", name, "--no-cache", "--format", fmt, cwd=work,
+                  env={"PYTHONIOENCODING": "utf-8:strict"}, text=False)  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert b"caf" in res.stdout
+    res.stdout.decode("utf-8")
+
+
+def test_export_coq_and_fmt_with_a_file_name_that_is_not_utf8(work: Path) -> None:
+    # export-coq names the invariant file in its Coq comments (written with the locale's
+    # encoding: exit 4), fmt --check lists it on stdout (exit 4 on a strict stdout).
+    name = os.fsdecode(b"caf\xe9.inv")
+    (work / name).write_text("invariant a:   ensure confidence >= 0\n")
+    res = run_cli("export-coq", "model.clef", name, "-o", "coq", cwd=work, text=False,
+                  env={"PYTHONIOENCODING": "utf-8:strict"})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    (work / "coq" / "Invariants.v").read_bytes().decode("utf-8")
+    res = run_cli("fmt", "--check", name, cwd=work, text=False,
+                  env={"PYTHONIOENCODING": "utf-8:strict"})  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert res.stdout.decode("utf-8") == "caf\ufffd.inv\n"
+
+
+def test_a_terminal_escape_in_a_path_is_never_printed_raw(work: Path) -> None:
+    # docs/ci.md: user-provided strings, paths included, are printed as text; the one-line
+    # error and a DSL diagnostic's file:line:col sent a file name's escape to the terminal.
+    res = clefprove("check", "model.clef", "\x1b[2Jgone.inv", cwd=work)
+    err = assert_usage_error(res, "\\x1b[2Jgone.inv: no such file")
+    assert "\x1b" not in err
+    (work / "\x1b[31mred.inv").write_text("invariant a:\n  ensure zzz\n")
+    res = clefprove("check", "model.clef", "\x1b[31mred.inv", "--no-cache", cwd=work)
+    err = assert_usage_error(res, "\\x1b[31mred.inv:2:10: unknown feature 'zzz'")
+    assert "\x1b" not in err

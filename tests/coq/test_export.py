@@ -256,3 +256,25 @@ def test_random_invariants_export_and_check(coq_dir: Path) -> None:
     assert build(coq_dir) == ""
     n = sum(1 for r in export.results if r.theorem)
     assert assumptions(coq_dir) == ["Closed under the global context"] * n
+
+
+@pytest.mark.slow
+def test_quotes_in_values_and_descriptions_export_and_check(coq_dir: Path) -> None:
+    # A '"' in a categorical value or a description opened a string inside a Coq comment,
+    # which then swallowed the definitions after it: coqc failed ('act_block not found').
+    src = json.loads(TOY.read_text())
+    src["features"][4]["values"] = ['say "hi', "curl", "python-requests", "other"]
+    src["features"][4]["default"] = "other"
+    model = compile_source(src)
+    program = parse_text(
+        "severity allow < challenge < rate_limit < block\n"
+        'invariant quoted:\n  "it\'s \\"quoted"\n'
+        '  when ua_family == "say \\"hi" and client_rtt_ms > 300\n  ensure action >= challenge\n'
+        "invariant after:\n  ensure action == block implies confidence >= 0.8\n",
+        model,
+    )
+    export = export_coq(model, program)
+    assert [r.status for r in export.results] == [PROVED, PROVED]
+    export.write(coq_dir)
+    assert build(coq_dir) == ""
+    assert assumptions(coq_dir) == ["Closed under the global context"] * 2

@@ -52,3 +52,59 @@ def test_invariant_names_and_their_derived_names_do_not_clash() -> None:
     third = namer.name_group("foo", "inv", suffixes)
     derived = [n + s for n in (first, second, third) for s in ("", *suffixes)]
     assert len(set(derived)) == len(derived)
+
+
+def test_comment_text_keeps_coq_strings_balanced() -> None:
+    # Coq lexes string literals inside comments: a lone '"' opens a string in which '*)'
+    # does not end the comment, so the comment swallowed the code after it (a categorical
+    # value 'say "hi' hid the definitions that followed; coqc failed).
+    from clefprove.coq_export.render import comment
+
+    for text in ['é"', 'say "hi', 'a"b"c"', '"(*"', '*)"', "'it\\'s \"'"]:
+        out = comment(text)
+        assert out.count('"') % 2 == 0, out
+        assert "(*" not in out and "*)" not in out, out
+
+
+def test_quotes_in_model_text_and_descriptions_stay_inside_comments() -> None:
+    src = {
+        "name": 'm"odel',
+        "version": '1"',
+        "features": [
+            {"name": "k", "type": "categorical", "values": ['a"', "b", 'c"'], "default": "b"}
+        ],
+        "actions": ["allow", "block"],
+        "tree": {
+            "feature": "k",
+            "in": ['a"'],
+            "left": {"action": "block", "confidence": 1.0},
+            "right": {"action": "allow", "confidence": 1.0},
+        },
+    }
+    model = compile_source(src)
+    plain = invariant("always", ck.Const(True), ck.ActionIn(frozenset({0, 1})))
+    described = ck.CheckedInvariant(
+        "described", "it's \"quoted", "<t>", 1, 1, ck.Const(True), ck.ActionIn(frozenset({0, 1}))
+    )
+    export = export_coq(model, [described, plain], verify=False)
+    for name in ("Model.v", "Invariants.v"):
+        text = export.files[name]
+        # Outside the comments (which nest), the text has no string literal at all.
+        depth, i, code = 0, 0, []
+        while i < len(text):
+            two = text[i : i + 2]
+            if two == "(*":
+                depth, i = depth + 1, i + 2
+            elif two == "*)" and depth:
+                depth, i = depth - 1, i + 2
+            elif text[i] == '"' and depth:
+                end = text.index('"', i + 1)  # a string inside a comment must close
+                assert "*)" not in text[i:end], (name, text[i : end + 1])
+                i = end + 1
+            else:
+                if not depth:
+                    code.append(text[i])
+                i += 1
+        assert depth == 0, name
+        assert '"' not in "".join(code), name
+    assert "Theorem described" in export.files["Invariants.v"]

@@ -182,6 +182,18 @@ def test_crafted_metadata(spec_bytes):
     assert "metadata" in _reason(_resign(spec_bytes[:64] + garbage + spec_bytes[64 + len(meta) :]))
 
 
+def test_metadata_text_that_is_not_unicode(spec_bytes):
+    # A lone surrogate escape in the name (or a categorical value) of a re-signed file: every
+    # report that printed it failed (exit 4); refused like a control character.
+    head = list(HEADER.unpack_from(spec_bytes, 0))
+    meta = spec_bytes[64 : 64 + head[9]]
+    for old, new in ((b"edge-allow-block", b"\\ud800allowblock"), (b'"Safari"', b'"\\udcff"')):
+        broken = meta.replace(old, new)
+        assert len(broken) == len(meta) and broken != meta
+        reason = _reason(_resign(spec_bytes[:64] + broken + spec_bytes[64 + len(meta) :]))
+        assert "lone surrogate" in reason, reason
+
+
 def test_magic_is_stable():
     assert MAGIC == b"\x89CLEF\r\n\x1a"
     assert struct.calcsize("<8sHHIIIIIQQQQ") == 64

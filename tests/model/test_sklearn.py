@@ -209,3 +209,25 @@ def test_extra_tree_with_sample_weights() -> None:
     res = Evaluator(model).evaluate(X)
     assert (res.actions == clf.predict(X)).all()
     np.testing.assert_allclose(res.confidences, clf.predict_proba(X).max(axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["RandomForestClassifier", "ExtraTreesClassifier"])
+def test_forest_fitted_on_one_class(kind: str) -> None:
+    # scikit-learn fits a forest on labels of one value (predict: that label, predict_proba:
+    # 1.0); it was refused with 'conversion produced an invalid model: ensemble: a identity
+    # link has one output per action (>= 2)', though the one-class tree converts.
+    import sklearn.ensemble
+
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.25]] * 4)
+    feats = [
+        {"name": "f0", "type": "float", "min": 0, "max": 1, "default": 0},
+        {"name": "f1", "type": "float", "min": 0, "max": 1, "default": 0},
+    ]
+    forest = getattr(sklearn.ensemble, kind)(n_estimators=3, random_state=0)
+    forest.fit(X, np.array(["allow"] * len(X)))
+    model = from_sklearn(forest, feats)
+    assert model.actions == ("allow",)
+    rows = np.random.default_rng(0).uniform(0, 1, (50, 2))
+    res = Evaluator(model).evaluate(rows)
+    assert [model.actions[a] for a in res.actions] == forest.predict(rows).tolist()
+    assert res.confidences.tolist() == forest.predict_proba(rows).max(axis=1).tolist()

@@ -257,3 +257,15 @@ def test_isolated_witness_depends_on_the_box_not_on_the_path() -> None:
         assert x is not None
         found.append(x.tolist())
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("empty", [[], (), "program"])
+def test_checking_no_invariant_at_all_is_refused(spec_model, empty) -> None:
+    """SPEC §4: an invariant set that defines no invariant is bad input (the CLI's exit 2).
+    ``clefprove.check(model, [])`` returned a passing report (exit_code 0, no invariant), so a
+    caller whose list of invariants came out empty passed every gate."""
+    from clefprove.errors import ClefproveError
+
+    invariants = ck.CheckedProgram(()) if empty == "program" else empty
+    with pytest.raises(ClefproveError, match="no invariant"):
+        check(spec_model, invariants)
