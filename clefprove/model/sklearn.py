@@ -575,7 +575,7 @@ def _from_ensemble(
         raise ImportModelError(f"{type(model).__name__} is not fitted")
     if int(getattr(model, "n_outputs_", 1)) != 1 or isinstance(model.classes_, list):
         raise ImportModelError("multi-output ensembles cannot be converted (one action per input)")
-    if len(model.classes_) < 2:
+    if len(model.classes_) < 2 and kind != "forest":  # a forest: the tree of its decision
         only = np.asarray(model.classes_).tolist()[0]
         raise ImportModelError(
             f"this {type(model).__name__} was fitted on one class ({only!r}) and always "

@@ -197,17 +197,6 @@ def test_sklearn_gradient_boosting_init_dummy_strategies():
         _agree(model, R, clf.classes_, clf.predict(R), clf.predict_proba(R), 1e-12)
 
 
-def test_sklearn_refuses_a_forest_of_one_class_in_one_line():
-    import sklearn.ensemble as se
-
-    X, y = _data("iris")
-    for cls in (se.RandomForestClassifier, se.ExtraTreesClassifier):
-        clf = cls(n_estimators=3, random_state=0).fit(X, np.zeros_like(y))
-        with pytest.raises(ImportModelError, match=r"fitted on one class \(0\)") as err:
-            clefprove.from_sklearn(clf, _wide(4), actions=["a"])
-        assert "\n" not in str(err.value) and "invalid model" not in str(err.value)
-
-
 # --------------------------------------------------------------------------- XGBoost
 
 xgb = pytest.importorskip("xgboost")
