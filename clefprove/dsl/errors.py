@@ -74,6 +74,15 @@ class DslError(ClefproveError):
         super().__init__(f"{first.location}: {first.message}")
 
     def render(self) -> str:
-        body = "".join(d.render() for d in self.diagnostics)
+        """Every mistake up to ``SHOWN_DIAGNOSTICS`` (a garbage file has thousands: the first
+        ones say what is wrong), then how many there are."""
+        shown = self.diagnostics[:SHOWN_DIAGNOSTICS]
+        body = "".join(d.render() for d in shown)
         n = len(self.diagnostics)
+        if n > len(shown):
+            body += f"... and {n - len(shown)} more\n"
         return body + (f"{n} errors\n" if n > 1 else "")
+
+
+#: The most diagnostics :meth:`DslError.render` prints.
+SHOWN_DIAGNOSTICS = 50

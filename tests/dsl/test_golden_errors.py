@@ -47,3 +47,16 @@ def test_catalogue_is_complete() -> None:
     """Every case has its golden output (and no output is orphaned)."""
     outputs = {p.name.removesuffix(".err") for p in GOLDEN.glob("*.err")}
     assert outputs == set(CASES)
+
+
+def test_a_file_of_garbage_prints_the_first_mistakes_and_the_count(spec_model, tmp_path) -> None:
+    # thousands of diagnostics are all kept as data; the rendering shows the first ones
+    bad = tmp_path / "garbage.inv"
+    bad.write_text("".join(f"invariant i{k}: ensure && {k}\n" for k in range(400)))
+    with pytest.raises(DslError) as err:
+        load_invariants([bad], spec_model)
+    shown = err.value.render()
+    n = len(err.value.diagnostics)
+    assert n >= 400
+    assert shown.count("garbage.inv:") == 50
+    assert shown.endswith(f"... and {n - 50} more\n{n} errors\n")
