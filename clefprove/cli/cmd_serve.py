@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.dsl.files import expand_paths
 
     expand_paths(args.invariants)  # an unreadable path is exit 2 before anything starts
-    from clefprove.incremental.cache import cache_directory
+    from clefprove.incremental.cache import cache_directory, require_parent
 
     # Created here, in the serving process: a cache directory that cannot be made is exit 2
     # for --cache DIR (a warning and no cache for the default), never the gate worker's crash.
@@ -170,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
         args.counterexamples,
     )
     limits = Limits(args.max_body, args.max_model)
+    if args.store is not None:  # as --cache: a mistyped path makes no tree of directories
+        require_parent(args.store, "--store")
     store = ModelStore(args.store or DEFAULT_DIR)
     sock = _bind(host, port)
     # Until the service handles SIGHUP, ignore it; the gate's worker processes started meanwhile

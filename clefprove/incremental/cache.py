@@ -87,12 +87,13 @@ def _make(directory: str | os.PathLike[str], parents: bool = False) -> None:
         raise ClefproveError(f"{directory}: not a directory (--cache)")
 
 
-def require_parent(directory: str | os.PathLike[str]) -> None:
-    """``--cache DIR`` creates DIR if it is missing, never its parents: a mistyped path must
-    not silently build a tree of directories (``-o FILE`` refuses a missing directory too)."""
+def require_parent(directory: str | os.PathLike[str], option: str = "--cache") -> None:
+    """``--cache DIR`` (and ``serve --store DIR``) creates DIR if it is missing, never its
+    parents: a mistyped path must not silently build a tree of directories (``-o FILE``
+    refuses a missing directory too)."""
     parent = Path(os.path.abspath(directory)).parent
     if not Path(directory).exists() and not parent.is_dir():
-        raise ClefproveError(f"--cache {directory}: directory {parent} does not exist")
+        raise ClefproveError(f"{option} {directory}: directory {parent} does not exist")
 
 
 def cache_from_args(args: object) -> ProofCache | None:

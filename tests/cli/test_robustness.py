@@ -684,6 +684,15 @@ def test_smtlib_directory_in_a_missing_directory(work: Path) -> None:
     assert not (work / "nowhere").exists()
 
 
+def test_serve_store_in_a_missing_directory(work: Path) -> None:
+    # As --cache: the store's parents are never built (exit 2 before the service starts).
+    pytest.importorskip("starlette")
+    res = clefprove("serve", "model.clef", "edge.inv", "--store", "nowhere/deeper/store",
+                    "--addr", "127.0.0.1:0", cwd=work)  # fmt: skip
+    assert_usage_error(res, "--store", "does not exist")
+    assert not (work / "nowhere").exists()
+
+
 def test_smtlib_directory_not_left_behind_by_a_bad_run(work: Path) -> None:
     # A run that ends with status 2 leaves no output behind: the directory of SMT-LIB
     # queries was created before the invariants were read.
