@@ -39,9 +39,22 @@ class Diagnostic:
                 + ("..." if start + SHOWN_WIDTH < len(line) else "")
             )
             col = col - start + (3 if start else 0)
-        # Keep tabs in the caret's indentation so that it lines up under the column.
-        indent = "".join(c if c == "\t" else " " for c in line[:col])
+        # Keep tabs in the caret's indentation, and as many cells as a terminal gives each
+        # character (two for a wide one, none for a combining mark), so that the caret lines
+        # up under the column.
+        indent = "".join(_cell(c) for c in line[:col])
         return f"{head}    {line}\n    {indent}^\n"
+
+
+def _cell(c: str) -> str:
+    """The blank that takes the place of *c* on a terminal."""
+    if c == "\t" or c.isascii():
+        return "\t" if c == "\t" else " "
+    import unicodedata
+
+    if unicodedata.combining(c):
+        return ""
+    return "  " if unicodedata.east_asian_width(c) in ("W", "F") else " "
 
 
 def _is_control(c: str) -> bool:

@@ -103,6 +103,18 @@ def test_str_is_the_first_line_and_render_has_caret(spec_model) -> None:
     assert err.render().splitlines()[1:] == ["    \twhen client_rt_ms > 3", "    \t     ^"]
 
 
+def test_caret_lines_up_after_wide_and_combining_characters(spec_model) -> None:
+    # a terminal gives 路 two cells and the accent of e\u0301 none
+    text = 'invariant t:\n  "路径 e\u0301" when client_rt_ms > 3\n  ensure true\n'
+    with pytest.raises(DslError) as info:
+        parse_text(text, spec_model, "t.inv")
+    _, source, caret = info.value.render().splitlines()[:3]
+    assert source == '      "路径 e\u0301" when client_rt_ms > 3'
+    # cells before the column: 4 + 3 (two spaces and the quote) + 2 * 2 + 1 + 1 (e and its
+    # accent) + 2 (quote, space) + 5 ("when ") = 4 + 16
+    assert caret == " " * 20 + "^"
+
+
 def test_diagnostic_without_source_renders_one_line() -> None:
     d = Diagnostic("f.inv", 1, 1, "boom")
     assert DslError([d]).render() == "f.inv:1:1: boom\n"
