@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -80,7 +81,8 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 
 def decode(data: bytes, file: str) -> str:
-    """UTF-8 bytes -> text (a leading BOM is dropped); a bad byte is a :class:`DslError`."""
+    """UTF-8 bytes -> text (a leading BOM is dropped, a lone carriage return, as old Mac files
+    end their lines, read as a line end); a bad byte is a :class:`DslError`."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,4 +92,10 @@ def decode(data: bytes, file: str) -> str:
         source = data.split(b"\n")[line - 1].decode("utf-8", errors="replace")
         message = f"invalid UTF-8 byte 0x{data[exc.start]:02x}"
         raise DslError([Diagnostic(file, line, column, message, source)]) from None
-    return text.removeprefix("\ufeff")
+    text = text.removeprefix("\ufeff")
+    if "\r" in text:  # (CRLF stays: the lexer takes the CR as whitespace before the LF)
+        text = _LONE_CR.sub("\n", text)
+    return text
+
+
+_LONE_CR = re.compile("\r(?!\n)")

@@ -120,3 +120,21 @@ def test_diagnostic_without_source_renders_one_line() -> None:
     assert DslError([d]).render() == "f.inv:1:1: boom\n"
     with pytest.raises(ValueError):
         DslError([])
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_every_line_end_gives_the_same_positions(spec_model, tmp_path, end: str) -> None:
+    # old Mac files end their lines with a lone CR: read as line ends, not one long line
+    path = tmp_path / "t.inv"
+    lines = [
+        "invariant ok:",
+        "  ensure true",
+        "invariant bad:",
+        "  when client_rt_ms > 3",
+        "  ensure true",
+    ]
+    path.write_bytes(end.join(lines).encode())
+    with pytest.raises(DslError) as info:
+        load_invariants([path], spec_model)
+    (d,) = info.value.diagnostics
+    assert (d.line, d.column, d.source_line.rstrip("\r")) == (4, 8, "  when client_rt_ms > 3")
