@@ -289,8 +289,11 @@ def finish(
             if earlier is not None:
                 first = np.array([r for r in first.tolist() if r not in earlier], dtype=np.int64)
             pv.boxes.prefetch(first)
+        # At least one witness is confirmed, even with no counterexample to print, so that
+        # 'violated' always rests on a checked input.
+        confirmed = 0
         for r in violating.tolist():
-            if len(cexs) >= counterexamples:
+            if confirmed >= max(1, counterexamples):
                 break
             cex = _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown)
             if cex is None:  # a bug: never print it, never claim the path
@@ -300,12 +303,9 @@ def finish(
                     "path reported as unknown"
                 )
                 continue
-            cexs.append(cex)
-        if counterexamples == 0:
-            # Still confirm one witness, so that 'violated' always rests on a checked input.
-            r = int(violating[0])
-            if _confirmed(model, evaluator, prep, pv, r, settings, alone, earlier, shown) is None:
-                status[r] = _UNKNOWN
+            confirmed += 1
+            if len(cexs) < counterexamples:
+                cexs.append(cex)
     seen = status if listed is None else status[listed]
     n_violating = int(np.count_nonzero(seen == _VIOLATED))
     n_unknown = int(np.count_nonzero(seen == _UNKNOWN))

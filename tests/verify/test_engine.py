@@ -38,6 +38,31 @@ def _inv(model, body: str):
     return parse_text(SEV + "invariant t:\n  " + body + "\n", model, "t.inv").invariants[0]
 
 
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_violated_rests_on_a_confirmed_witness_whatever_k(edge, k, monkeypatch):
+    # a witness the evaluator does not confirm (a bug) makes its path unknown; the next
+    # violating paths are tried until one is confirmed, also when none is to be printed
+    from clefprove.verify import api
+
+    inv = _inv(edge, "when path_depth >= 3 ensure action != challenge")
+    fresh = check(edge, [inv], counterexamples=3).results[0]
+    assert fresh.status == "violated" and fresh.violating_paths >= 3
+    real, calls = api._confirmed, []
+
+    def first_fails(*args):
+        calls.append(args[4])
+        return None if len(calls) == 1 else real(*args)
+
+    monkeypatch.setattr(api, "_confirmed", first_fails)
+    r = check(edge, [inv], counterexamples=k).results[0]
+    assert r.status == "violated" and len(calls) == max(1, k) + 1
+    assert (r.violating_paths, r.unknown_paths) == (fresh.violating_paths - 1, 1)
+    assert len(r.counterexamples) == k and "unconfirmed witness" in r.warnings[0]
+    monkeypatch.setattr(api, "_confirmed", lambda *args: None)
+    r = check(edge, [inv], counterexamples=k).results[0]
+    assert r.status == "unknown" and r.unknown_paths == fresh.violating_paths
+
+
 def test_resource_limit_gives_unknown_not_holds(edge):
     inv = _inv(edge, "when client_rtt_ms > 300 and tls_version < 772 ensure action != allow")
     r = check_invariant(edge, inv, CheckOptions(shortcuts=False, rlimit=1))
