@@ -27,7 +27,9 @@ Every printed counterexample is confirmed by the evaluator (both decisions), see
 
 from __future__ import annotations
 
+import hashlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -45,7 +47,7 @@ from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.pairsweep import PairSweep, stable_ok
+from clefprove.verify.pairsweep import Counts, FanOut, PairSweep, Part, stable_ok
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -433,13 +435,19 @@ _Pairs = tuple[int, list[tuple[int, int, int]], list[tuple[int, int]]]
 
 #: Up to this many leaf pairs the pair matrix is cheaper than the descent's per-level steps.
 MATRIX_CELLS = 1 << 20
+#: Live leaves from which the dual descent is shared with the run's worker processes
+#: (``--jobs`` above 1): below it a worker's set-up (the model's pickle, its leaf boxes and
+#: aggregates) costs more than half the descent.
+PARALLEL_MIN_LEAVES = 1 << 16
 
 
-def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _Pairs:
+def box_pairs(
+    pc: PairChecker, want: int, matrix_cells: int | None = None, fan_out: FanOut | None = None
+) -> _Pairs:
     """(number of box-violating pairs, the first *want* of them in (row a, row b) order with
     their conjunction pair, the undecided pairs in that order) -- what the pair matrix gives
     (:func:`matrix_pairs`, used up to *matrix_cells* pairs), found by the tree descent of
-    :mod:`clefprove.verify.pairsweep`."""
+    :mod:`clefprove.verify.pairsweep` (its dual count shared out by *fan_out*, if given)."""
     k = len(pc.sides)
     if k == 0:
         return 0, [], []
@@ -447,7 +455,7 @@ def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _P
         return matrix_pairs(pc, want)
     sweep = PairSweep(pc)
     if pc.exact and k == 1 and not pc.sides[0].lins:
-        dual = sweep.dual_count()
+        dual = sweep.dual_count(fan_out)
         if dual is not None:
             total, totals = dual
         else:
@@ -629,7 +637,15 @@ def check_relational(
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
     want = max(counterexamples, 1) + EXTRA_CONFIRM
-    n_sat, first, undecided = box_pairs(pc, want)
+    jobs = max(1, int(settings.jobs))
+    if jobs > 1 and pc.boxes.size >= PARALLEL_MIN_LEAVES:
+        from clefprove.verify import pool as run_pool
+
+        with run_pool.current(jobs) as pool:
+            fan_out = _pool_fan_out(pool, model, inv, severity, _rows_digest(pc))
+            n_sat, first, undecided = box_pairs(pc, want, fan_out=fan_out)
+    else:
+        n_sat, first, undecided = box_pairs(pc, want)
 
     solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     n_unknown = 0
@@ -686,6 +702,59 @@ def check_relational(
         solver_paths=len(undecided),
         relation=describe(model, prep.relation),
     )
+
+
+def _rows_digest(pc: PairChecker) -> str:
+    """What names the rows of *pc* (its live leaves, in order): a part counted elsewhere
+    must count over the same rows."""
+    return hashlib.blake2b(
+        np.ascontiguousarray(pc.boxes.leaves).tobytes(), digest_size=16
+    ).hexdigest()
+
+
+def _pool_fan_out(
+    pool: Any, model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None, rows: str
+) -> FanOut:
+    """The dual descent's parts sent to the run's worker processes.  A part that no worker
+    has started when this process is done with its own is counted here instead (the pool
+    queues only a few tasks ahead), as is a part answered without the model."""
+    from clefprove.verify import pool as run_pool
+
+    def fan_out(parts: list[Part]) -> Any:
+        futures = [pool.submit(_dual_part, model, inv, severity, rows, part) for part in parts]
+
+        def gather(local: Any) -> Iterator[Counts]:
+            for future, part in reversed(list(zip(futures, parts, strict=True))):
+                if future.cancel():
+                    yield local(part)
+            for future, part in zip(futures, parts, strict=True):
+                if future.cancelled():
+                    continue
+                got = future.result()
+                yield local(part) if run_pool.missing(got) else got
+
+        return gather
+
+    return fan_out
+
+
+def _dual_part(
+    model: Model,
+    inv: ck.CheckedInvariant,
+    severity: tuple[int, ...] | None,
+    rows: str,
+    part: Part,
+) -> Counts:
+    """One part of the dual descent in a pool worker (the sweep kept with the model)."""
+
+    def sweep() -> PairSweep:
+        pc = PairChecker(model, prepare(model, inv, severity))
+        if _rows_digest(pc) != rows:
+            raise AssertionError("internal: a worker's leaf rows differ from the parent's")
+        return PairSweep(pc)
+
+    kept: PairSweep = model.derived.get(("verify.relational.sweep", inv, severity), sweep)
+    return kept.dual_part(part)
 
 
 def _when_vacuous(

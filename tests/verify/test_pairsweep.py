@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import parse_text
+from clefprove.model.loading import load_model
 from clefprove.model.source import compile_source
 from clefprove.verify import pairsweep, relational
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import (
     EXTRA_CONFIRM,
     PairChecker,
@@ -29,6 +33,7 @@ from tests.verify.test_relational import (
     relational_invariants,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,6 +50,31 @@ def _same_as_matrix(model, inv, severity) -> None:
         assert box_pairs(PairChecker(model, prep), want, matrix_cells=0) == expected
     finally:
         pairsweep.DUAL_BATCH = saved
+    # dealt into parts at the first step, each counted as a worker counts it (some parts
+    # taken back by the dealing process)
+    pc = PairChecker(model, prep)
+    fan_out = _in_process_fan_out(model, inv, severity, relational._rows_digest(pc))
+    saved_pairs = pairsweep.FAN_OUT_PAIRS
+    try:
+        pairsweep.FAN_OUT_PAIRS = 1
+        assert box_pairs(pc, want, matrix_cells=0, fan_out=fan_out) == expected
+    finally:
+        pairsweep.FAN_OUT_PAIRS = saved_pairs
+
+
+def _in_process_fan_out(model, inv, severity, rows):
+    def fan_out(parts):
+        def gather(local):
+            for k, part in enumerate(parts):
+                yield (
+                    local(part)
+                    if k % 3 == 2
+                    else relational._dual_part(model, inv, severity, rows, part)
+                )
+
+        return gather
+
+    return fan_out
 
 
 @FAST
@@ -479,3 +509,30 @@ def test_descent_on_float_domains_against_an_ieee_reference(data):
     assert res.violating_paths == ref
     assert res.status == ("violated" if ref else "holds")
     assert_counterexamples_replay(model, inv, severity, res)
+
+
+@pytest.mark.parametrize(
+    "relation",
+    ["monotone(referer_entropy)", "stable(client_rtt_ms, 50)", "independent(ua_family)"],
+)
+def test_jobs_two_share_the_dual_descent_with_real_workers(relation, monkeypatch):
+    """--jobs 2: the dual descent dealt into parts, some counted by the pool's worker
+    processes, gives the result of --jobs 1 (counts and counterexamples)."""
+    model = load_model(ROOT / "examples" / "edge-allow-block-1.0.0.clef")
+    text = (
+        "severity allow < challenge < rate_limit < block\n"
+        f"invariant r:\n  when path_depth <= 40\n  ensure {relation}\n"
+    )
+    program = parse_text(text, model, "r.inv")
+    inv = program.invariants[0]
+    monkeypatch.setattr(relational, "PARALLEL_MIN_LEAVES", 0)
+    monkeypatch.setattr(relational, "MATRIX_CELLS", 0)
+    monkeypatch.setattr(pairsweep, "FAN_OUT_PAIRS", 8)
+    calls = []
+    real = relational._pool_fan_out
+    monkeypatch.setattr(relational, "_pool_fan_out", lambda *a: calls.append(1) or real(*a))
+    one = check_relational(model, inv, program.severity, CheckOptions(jobs=1))
+    two = check_relational(model, inv, program.severity, CheckOptions(jobs=2))
+    assert calls == [1]
+    assert one.violating_paths > 0
+    assert dataclasses.replace(two, seconds=0.0) == dataclasses.replace(one, seconds=0.0)
