@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -68,9 +68,9 @@ COMPRESS = True
 Part = list[tuple[np.ndarray, np.ndarray]]
 #: (violating pairs, per row its partners): what a descent counted.
 Counts = tuple[int, np.ndarray]
-#: Sends parts of the dual descent elsewhere; what it returns gives their counts (a part it
-#: could not have counted elsewhere is counted by the function it is given).
-FanOut = Callable[[list[Part]], Callable[[Callable[[Part], Counts]], Iterator[Counts]]]
+#: Counts the parts of the dual descent with the function it is given, in this process and
+#: others (``verify.pool.forked_map``): the counts of every part, in any order.
+FanOut = Callable[[Callable[[Part], Counts], list[Part]], Iterable[Counts]]
 #: Node pairs the dual descent holds before it deals them into parts (``--jobs``).
 FAN_OUT_PAIRS = 4096
 #: Parts it deals them into: more than processes, so that one that ends early takes another.
@@ -658,9 +658,9 @@ class PairSweep:
 
         With *fan_out* (``--jobs`` above 1 on a large tree) the descent runs here until it
         holds at least ``FAN_OUT_PAIRS`` node pairs, which are then dealt into parts
-        (:func:`deal`): *fan_out* sends all but the first to other processes, each of which
-        descends its part alone (:meth:`dual_part`), while this one descends the first; the
-        counts of all parts add up to the whole (every node pair is decided in one part)."""
+        (:func:`deal`), each descended alone (:meth:`dual_part`) by *fan_out*, in this process
+        and others; the counts of all parts add up to the whole (every node pair is decided in
+        exactly one part)."""
         t = time.process_time()
         agg = self.aggregates(0)
         t = self._tick("aggregates", t)
@@ -680,14 +680,8 @@ class PairSweep:
             self._dual_descend(stack, sums)
             return self._totals(sums)
         self._dual_descend(stack, sums, lambda st: sum(p.size for p, _ in st) >= FAN_OUT_PAIRS)
-        parts = deal(stack, FAN_OUT_PARTS)
-        if len(parts) < 2:
-            self._dual_descend(parts[0] if parts else [], sums)
-            return self._totals(sums)
-        gather = fan_out(parts[1:])
-        self._dual_descend(parts[0], sums)
         total, totals = self._totals(sums)
-        for part_total, part_totals in gather(self.dual_part):
+        for part_total, part_totals in fan_out(self.dual_part, deal(stack, FAN_OUT_PARTS)):
             total += part_total
             totals += part_totals
         return total, totals

@@ -27,9 +27,8 @@ Every printed counterexample is confirmed by the evaluator (both decisions), see
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -435,9 +434,8 @@ _Pairs = tuple[int, list[tuple[int, int, int]], list[tuple[int, int]]]
 
 #: Up to this many leaf pairs the pair matrix is cheaper than the descent's per-level steps.
 MATRIX_CELLS = 1 << 20
-#: Live leaves from which the dual descent is shared with the run's worker processes
-#: (``--jobs`` above 1): below it a worker's set-up (the model's pickle, its leaf boxes and
-#: aggregates) costs more than half the descent.
+#: Live leaves from which ``--jobs`` above 1 shares the dual descent with forked processes
+#: (below it the descent takes well under a second: forking and the pipe cost more).
 PARALLEL_MIN_LEAVES = 1 << 16
 
 
@@ -638,14 +636,14 @@ def check_relational(
     pc = PairChecker(model, prep, boxes)
     want = max(counterexamples, 1) + EXTRA_CONFIRM
     jobs = max(1, int(settings.jobs))
+    fan_out: FanOut | None = None
     if jobs > 1 and pc.boxes.size >= PARALLEL_MIN_LEAVES:
-        from clefprove.verify import pool as run_pool
+        from clefprove.verify.pool import forked_map
 
-        with run_pool.current(jobs) as pool:
-            fan_out = _pool_fan_out(pool, model, inv, severity, _rows_digest(pc))
-            n_sat, first, undecided = box_pairs(pc, want, fan_out=fan_out)
-    else:
-        n_sat, first, undecided = box_pairs(pc, want)
+        def fan_out(count: Callable[[Part], Counts], parts: list[Part]) -> list[Counts]:
+            return forked_map(count, parts, jobs)
+
+    n_sat, first, undecided = box_pairs(pc, want, fan_out=fan_out)
 
     solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     n_unknown = 0
@@ -702,59 +700,6 @@ def check_relational(
         solver_paths=len(undecided),
         relation=describe(model, prep.relation),
     )
-
-
-def _rows_digest(pc: PairChecker) -> str:
-    """What names the rows of *pc* (its live leaves, in order): a part counted elsewhere
-    must count over the same rows."""
-    return hashlib.blake2b(
-        np.ascontiguousarray(pc.boxes.leaves).tobytes(), digest_size=16
-    ).hexdigest()
-
-
-def _pool_fan_out(
-    pool: Any, model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None, rows: str
-) -> FanOut:
-    """The dual descent's parts sent to the run's worker processes.  A part that no worker
-    has started when this process is done with its own is counted here instead (the pool
-    queues only a few tasks ahead), as is a part answered without the model."""
-    from clefprove.verify import pool as run_pool
-
-    def fan_out(parts: list[Part]) -> Any:
-        futures = [pool.submit(_dual_part, model, inv, severity, rows, part) for part in parts]
-
-        def gather(local: Any) -> Iterator[Counts]:
-            for future, part in reversed(list(zip(futures, parts, strict=True))):
-                if future.cancel():
-                    yield local(part)
-            for future, part in zip(futures, parts, strict=True):
-                if future.cancelled():
-                    continue
-                got = future.result()
-                yield local(part) if run_pool.missing(got) else got
-
-        return gather
-
-    return fan_out
-
-
-def _dual_part(
-    model: Model,
-    inv: ck.CheckedInvariant,
-    severity: tuple[int, ...] | None,
-    rows: str,
-    part: Part,
-) -> Counts:
-    """One part of the dual descent in a pool worker (the sweep kept with the model)."""
-
-    def sweep() -> PairSweep:
-        pc = PairChecker(model, prepare(model, inv, severity))
-        if _rows_digest(pc) != rows:
-            raise AssertionError("internal: a worker's leaf rows differ from the parent's")
-        return PairSweep(pc)
-
-    kept: PairSweep = model.derived.get(("verify.relational.sweep", inv, severity), sweep)
-    return kept.dual_part(part)
 
 
 def _when_vacuous(
