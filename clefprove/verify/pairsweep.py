@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -62,6 +63,37 @@ SPLIT_BOTH = 8.0
 #: child cannot meet the other node's hull (one column per step: ``PairSweep._compress``);
 #: False: the descent steps through them pair by pair (the tests hold both to the matrix).
 COMPRESS = True
+
+#: A node pair stack of the dual descent: arrays (u, v) of node pairs, in pieces.
+Part = list[tuple[np.ndarray, np.ndarray]]
+#: (violating pairs, per row its partners): what a descent counted.
+Counts = tuple[int, np.ndarray]
+#: Counts the parts of the dual descent with the function it is given, in this process and
+#: others (``verify.pool.forked_map``): the counts of every part, in any order.
+FanOut = Callable[[Callable[[Part], Counts], list[Part]], Iterable[Counts]]
+#: Node pairs the dual descent holds before it deals them into parts (``--jobs``).
+FAN_OUT_PAIRS = 4096
+#: Parts it deals them into: more than processes, so that one that ends early takes another.
+FAN_OUT_PARTS = 8
+
+
+def deal(stack: Part, parts: int) -> list[Part]:
+    """The node pairs of *stack* dealt into at most *parts* parts, in turn (neighbouring
+    pairs, often of similar work, go to different parts), each in pieces of DUAL_BATCH."""
+    if not stack:
+        return []
+    u = np.concatenate([a for a, _ in stack])
+    v = np.concatenate([b for _, b in stack])
+    out: list[Part] = []
+    for k in range(min(parts, u.size)):
+        pu, pv = u[k::parts], v[k::parts]
+        out.append(
+            [
+                (pu[i : i + DUAL_BATCH], pv[i : i + DUAL_BATCH])
+                for i in range(0, pu.size, DUAL_BATCH)
+            ]
+        )
+    return out
 
 
 def stable_ok(
@@ -233,6 +265,17 @@ class _Aggregates:
     first_row: np.ndarray  # (N,) smallest live row below (n_rows if none)
     n_live: np.ndarray  # (N,) live rows below (active or not)
     contiguous: bool  # the live rows below every node form one range (pre-order nodes)
+
+
+@dataclass
+class _DualSums:
+    """What a dual descent counted so far: violating pairs, per-rank difference arrays over
+    row ranges, per-row partners from leaf cells (pending, then summed into *extra*)."""
+
+    total: int
+    diff: np.ndarray
+    one_rows: list[tuple[np.ndarray, np.ndarray]]
+    extra: np.ndarray
 
 
 class PairSweep:
@@ -600,7 +643,7 @@ class PairSweep:
 
     # ------------------------------------------------------------ the dual descent
 
-    def dual_count(self) -> tuple[int, np.ndarray] | None:
+    def dual_count(self, fan_out: FanOut | None = None) -> tuple[int, np.ndarray] | None:
         """(number of violating pairs, per row the number of rows it pairs with as x; for
         the symmetric forms the rows after it) for one conjunction and no linear literal, by
         descending *pairs* of subtrees: (left, right) of every split on f, each pair first
@@ -611,16 +654,18 @@ class PairSweep:
         (disjoint hulls on some column, no breaking actions; or every box below one meets every
         box below the other and is related) or both are leaves (the exact cell test).  None
         when the rows below some node are not one range (nodes not in pre-order):
-        :meth:`count` then serves."""
+        :meth:`count` then serves.
+
+        With *fan_out* (``--jobs`` above 1 on a large tree) the descent runs here until it
+        holds at least ``FAN_OUT_PAIRS`` node pairs, which are then dealt into parts
+        (:func:`deal`), each descended alone (:meth:`dual_part`) by *fan_out*, in this process
+        and others; the counts of all parts add up to the whole (every node pair is decided in
+        exactly one part)."""
         t = time.process_time()
         agg = self.aggregates(0)
         t = self._tick("aggregates", t)
         if not agg.contiguous:
             return None
-        n = self.n_rows
-        R = self.n_ranks
-        tot = agg.ranks[:, R]
-        cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
         splits = np.flatnonzero((self.kind != NodeKind.LEAF) & (self.feat == self.f))
         u, v = self.left[splits], self.right[splits]
         if not self.monotone:
@@ -629,16 +674,59 @@ class PairSweep:
             # of a node are one range, its two children's disjoint ones).
             swap = agg.first_row[v] < agg.first_row[u]
             u, v = np.where(swap, v, u), np.where(swap, u, v)
-        total = 0
-        # Per-row partner counts through difference arrays over row ranges, one per rank.
-        diff = np.zeros(R * (n + 1), dtype=np.int64)
-        # Per-row partners from leaf cells and 1-D counts: (rows, partners), summed into
-        # `extra` whenever they hold many rows (bounded memory).
-        one_rows: list[tuple[np.ndarray, np.ndarray]] = []
-        extra = np.zeros(n, dtype=np.int64)
+        stack: Part = [(u, v)]  # node pairs, in pieces of at most DUAL_BATCH (bounded memory)
+        sums = self._sums()
+        if fan_out is None:
+            self._dual_descend(stack, sums)
+            return self._totals(sums)
+        self._dual_descend(stack, sums, lambda st: sum(p.size for p, _ in st) >= FAN_OUT_PAIRS)
+        total, totals = self._totals(sums)
+        for part_total, part_totals in fan_out(self.dual_part, deal(stack, FAN_OUT_PARTS)):
+            total += part_total
+            totals += part_totals
+        return total, totals
+
+    def dual_part(self, stack: Part) -> Counts:
+        """The counts of :meth:`dual_count` for the node pairs of *stack* alone."""
+        agg = self.aggregates(0)
+        if not agg.contiguous:  # pragma: no cover - the parent checked the same tree
+            raise AssertionError("internal: a part of the dual descent on a non-contiguous tree")
+        sums = self._sums()
+        self._dual_descend(list(stack), sums)
+        return self._totals(sums)
+
+    def _sums(self) -> _DualSums:
+        R = self.n_ranks
+        n = self.n_rows
+        return _DualSums(0, np.zeros(R * (n + 1), dtype=np.int64), [], np.zeros(n, dtype=np.int64))
+
+    def _totals(self, sums: _DualSums) -> Counts:
+        """(violating pairs, per row its partners) of what *sums* counted."""
+        R, n = self.n_ranks, self.n_rows
+        # Per row: partners from ranges (by its own rank) and from leaf cells.
+        acc = np.cumsum(sums.diff.reshape(R, n + 1), axis=1)[:, :n]
+        totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
+        self._flush(sums.one_rows, sums.extra)
+        return sums.total, totals + sums.extra
+
+    def _dual_descend(
+        self,
+        stack: Part,
+        sums: _DualSums,
+        pause: Callable[[Part], bool] | None = None,
+    ) -> None:
+        """Decide the node pairs of *stack* into *sums*, until it is empty or *pause* says
+        so (then *stack* holds what is left)."""
+        t = time.process_time()
+        agg = self.aggregates(0)
+        n = self.n_rows
+        R = self.n_ranks
+        tot = agg.ranks[:, R]
+        cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
         kf = len(self.cols) - 1
-        stack = [(u, v)]  # node pairs, in pieces of at most DUAL_BATCH (bounded memory)
         while stack:
+            if pause is not None and pause(stack):
+                return
             u, v = stack.pop()
             if not u.size:
                 continue
@@ -654,8 +742,8 @@ class PairSweep:
             if both.any():
                 ra, rb = self._range_cells(u[both], v[both])
                 ok = self.cell_ok(ra, rb)
-                total += int(np.count_nonzero(ok))
-                one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
+                sums.total += int(np.count_nonzero(ok))
+                sums.one_rows.append((ra[ok], np.ones(int(ok.sum()), dtype=np.int64)))
                 keep = ~both
                 u, v, lu, lv = u[keep], v[keep], lu[keep], lv[keep]
                 t = self._tick("leaf pairs", t, ra.size)
@@ -693,8 +781,8 @@ class PairSweep:
             t = self._tick("filter", t)
             cov = rest & (n_miss == 0)
             if cov.any():
-                total += int(brk[cov].sum())
-                self._add_ranges(diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
+                sums.total += int(brk[cov].sum())
+                self._add_ranges(sums.diff, agg.first_row[u[cov]], agg.n_live[u[cov]], w_u[cov], n)
             # Met on all columns but one: a one-dimensional interval count by sorting.
             # Only for blocks of comparable sides (or small ones): a large node met by many
             # small ones is cheaper to descend than to list once per small one.
@@ -707,7 +795,7 @@ class PairSweep:
                 if sel.any():
                     _, where = np.nonzero(miss[sel])
                     cols = np.asarray(self.pc.num_cols)[where].reshape(-1, k)
-                    total += self._count_low(u[sel], v[sel], cols, one_rows)
+                    sums.total += self._count_low(u[sel], v[sel], cols, sums.one_rows)
             cov |= one
             t = self._tick("blocks counted", t, int(np.count_nonzero(cov)))
             go = ok & ~cov
@@ -717,8 +805,8 @@ class PairSweep:
             if cells.any():
                 ra, rb = self._range_cells(u[cells], v[cells])
                 cell_ok = self.cell_ok(ra, rb)
-                total += int(np.count_nonzero(cell_ok))
-                one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
+                sums.total += int(np.count_nonzero(cell_ok))
+                sums.one_rows.append((ra[cell_ok], np.ones(int(cell_ok.sum()), dtype=np.int64)))
                 go &= ~cells
                 t = self._tick("cell blocks", t, ra.size)
             u, v, lu, lv, miss = u[go], v[go], lu[go], lv[go], miss[go]
@@ -749,15 +837,10 @@ class PairSweep:
             )
             for k in range(0, u.size, DUAL_BATCH):
                 stack.append((u[k : k + DUAL_BATCH], v[k : k + DUAL_BATCH]))
-            if sum(r.size for r, _ in one_rows) > 4 * DUAL_BATCH:
-                self._flush(one_rows, extra)
+            if sum(r.size for r, _ in sums.one_rows) > 4 * DUAL_BATCH:
+                self._flush(sums.one_rows, sums.extra)
             t = self._tick("split", t)
-        # Per row: partners from ranges (by its own rank) and from leaf cells.
-        acc = np.cumsum(diff.reshape(R, n + 1), axis=1)[:, :n]
-        totals = acc[self.rank_row, np.arange(n)] * self.pc.sides[0].ok
-        self._flush(one_rows, extra)
-        self._tick("per-row totals", t)
-        return total, totals + extra
+        self._tick("descent done", t)
 
     @staticmethod
     def _flush(found: list[tuple[np.ndarray, np.ndarray]], into: np.ndarray) -> None:

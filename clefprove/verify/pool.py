@@ -17,19 +17,28 @@ a worker without it is sent again with the pickle (:meth:`RunPool.resend`).
 Tasks of an ensemble search belong to a *group* (one search); the parent can tell the
 workers to drop the tasks of a group after a given index (:meth:`RunPool.cancel_after`)
 through one shared integer that the tasks poll (:func:`cancelled`).
+
+:func:`forked_map` is the other way to share work: children forked at the moment of the
+call, for work whose inputs are large tables this process has just built (the relational
+dual descent): they read those tables copy-on-write instead of receiving a model and building
+them again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Room for the task indices of one group in the shared cancel word.
 _SPAN = 1 << 24
@@ -130,6 +139,67 @@ def current(jobs: int) -> Iterator[RunPool]:
         return
     with run_pool(jobs) as own:
         yield own
+
+
+def forked_map(fn: Callable[[T], R], items: Sequence[T], processes: int) -> list[R]:
+    """``[fn(x) for x in items]`` by this process and ``processes - 1`` children forked now.
+
+    The children share this process's memory copy-on-write, so *fn* and *items* (a sweep of
+    a large tree and its parts) are never pickled nor built again, unlike the run's pool,
+    whose workers get a model once and build their own tables.  Each process takes the next
+    item not yet taken (a shared counter) until none is left; a child sends its results back
+    through a pipe once, and exits without running this process's exit handlers.  An item
+    whose child failed is computed here.  In this process alone where ``fork`` does not exist,
+    or for one process or item."""
+    import multiprocessing as mp
+
+    n = len(items)
+    if processes <= 1 or n <= 1 or "fork" not in mp.get_all_start_methods():
+        return [fn(x) for x in items]
+    ctx = mp.get_context("fork")
+    counter = ctx.Value("q", 0)
+
+    def take() -> int | None:
+        with counter.get_lock():
+            i = int(counter.value)
+            if i >= n:
+                return None
+            counter.value = i + 1
+            return i
+
+    def child(conn: Any) -> None:
+        try:
+            done = []
+            while (i := take()) is not None:
+                done.append((i, fn(items[i])))
+            conn.send(done)
+        except BaseException:  # a signal or a bug: the parent computes what is missing
+            pass
+        finally:
+            os._exit(0)
+
+    children = []
+    results: dict[int, R] = {}
+    try:
+        for _ in range(min(processes, n) - 1):
+            receive, send = ctx.Pipe(duplex=False)
+            process = ctx.Process(target=child, args=(send,), daemon=True)
+            process.start()
+            send.close()
+            children.append((process, receive))
+        while (i := take()) is not None:
+            results[i] = fn(items[i])
+        for process, receive in children:
+            with contextlib.suppress(EOFError):  # a child that ended without its results
+                results.update(receive.recv())
+            process.join()
+    finally:
+        for process, receive in children:
+            receive.close()
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    return [results[i] if i in results else fn(items[i]) for i in range(n)]
 
 
 def shipped(model: Any) -> tuple[str, bytes]:

@@ -28,6 +28,7 @@ Every printed counterexample is confirmed by the evaluator (both decisions), see
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -45,7 +46,7 @@ from clefprove.status import BoxAnswer
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.pairsweep import PairSweep, stable_ok
+from clefprove.verify.pairsweep import Counts, FanOut, PairSweep, Part, stable_ok
 from clefprove.verify.verdicts import (
     InvariantResult,
     RelationalCounterexample,
@@ -433,13 +434,18 @@ _Pairs = tuple[int, list[tuple[int, int, int]], list[tuple[int, int]]]
 
 #: Up to this many leaf pairs the pair matrix is cheaper than the descent's per-level steps.
 MATRIX_CELLS = 1 << 20
+#: Live leaves from which ``--jobs`` above 1 shares the dual descent with forked processes
+#: (below it the descent takes well under a second: forking and the pipe cost more).
+PARALLEL_MIN_LEAVES = 1 << 16
 
 
-def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _Pairs:
+def box_pairs(
+    pc: PairChecker, want: int, matrix_cells: int | None = None, fan_out: FanOut | None = None
+) -> _Pairs:
     """(number of box-violating pairs, the first *want* of them in (row a, row b) order with
     their conjunction pair, the undecided pairs in that order) -- what the pair matrix gives
     (:func:`matrix_pairs`, used up to *matrix_cells* pairs), found by the tree descent of
-    :mod:`clefprove.verify.pairsweep`."""
+    :mod:`clefprove.verify.pairsweep` (its dual count shared out by *fan_out*, if given)."""
     k = len(pc.sides)
     if k == 0:
         return 0, [], []
@@ -447,7 +453,7 @@ def box_pairs(pc: PairChecker, want: int, matrix_cells: int | None = None) -> _P
         return matrix_pairs(pc, want)
     sweep = PairSweep(pc)
     if pc.exact and k == 1 and not pc.sides[0].lins:
-        dual = sweep.dual_count()
+        dual = sweep.dual_count(fan_out)
         if dual is not None:
             total, totals = dual
         else:
@@ -629,7 +635,15 @@ def check_relational(
     prep = prepare(model, inv, severity)
     pc = PairChecker(model, prep, boxes)
     want = max(counterexamples, 1) + EXTRA_CONFIRM
-    n_sat, first, undecided = box_pairs(pc, want)
+    jobs = max(1, int(settings.jobs))
+    fan_out: FanOut | None = None
+    if jobs > 1 and pc.boxes.size >= PARALLEL_MIN_LEAVES:
+        from clefprove.verify.pool import forked_map
+
+        def fan_out(count: Callable[[Part], Counts], parts: list[Part]) -> list[Counts]:
+            return forked_map(count, parts, jobs)
+
+    n_sat, first, undecided = box_pairs(pc, want, fan_out=fan_out)
 
     solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     n_unknown = 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clefprove.dsl import checked as ck
+from clefprove.dsl.loader import parse_text
+from clefprove.model.loading import load_model
 from clefprove.model.source import compile_source
-from clefprove.verify import pairsweep, relational
+from clefprove.verify import pairsweep, pool, relational
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import (
     EXTRA_CONFIRM,
     PairChecker,
@@ -29,6 +34,7 @@ from tests.verify.test_relational import (
     relational_invariants,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -45,6 +51,18 @@ def _same_as_matrix(model, inv, severity) -> None:
         assert box_pairs(PairChecker(model, prep), want, matrix_cells=0) == expected
     finally:
         pairsweep.DUAL_BATCH = saved
+    # dealt into parts at the first step, each part counted alone (in any order)
+    saved_pairs = pairsweep.FAN_OUT_PAIRS
+    try:
+        pairsweep.FAN_OUT_PAIRS = 1
+        pc = PairChecker(model, prep)
+        assert box_pairs(pc, want, matrix_cells=0, fan_out=_reversed_map) == expected
+    finally:
+        pairsweep.FAN_OUT_PAIRS = saved_pairs
+
+
+def _reversed_map(count, parts):
+    return [count(p) for p in reversed(parts)]
 
 
 @FAST
@@ -479,3 +497,46 @@ def test_descent_on_float_domains_against_an_ieee_reference(data):
     assert res.violating_paths == ref
     assert res.status == ("violated" if ref else "holds")
     assert_counterexamples_replay(model, inv, severity, res)
+
+
+@pytest.mark.parametrize(
+    "relation",
+    ["monotone(referer_entropy)", "stable(client_rtt_ms, 50)", "independent(ua_family)"],
+)
+def test_jobs_two_share_the_dual_descent_with_a_forked_process(relation, monkeypatch):
+    """--jobs 2: the dual descent dealt into parts, some counted by a forked process, gives
+    the result of --jobs 1 (counts and counterexamples)."""
+    model = load_model(ROOT / "examples" / "edge-allow-block-1.0.0.clef")
+    text = (
+        "severity allow < challenge < rate_limit < block\n"
+        f"invariant r:\n  when path_depth <= 40\n  ensure {relation}\n"
+    )
+    program = parse_text(text, model, "r.inv")
+    inv = program.invariants[0]
+    monkeypatch.setattr(relational, "PARALLEL_MIN_LEAVES", 0)
+    monkeypatch.setattr(relational, "MATRIX_CELLS", 0)
+    monkeypatch.setattr(pairsweep, "FAN_OUT_PAIRS", 8)
+    one = check_relational(model, inv, program.severity, CheckOptions(jobs=1))
+    calls = []
+    real = pool.forked_map
+    monkeypatch.setattr(pool, "forked_map", lambda *a: calls.append(len(a[1])) or real(*a))
+    two = check_relational(model, inv, program.severity, CheckOptions(jobs=2))
+    assert calls and calls[0] > 1
+    assert one.violating_paths > 0
+    assert dataclasses.replace(two, seconds=0.0) == dataclasses.replace(one, seconds=0.0)
+
+
+def test_forked_map_takes_every_item_once_in_any_process():
+    # (which process takes which item is the scheduler's: only the results are checked)
+    assert pool.forked_map(lambda k: k * k, list(range(40)), 3) == [k * k for k in range(40)]
+
+
+def test_forked_map_computes_what_a_failed_child_did_not_send():
+    parent = os.getpid()
+
+    def square(k):
+        if os.getpid() != parent:
+            raise RuntimeError("a child that fails")
+        return k * k
+
+    assert pool.forked_map(square, list(range(12)), 2) == [k * k for k in range(12)]
