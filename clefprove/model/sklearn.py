@@ -121,6 +121,22 @@ def from_sklearn(
     n_in = int(getattr(model, "n_features_in_", tree.n_features))
     parsed = _declared_features(model, features, n_in, "tree")
     action_names, class_to_action = _actions(list(model.classes_), actions)
+    meta = {} if description is None else {"description": description}
+    return _tree_model(tree, parsed, action_names, class_to_action, name, version, meta, model)
+
+
+def _tree_model(
+    tree: Any,
+    parsed: tuple[Feature, ...],
+    action_names: list[str],
+    class_to_action: list[str],
+    name: str,
+    version: str,
+    meta: dict[str, Any],
+    model: Any,
+) -> Model:
+    """The fitted ``tree_`` of *model* as a clefprove tree: each leaf the action of its
+    majority class (class k is ``class_to_action[k]``), its confidence that class's share."""
     from clefprove.model.features import parse_actions
     from clefprove.model.source import assemble_tree
 
@@ -129,7 +145,6 @@ def from_sklearn(
         index = {a: i for i, a in enumerate(acts)}
         flat, membership = _flatten([tree], parsed)
         _majority(flat, tree, np.array([index[a] for a in class_to_action], dtype=np.uint32))
-        meta = {} if description is None else {"description": description}
         return assemble_tree(
             name,
             version,
@@ -505,32 +520,13 @@ def _one_class_forest(
     ``predict_proba`` 1.0 for every input.  An ensemble of the format needs two outputs, so
     it becomes the tree of that one decision (its first estimator, whose leaves all hold the
     one class: confidence 1.0), the same decision function (SPEC §5)."""
-    from clefprove.model.features import parse_actions
-    from clefprove.model.source import assemble_tree
-
+    meta: dict[str, Any] = {
+        "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
+    }
+    if description is not None:
+        meta["description"] = description
     tree = model.estimators_[0].tree_
-    try:
-        acts = parse_actions(actions)
-        flat, membership = _flatten([tree], parsed)
-        _majority(flat, tree, np.zeros(1, dtype=np.uint32))
-        meta: dict[str, Any] = {
-            "metadata": {"imported_from": {"format": "sklearn", "estimator": type(model).__name__}}
-        }
-        if description is not None:
-            meta["description"] = description
-        return assemble_tree(
-            name,
-            version,
-            parsed,
-            acts,
-            flat.nodes,
-            membership,
-            int(flat.depths[0]),
-            meta,
-            f"<sklearn {type(model).__name__}>",
-        )
-    except (ModelSourceError, ClefFormatError) as exc:
-        raise ImportModelError(f"conversion produced an invalid model: {exc}") from None
+    return _tree_model(tree, parsed, actions, actions, name, version, meta, model)
 
 
 def _ensemble_kind(model: Any) -> str | None:
