@@ -46,15 +46,21 @@ class Diagnostic:
         return f"{head}    {line}\n    {indent}^\n"
 
 
-def _cell(c: str) -> str:
-    """The blank that takes the place of *c* on a terminal."""
-    if c == "\t" or c.isascii():
-        return "\t" if c == "\t" else " "
+def cells(c: str) -> int:
+    """How many cells a terminal gives the character *c*: two for a wide East Asian one,
+    none for a combining mark, else one."""
+    if c.isascii():
+        return 1
     import unicodedata
 
     if unicodedata.combining(c):
-        return ""
-    return "  " if unicodedata.east_asian_width(c) in ("W", "F") else " "
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def _cell(c: str) -> str:
+    """The blank that takes the place of *c* on a terminal (a tab stays a tab)."""
+    return "\t" if c == "\t" else " " * cells(c)
 
 
 def _is_control(c: str) -> bool:

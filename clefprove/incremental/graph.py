@@ -28,25 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from clefprove.geometry.boxes import links, path_to
 from clefprove.incremental import merkle
 from clefprove.model.describe import condition, format_number
-from clefprove.model.types import LEAF_CODE, Model, Node, NodeKind
+from clefprove.model.types import Model, Node, NodeKind
 
 
 def _keys(hashes: np.ndarray) -> np.ndarray:
     """One 32-byte key per node (numpy void: compared and sorted as bytes)."""
     rows = np.ascontiguousarray(hashes, dtype=np.uint8)
     return rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
-
-
-def _parents(model: Model) -> np.ndarray:
-    """The parent of every node (-1 for the root)."""
-    nodes = model.nodes
-    split = np.flatnonzero(nodes["kind"] != LEAF_CODE)
-    parent = np.full(len(nodes), -1, dtype=np.int64)
-    parent[nodes["left"][split]] = split
-    parent[nodes["right"][split]] = split
-    return parent
 
 
 def _under_shared(parent: np.ndarray, shared: np.ndarray) -> np.ndarray:
@@ -65,8 +56,8 @@ def shared_stats(old: Model, new: Model) -> dict[str, int]:
     # under a shared parent
     inner = np.concatenate(
         (
-            ko[shared_o & _under_shared(_parents(old), shared_o)],
-            kn[shared_n & _under_shared(_parents(new), shared_n)],
+            ko[shared_o & _under_shared(links(old).parent, shared_o)],
+            kn[shared_n & _under_shared(links(new).parent, shared_n)],
         )
     )
     maximal = shared_n & ~np.isin(kn, inner)
@@ -130,8 +121,6 @@ def _same_split(om: Model, a: Node, nm: Model, b: Node) -> bool:
 
 
 def _path_in(model: Model, index: int) -> tuple[str, ...]:
-    from clefprove.geometry.boxes import path_to
-
     return tuple(condition(model, n, left) for n, left in path_to(model, index))
 
 

@@ -14,9 +14,9 @@ logs is better with long cells kept whole than wrapped.
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Sequence
 
+from clefprove.dsl.errors import cells
 from clefprove.report.wording import confidence, plural, printable
 from clefprove.verify.verdicts import (
     HOLDS,
@@ -43,13 +43,8 @@ class _Painter:
 
 
 def _width(text: str) -> int:
-    """Terminal cells *text* takes: wide East Asian characters two, combining marks none."""
-    if text.isascii():
-        return len(text)
-    return sum(
-        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-        for ch in text
-    )
+    """Terminal cells *text* takes (:func:`~clefprove.dsl.errors.cells` per character)."""
+    return len(text) if text.isascii() else sum(map(cells, text))
 
 
 def _conditions(items: Sequence[str]) -> str:
