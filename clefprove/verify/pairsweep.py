@@ -328,6 +328,7 @@ class PairSweep:
         self._levels: list[np.ndarray] | None = None
         self._rowbox: np.ndarray | None = None
         self._hullbox: np.ndarray | None = None
+        self._per_rank: np.ndarray | None = None
         self._splitcol: tuple[np.ndarray, np.ndarray] | None = None
         self._codes: tuple[np.ndarray, np.ndarray, int] | None = None
         #: Per phase of :meth:`dual_count`: seconds spent and items handled (bench/profiling).
@@ -722,7 +723,9 @@ class PairSweep:
         n = self.n_rows
         R = self.n_ranks
         tot = agg.ranks[:, R]
-        cnt = np.diff(agg.ranks, axis=1)  # (N, R) active leaves per rank
+        if self._per_rank is None:  # once per sweep, before any part is forked
+            self._per_rank = np.diff(agg.ranks, axis=1)
+        cnt = self._per_rank  # (N, R) active leaves per rank
         kf = len(self.cols) - 1
         while stack:
             if pause is not None and pause(stack):
