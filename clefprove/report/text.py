@@ -74,15 +74,15 @@ def render_text(report: Report, color: bool = False, verbose: bool = False) -> s
         rows.append((printable(r.invariant), status, paths, printable(f"{r.file}:{r.line}")))
     widths = [max(_width(row[i]) for row in rows) for i in range(4)]
     for k, row in enumerate(rows):
-        cells = []
+        shown = []
         for i, cell in enumerate(row):
             pad = " " * (widths[i] - _width(cell))
             if k == 0:
                 cell = paint(cell, _BOLD)
             elif i == 1:
                 cell = paint(cell, _STYLE[report.results[k - 1].status])
-            cells.append(pad + cell if i == 2 else cell + pad)
-        out.append("  ".join(cells).rstrip())
+            shown.append(pad + cell if i == 2 else cell + pad)
+        out.append("  ".join(shown).rstrip())
     for r in report.results:
         if r.status != VIOLATED:
             continue
