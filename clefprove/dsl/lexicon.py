@@ -3,7 +3,8 @@ and the fast lexer's scanner.
 
 The scanner is grammar.lark's own lexer as one master regex and keyword tables, derived from
 Lark once and kept as data in :mod:`clefprove.dsl.scanner_table` (``python -m
-clefprove.dsl.lark_route`` writes it; tests/dsl check it is what the installed Lark derives).
+clefprove.dsl.lark_route`` writes it; tests/dsl check it against the grammar's digest, against
+what the Lark version it records derives, and its tokens against Lark's lexer).
 A file that parses takes no Lark at all: importing Lark and loading its parser was about a
 quarter of a whole ``check`` command on the bundled example (docs/performance.md).
 """
