@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "clefprove"
 #: Stages from the bottom up; a module may import its own stage and the stages below it.
 #: Stages that share a rank are siblings and do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("frozen",),
     ("errors", "version", "status"),
     ("fileio", "memo"),
     ("model",),

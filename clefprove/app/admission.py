@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 from clefprove.memo import Derived
 
 #: Time budget (seconds) of the behaviour search of an ensemble diff on reload.
 DIFF_BUDGET = 10.0
 
 
-@dataclass(frozen=True)
+@frozen
 class GateSettings:
     """What every admission of one service is checked against."""
 
@@ -47,7 +48,7 @@ class GateSettings:
     counterexamples: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """The gate's answer on one file: ``exit_code`` as ``clefprove gate`` (0/1/2/3).
 
@@ -70,7 +71,7 @@ class Verdict:
         return self.exit_code == 0
 
 
-@dataclass(frozen=True)
+@frozen
 class Admission:
     """What the worker hands back for one admission (:func:`admit_file`).
 
@@ -222,7 +223,7 @@ def admit_file(
         store.discard(Path(staged))  # still there unless admitted
 
 
-@dataclass(frozen=True)
+@frozen
 class Shipped:
     """An :class:`Admission` as the gate worker sends it to the serving process (the pickled
     part of the frame: small): the verdict, the answer's body, when it was admitted, and for

@@ -18,16 +18,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
+from clefprove.frozen import frozen
 from clefprove.incremental import diff as df
 from clefprove.incremental.cache import ProofCache
 from clefprove.verify.verdicts import Report
 
 
-@dataclass(frozen=True)
+@frozen
 class GateResult:
     model_path: str
     sha256: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from clefprove.errors import InputError
 from clefprove.eval.ensemble import EnsembleEvaluator
 from clefprove.eval.evaluator import Evaluator
 from clefprove.eval.inputs import RecordEncoder
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
 
@@ -50,7 +51,7 @@ class _Inputs:
                 b[2].inc()
 
 
-@dataclass(frozen=True)
+@frozen
 class ServedModel(_Inputs):
     """An admitted model, ready to decide (build it with :func:`serve_model`)."""
 
@@ -131,7 +132,7 @@ class ServedModel(_Inputs):
 ANSWERS_MAX = 65536
 
 
-@dataclass(frozen=True)
+@frozen
 class ServedEnsemble(_Inputs):
     """An admitted tree ensemble, ready to decide: the interface of :class:`ServedModel`,
     with decision keys that stand for (action, confidence, each tree's leaf) instead of a

@@ -21,7 +21,6 @@ import stat
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -47,6 +46,7 @@ from clefprove.app.served import Served, one_line_input_error, serve_model
 from clefprove.app.store import ModelStore
 from clefprove.app.worker import Worker, WorkerDied
 from clefprove.errors import ClefproveError, InputError
+from clefprove.frozen import frozen
 
 JSON = "application/json"
 #: Default body limits (bytes): one POST /decide, one uploaded model.
@@ -100,7 +100,7 @@ _STATUS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """The answer to one admission: result, HTTP status and JSON body."""
 
@@ -123,7 +123,7 @@ class Outcome:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     max_decide_bytes: int = MAX_DECIDE_BYTES
     max_model_bytes: int = MAX_MODEL_BYTES

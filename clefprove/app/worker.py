@@ -40,8 +40,9 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from clefprove.frozen import frozen
 
 HEADER = struct.Struct("<QI")
 #: Bytes read per ``recv_into`` at most.
@@ -389,7 +390,7 @@ class Worker:
         return self.sock
 
 
-@dataclass(frozen=True)
+@frozen
 class Timing:
     """The event loop's time in one :meth:`Worker.acall` (seconds), the wait excluded."""
 

@@ -16,11 +16,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, Any
 
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 
 #: The keys ``[tool.clefprove]`` may hold, with the Python types each accepts.
 CONFIG_KEYS: dict[str, tuple[type[Any], ...]] = {
@@ -233,7 +234,7 @@ def check_limits(args: argparse.Namespace) -> None:
 # --- [tool.clefprove] --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Config:
     """Defaults from ``[tool.clefprove]``; *path* is the pyproject.toml they came from."""
 
@@ -256,14 +257,14 @@ def load_config(start: Path | None = None) -> Config:
     path = find_pyproject(start)
     if path is None:
         return Config()
-    import tomllib
-
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if b"clefprove" not in raw:  # another tool's file: none of our business, even if broken
         return Config()
+    import tomllib
+
     try:
         data = tomllib.loads(raw.decode("utf-8", errors="replace"))
     except tomllib.TOMLDecodeError as exc:

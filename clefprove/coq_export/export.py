@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from pathlib import Path
 
@@ -54,6 +54,7 @@ from clefprove.coq_export.terms import (
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
 from clefprove.fileio import utf8
+from clefprove.frozen import frozen
 from clefprove.model.types import Feature, Model
 from clefprove.status import Certificate
 
@@ -76,7 +77,7 @@ SUFFIXES = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class InvariantExport:
     """What the export says about one invariant."""
 
@@ -87,7 +88,7 @@ class InvariantExport:
     counterexample: tuple[Fraction, ...] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Export:
     """The files of an export (name -> text) and what was exported."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from typing import Literal
 
@@ -31,6 +31,7 @@ from clefprove.coq_export.terms import (
     FNot,
     FOr,
 )
+from clefprove.frozen import frozen
 
 #: ``fm_cap`` of ClefCheck.v.
 FM_CAP = 4096
@@ -38,7 +39,7 @@ FM_CAP = 4096
 ZERO = Fraction(0)
 
 
-@dataclass(frozen=True)
+@frozen
 class FBox:
     integral: bool
     lo: Fraction
@@ -311,7 +312,7 @@ def leaf_ok(bx: list[FBox], w: CFormula, e: CFormula, a: int, c: Fraction) -> bo
     return all(term_infeasible(bx, t) for t in leaf_terms(w, e, a, c))
 
 
-@dataclass(frozen=True)
+@frozen
 class Failure:
     """A leaf where the checker cannot refute ``w /\\ ~e``: its box and the failing term."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from fractions import Fraction
 
 from clefprove.coq_export.library import LIBRARY, library_text
@@ -24,6 +23,7 @@ from clefprove.coq_export.terms import (
     FNot,
     FOr,
 )
+from clefprove.frozen import frozen
 from clefprove.model.types import FeatureType, Model
 
 #: Names the export must not redefine (Coq keywords, the library, the standard prelude).
@@ -86,7 +86,7 @@ class Namer:
         return name
 
 
-@dataclass(frozen=True)
+@frozen
 class Names:
     features: tuple[str, ...]
     actions: tuple[str, ...]
@@ -207,7 +207,7 @@ def domain_term(domain: tuple[FDom, ...], names: Names) -> str:
 # ---------------------------------------------------------------- readable statements
 
 
-@dataclass(frozen=True)
+@frozen
 class Ctx:
     """How to spell the decision in a statement: ``a``/``c`` or ``action x``/``confidence x``."""
 

@@ -8,22 +8,22 @@ Python is what is written for ``coqc``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.model.types import FeatureType, Model, NodeKind
 
 # ---------------------------------------------------------------------------------- trees
 
 
-@dataclass(frozen=True)
+@frozen
 class CLeaf:
     action: int
     confidence: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class CSplitNum:
     feature: int
     threshold: Fraction
@@ -31,7 +31,7 @@ class CSplitNum:
     right: CTree
 
 
-@dataclass(frozen=True)
+@frozen
 class CSplitCat:
     feature: int
     codes: tuple[int, ...]
@@ -42,7 +42,7 @@ class CSplitCat:
 CTree = CLeaf | CSplitNum | CSplitCat
 
 
-@dataclass(frozen=True)
+@frozen
 class FDom:
     """One feature's domain: integral?, closed bounds, codes (categorical and bool)."""
 
@@ -89,12 +89,12 @@ def model_domain(model: Model) -> tuple[FDom, ...]:
 CONF = ck.CONFIDENCE
 
 
-@dataclass(frozen=True)
+@frozen
 class FConst:
     value: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class FCmp:
     """``sum(q * v) + k <= 0`` (``< 0`` when strict)."""
 
@@ -103,29 +103,29 @@ class FCmp:
     strict: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class FIn:
     feature: int
     codes: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class FAct:
     actions: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class FNot:
     arg: CFormula
 
 
-@dataclass(frozen=True)
+@frozen
 class FAnd:
     left: CFormula
     right: CFormula
 
 
-@dataclass(frozen=True)
+@frozen
 class FOr:
     left: CFormula
     right: CFormula

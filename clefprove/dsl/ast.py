@@ -9,8 +9,10 @@ products, chained comparisons) are flat tuples, as written, so a long chain is n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
+
+from clefprove.frozen import frozen
 
 
 def fillable(cls: type, names: tuple[str, ...]) -> bool:
@@ -29,7 +31,7 @@ def fillable(cls: type, names: tuple[str, ...]) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Pos:
     """A span in a source file: 1-based line and column of its start and end."""
 
@@ -43,7 +45,7 @@ class Pos:
 NOPOS = Pos("<ast>", 0, 0, 0, 0)
 
 
-@dataclass(frozen=True)
+@frozen
 class Node:
     """Base of every AST node: a source position (ignored by ``==``)."""
 
@@ -69,7 +71,7 @@ class Expr(Node):
     """Base of expressions (conditions and numeric terms alike; the checker tells them apart)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Number(Expr):
     """A number as written; *value* is the float64 nearest to it, as an exact fraction."""
 
@@ -77,29 +79,29 @@ class Number(Expr):
     value: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class String(Expr):
     value: str
 
 
-@dataclass(frozen=True)
+@frozen
 class BoolLit(Expr):
     value: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class Name(Expr):
     """A feature, ``action``, ``confidence``, an action name or a ``let`` name."""
 
     id: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Neg(Expr):
     arg: Expr
 
 
-@dataclass(frozen=True)
+@frozen
 class Sum(Expr):
     """``first (op term)*`` with op ``+`` or ``-``."""
 
@@ -107,12 +109,12 @@ class Sum(Expr):
     rest: tuple[tuple[str, Expr], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Product(Expr):
     factors: tuple[Expr, ...]  # at least two
 
 
-@dataclass(frozen=True)
+@frozen
 class Compare(Expr):
     """A comparison chain ``operands[0] ops[0] operands[1] ops[1] ...``."""
 
@@ -120,7 +122,7 @@ class Compare(Expr):
     ops: tuple[str, ...]  # each one of < <= > >= == !=
 
 
-@dataclass(frozen=True)
+@frozen
 class InSet(Expr):
     """``subject in {elements}`` (or ``not in`` when *negated*)."""
 
@@ -129,7 +131,7 @@ class InSet(Expr):
     negated: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class InInterval(Expr):
     """``subject in [lo, hi]``, the closed interval (or ``not in`` when *negated*)."""
 
@@ -139,36 +141,36 @@ class InInterval(Expr):
     negated: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Not(Expr):
     arg: Expr
 
 
-@dataclass(frozen=True)
+@frozen
 class And(Expr):
     args: tuple[Expr, ...]  # at least two
 
 
-@dataclass(frozen=True)
+@frozen
 class Or(Expr):
     args: tuple[Expr, ...]  # at least two
 
 
-@dataclass(frozen=True)
+@frozen
 class Implies(Expr):
     """``a implies b implies c`` = ``a implies (b implies c)``."""
 
     args: tuple[Expr, ...]  # at least two
 
 
-@dataclass(frozen=True)
+@frozen
 class Paren(Expr):
     """Parentheses as written (kept so that the formatter reproduces them)."""
 
     expr: Expr
 
 
-@dataclass(frozen=True)
+@frozen
 class Call(Expr):
     """``name(args)``: the relational forms ``monotone``, ``stable`` and ``independent``."""
 
@@ -179,7 +181,7 @@ class Call(Expr):
 # ---------------------------------------------------------------- items
 
 
-@dataclass(frozen=True)
+@frozen
 class Ident(Node):
     """A name at a definition site (an invariant, a ``let``, an action in ``severity``)."""
 
@@ -190,20 +192,20 @@ class Item(Node):
     """Base of top-level items."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Severity(Item):
     """``severity a < b < c``: actions, lowest severity first."""
 
     actions: tuple[Ident, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Let(Item):
     name: Ident
     expr: Expr
 
 
-@dataclass(frozen=True)
+@frozen
 class Invariant(Item):
     name: Ident
     description: String | None
@@ -213,14 +215,14 @@ class Invariant(Item):
     ensure_pos: Pos = field(default=NOPOS, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class Comment(Node):
     """A ``#`` comment (text includes the ``#``), kept for the formatter."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Program:
     """One parsed file."""
 

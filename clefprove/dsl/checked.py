@@ -14,16 +14,17 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 
+from clefprove.frozen import frozen
 from clefprove.memo import Derived
 
 #: Variable id of the decision's confidence inside a :class:`Linear` term.
 CONFIDENCE = -1
 
 
-@dataclass(frozen=True)
+@frozen
 class Linear:
     """``sum(coeff * var for var, coeff in terms) + const``; terms sorted by var, no zeros."""
 
@@ -70,12 +71,12 @@ class Formula:
     __slots__ = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Const(Formula):
     value: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class Compare(Formula):
     """``expr <= 0`` (or ``expr < 0`` when *strict*)."""
 
@@ -83,7 +84,7 @@ class Compare(Formula):
     strict: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class InSet(Formula):
     """A categorical or bool feature takes one of *codes* (encoded values)."""
 
@@ -91,24 +92,24 @@ class InSet(Formula):
     codes: frozenset[int]
 
 
-@dataclass(frozen=True)
+@frozen
 class ActionIn(Formula):
     """The decision's action is one of *actions* (indices into the model's actions)."""
 
     actions: frozenset[int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Not(Formula):
     arg: Formula
 
 
-@dataclass(frozen=True)
+@frozen
 class And(Formula):
     args: tuple[Formula, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Or(Formula):
     args: tuple[Formula, ...]
 
@@ -120,14 +121,14 @@ class Relational:
     feature: int  # the one feature in which the two inputs differ (every subclass has it)
 
 
-@dataclass(frozen=True)
+@frozen
 class Monotone(Relational):
     """Raising only *feature* never lowers the action's severity."""
 
     feature: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Stable(Relational):
     """Moving only *feature* by at most *delta* never changes the action."""
 
@@ -135,14 +136,14 @@ class Stable(Relational):
     delta: Fraction
 
 
-@dataclass(frozen=True)
+@frozen
 class Independent(Relational):
     """Changing only *feature* never changes the action."""
 
     feature: int
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedInvariant:
     """One type-checked invariant, ready for the verifier."""
 
@@ -180,7 +181,7 @@ class CheckedInvariant:
         return hashlib.sha256(self.canonical.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedProgram:
     """Every checked invariant of one run, with the severity order (lowest first) if declared."""
 
@@ -190,7 +191,7 @@ class CheckedProgram:
     sources: tuple[SourceFile, ...] = field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceFile:
     """One invariant file as it was read: its path, its text and the SHA-256 of its bytes."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Protocol
@@ -19,6 +18,7 @@ from typing import Protocol
 from clefprove.dsl import ast
 from clefprove.dsl import checked as ck
 from clefprove.dsl.errors import Diagnostic, DslError
+from clefprove.frozen import frozen
 from clefprove.model.types import Feature, FeatureType
 
 #: The relational ``ensure`` forms and their arities.
@@ -73,7 +73,7 @@ class _Reported(Exception):
 
 
 # Values of sub-expressions while checking.
-@dataclass(frozen=True)
+@frozen
 class _Num:
     coeffs: tuple[tuple[int, Fraction], ...]
     const: Fraction
@@ -99,37 +99,37 @@ class _Num:
         return ck.Linear.make(dict(self.coeffs), self.const)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Cond:
     formula: ck.Formula
 
 
-@dataclass(frozen=True)
+@frozen
 class _Cat:
     feature: int
 
 
-@dataclass(frozen=True)
+@frozen
 class _BoolFeature:
     feature: int
 
 
-@dataclass(frozen=True)
+@frozen
 class _Str:
     value: str
 
 
-@dataclass(frozen=True)
+@frozen
 class _BoolLit:
     value: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class _ActionVar:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class _ActionName:
     index: int
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnostic:
     """One mistake: where it is (1-based line and column), what it is, and the line it is on."""
 

@@ -19,7 +19,6 @@ import operator
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 from clefprove.dsl import ast
 from clefprove.dsl.errors import Diagnostic, DslError
 from clefprove.dsl.lexicon import NAMES, NUMBER, pos_of, scanner
+from clefprove.frozen import frozen
 
 if TYPE_CHECKING:
     from lark import Token
@@ -90,7 +90,7 @@ _MATCH_START = re.Match.start
 _MATCH_GROUP = re.Match.group
 
 
-@dataclass(frozen=True)
+@frozen
 class _Lexed:
     """The tokens of a text that are not whitespace, as parallel lists (no token object per
     token): type (after Lark's callbacks: keywords retyped), value, start offset, and the
@@ -220,7 +220,7 @@ def _lex_code(text: str) -> Iterator[Token]:
     yield from lexed.tokens(0, len(lexed.kinds))
 
 
-@dataclass(frozen=True)
+@frozen
 class ParseResult:
     """A file parsed as far as possible: the items that parsed, and the mistakes.
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from clefprove.errors import InputError
 from clefprove.eval.evaluator import HEAP_LEVELS, Evaluator
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Combine, Ensemble, Link, Rule
 from clefprove.model.types import CATEGORICAL_CODE, LEAF_CODE, NUMERIC_CODE
 
@@ -40,7 +40,7 @@ PER_TREE_ROWS = 4096
 SCORE_CELLS = 1 << 21
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class EnsembleDecision:
     """One input's decision: action index, its probability, and each tree's leaf (local)."""
 
@@ -49,7 +49,7 @@ class EnsembleDecision:
     leaves: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Explanation:
     """How one input's decision is made, tree by tree (what a report shows at a
     counterexample): every number as the evaluator computes it."""
@@ -64,7 +64,7 @@ class Explanation:
     confidence: float
 
 
-@dataclass(frozen=True)
+@frozen
 class EnsembleBatch:
     actions: np.ndarray  # (n,) intp
     confidences: np.ndarray  # (n,) float64

@@ -56,13 +56,13 @@ import math
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from clefprove.errors import InputError
+from clefprove.frozen import frozen
 from clefprove.model.types import Model, NodeKind
 
 #: Rows per chunk: large enough to amortise numpy's per-call overhead, small enough that the
@@ -97,7 +97,7 @@ THREAD_MAX_LOAD = 0.5
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), 2
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Decision:
     """The decision for one input: action index, leaf confidence, and leaf node index."""
 
@@ -106,7 +106,7 @@ class Decision:
     leaf: int
 
 
-@dataclass(frozen=True)
+@frozen
 class BatchResult:
     """Decisions for a batch of inputs, one entry per row."""
 

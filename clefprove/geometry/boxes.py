@@ -23,10 +23,9 @@ instead, with the same ufuncs in the same order per bound (fewer numpy calls).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model, NodeKind
 
@@ -36,7 +35,7 @@ from clefprove.model.types import FeatureType, Model, NodeKind
 _LEAF, _NUMERIC, _CATEGORICAL = int(NodeKind.LEAF), int(NodeKind.NUMERIC), int(NodeKind.CATEGORICAL)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Box:
     """One box over the features: ``lo``/``hi`` of shape (F,), and a code mask per categorical
     feature.  The confidence column is not part of a context box."""
@@ -62,7 +61,7 @@ class Box:
         return bool(np.any(self.lo > self.hi)) or any(not m.any() for m in self.cats.values())
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class LeafBoxes:
     """The boxes of a set of leaves (rows sorted by node index, i.e. tree pre-order)."""
 
@@ -105,7 +104,7 @@ def complete_boxes(
     return LeafBoxes(leaves, lo, hi, cats, actions, feasible)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class TreeTables:
     """Per-model arrays derived once: tightened split bounds and parent links."""
 
@@ -130,7 +129,7 @@ def split_bounds(value: np.ndarray, is_int: np.ndarray) -> tuple[np.ndarray, np.
     return left_hi, right_lo
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class TreeLinks:
     """Parent links and the categorical features some split tests (cheaper than tables)."""
 
@@ -321,7 +320,7 @@ def ancestor_boxes(model: Model, ctx: Box, leaves: np.ndarray) -> LeafBoxes:
 INCOMING_SHARE = 4
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Incoming:
     """Per node, the tightening that its parent's split gives it (a node's box is its
     parent's box so tightened).  Every array has one more slot, at index -1, that stands for

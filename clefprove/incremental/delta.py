@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import (
     LazyLeafBoxes,
     LeafBoxes,
@@ -350,7 +351,7 @@ def decode_tree_delta(blob: bytes, base: TreeSnapshot, lazy: bool = False) -> Tr
     return snap if lazy else snap.check()
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Alignment:
     """How a new model's leaves relate to a snapshot's."""
 
@@ -669,7 +670,7 @@ class RowWitnesses(Mapping[int, np.ndarray]):
 _NO_WITNESSES = RowWitnesses(np.empty(0, np.int64), np.empty((0, 0)))
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class LeafOutcomes:
     """An invariant's per-leaf outcomes on one model version (rows = its leaves in tree
     order), with the confirmed witness of every leaf the solver found violated (the fallback

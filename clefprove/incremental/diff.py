@@ -25,11 +25,12 @@ structural part is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import empty_rows, leaf_boxes, step_down
 from clefprove.geometry.measure import box_shares
 from clefprove.incremental import graph as gr
@@ -39,7 +40,7 @@ from clefprove.model.types import FeatureType, Model, NodeKind
 from clefprove.verify import normal as nm
 
 
-@dataclass(frozen=True)
+@frozen
 class Region:
     """A box where the two models decide different actions, with a confirmed example."""
 
@@ -71,7 +72,7 @@ class Region:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class DiffReport:
     old: dict[str, Any]
     new: dict[str, Any]

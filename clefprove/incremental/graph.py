@@ -23,11 +23,11 @@ A replacement subtree that already existed somewhere in OLD is reported with ``m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import links, path_to
 from clefprove.incremental import merkle
 from clefprove.model.describe import condition, format_number
@@ -70,7 +70,7 @@ def shared_stats(old: Model, new: Model) -> dict[str, int]:
     }
 
 
-@dataclass(frozen=True)
+@frozen
 class Change:
     """One structural change at a position of the tree."""
 

@@ -53,6 +53,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import (
     Box,
     LeafBoxes,
@@ -496,7 +497,7 @@ def _vacuity(
     return vacuous
 
 
-@dataclass(frozen=True)
+@frozen
 class _Run:
     """What one incremental check shares between its stages (against the last version, the
     subtree walk, the fresh decision): the inputs, the keys, and where results go."""

@@ -26,11 +26,12 @@ How a decision is made (:class:`Combine`, docs/format.md "Ensembles"):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.memo import Derived
 from clefprove.model.types import LEAF_CODE, Feature, Model, Vocabulary
 
@@ -74,7 +75,7 @@ class Rule(enum.StrEnum):
     SCORE_HALF = "score_half"
 
 
-@dataclass(frozen=True)
+@frozen
 class Combine:
     """How leaf values become a decision (see the module docstring)."""
 
@@ -102,7 +103,7 @@ class Combine:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Ensemble(Vocabulary):
     """A loaded ensemble.  Immutable; the arrays are read-only."""
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from clefprove.errors import ClefFormatError, ImportModelError, ModelSourceError
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import MAX_TREE_DEPTH, NODE_DTYPE, Feature, FeatureType, Model, NodeKind
 
@@ -277,7 +277,7 @@ class _Membership:
         return np.frombuffer(bytes(self.table), dtype=np.uint8)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Flat:
     """Fitted trees as pre-order node records, one tree after the other (child indices within
     each tree); leaves still lack their payload (value and aux), which the caller fills in

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.memo import Derived
 
 #: Deepest tree a model may hold (root has depth 0).  SPEC requires at least 64.
@@ -78,7 +79,7 @@ NODE_DTYPE = np.dtype(
 assert NODE_DTYPE.itemsize == 24
 
 
-@dataclass(frozen=True)
+@frozen
 class Feature:
     """A typed input feature with its domain, in encoded form (see module docstring)."""
 
@@ -120,7 +121,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
 
 
-@dataclass(frozen=True)
+@frozen
 class Node:
     """A readable view of one node record (for walks, explanations and exports)."""
 
@@ -163,7 +164,7 @@ class Vocabulary:
         return self.actions.index(name)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Model(Vocabulary):
     """A loaded model.  Immutable; ``nodes`` and ``membership`` are read-only arrays."""
 

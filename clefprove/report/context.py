@@ -15,11 +15,11 @@ import re
 import shlex
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from clefprove.dsl.checked import CheckedProgram
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import context_box, path_to
 from clefprove.model.describe import format_number
 from clefprove.model.ensemble import Ensemble
@@ -32,7 +32,7 @@ from clefprove.verify.verdicts import Report
 STATUS_LABEL = {"holds": "PASS", "violated": "FAIL", "unknown": "INCONCLUSIVE"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Inputs:
     """How the report was asked for: the paths as the user gave them and the check options."""
 

@@ -12,16 +12,15 @@ traffic-weighted one: it says how much of the *space of possible inputs* each ac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import LeafBoxes, leaf_boxes
 from clefprove.geometry.measure import box_shares
 from clefprove.model.types import Model
 
 
-@dataclass(frozen=True)
+@frozen
 class ActionShare:
     """One action's part of the domain: its share in [0, 1] and the number of leaves."""
 

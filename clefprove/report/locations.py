@@ -10,9 +10,10 @@ the same.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
+
+from clefprove.frozen import frozen
 
 
 def repository_root(start: str | os.PathLike[str] | None = None) -> Path:
@@ -24,7 +25,7 @@ def repository_root(start: str | os.PathLike[str] | None = None) -> Path:
     return here
 
 
-@dataclass(frozen=True)
+@frozen
 class Location:
     """A file named relative to the repository root, or absolutely when it lies outside."""
 

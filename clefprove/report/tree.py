@@ -9,10 +9,9 @@ draws as inline SVG; all text stays data, so the template's autoescaping covers 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import context_box, leaf_boxes, path_to
 from clefprove.model.describe import condition, format_number
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -22,7 +21,7 @@ from clefprove.report.coverage import leaf_shares
 LEVELS = 6
 
 
-@dataclass(frozen=True)
+@frozen
 class Subtree:
     """A collapsed subtree: its root node, reachable leaves and the actions it decides."""
 
@@ -57,7 +56,7 @@ class Subtree:
         return f"subtree #{self.node}: {self.leaves} reachable leaves; {parts}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Step:
     """One split on the path: the question it asks, which way the path went, the other side."""
 
@@ -70,7 +69,7 @@ class Step:
     sibling: Subtree
 
 
-@dataclass(frozen=True)
+@frozen
 class TreeWindow:
     """The last splits above ``leaf`` (``hidden`` more splits above them are not drawn)."""
 
@@ -155,7 +154,7 @@ def window(model: Model, leaf: int, levels: int = LEVELS) -> TreeWindow:
 # ---------------------------------------------------------------------------------- layout
 
 
-@dataclass(frozen=True)
+@frozen
 class Rect:
     x: float
     y: float
@@ -166,7 +165,7 @@ class Rect:
     title: str  # full text (an SVG tooltip)
 
 
-@dataclass(frozen=True)
+@frozen
 class Edge:
     x1: float
     y1: float
@@ -178,7 +177,7 @@ class Edge:
     ly: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagram:
     width: float
     height: float

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +20,7 @@ import z3
 
 from clefprove.dsl import checked as ck
 from clefprove.dsl.checked import related
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import LeafBoxes
 from clefprove.model.types import FeatureType, Model
 from clefprove.smt.paths import (
@@ -37,7 +37,7 @@ from clefprove.smt.paths import (
 from clefprove.status import SolverAnswer
 
 
-@dataclass(frozen=True)
+@frozen
 class PairQuery:
     """Leaf A (the box of x) and leaf B (the box of x')."""
 

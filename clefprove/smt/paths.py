@@ -17,13 +17,13 @@ import itertools
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import z3
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import LeafBoxes, path_to, tables
 from clefprove.geometry.floats import float_ge, float_le
 from clefprove.model.types import FeatureType, Model, NodeKind
@@ -35,7 +35,7 @@ _MAX_FLOAT = Fraction(1.7976931348623157e308)
 SEED = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     timeout_ms: int = 0  # 0: none
     rlimit: int = 50_000_000
@@ -43,7 +43,7 @@ class Limits:
     tag: str = "query"
 
 
-@dataclass(frozen=True)
+@frozen
 class Query:
     """One leaf to decide: its box (F+1 columns, the last is the confidence) and decision."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import LazyLeafBoxes, LeafBoxes, leaf_boxes
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import Model
@@ -199,7 +199,7 @@ class RunStrategy(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class FreshRun:
     """Every leaf of every invariant decided in this run (over *boxes* when given)."""
 

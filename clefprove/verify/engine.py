@@ -28,13 +28,14 @@ import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, leaf_boxes
 from clefprove.geometry.floats import float_at, float_key, value_count
 from clefprove.model.ensemble import Ensemble
@@ -74,7 +75,7 @@ ENGINE_REVISION = 5
 DEFAULTS = CheckOptions()
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Prepared:
     """One invariant compiled for one model."""
 
@@ -85,7 +86,7 @@ class Prepared:
     tag: str = "query"  # names SMT-LIB dumps
 
 
-@dataclass(frozen=True)
+@frozen
 class Domain:
     """What a prepared invariant depends on of its model: the features (types, bounds,
     vocabularies) and the number of actions.  A memo key whose hash is computed once, when the
@@ -149,7 +150,7 @@ def prepare_when(
     )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class PathVerdicts:
     """Per-leaf outcomes of one invariant on the leaves of ``boxes``."""
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from clefprove.dsl import checked as ck
 from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
@@ -83,7 +84,7 @@ ITEMS = 16
 PARALLEL_AFTER = 0.25
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Tables:
     """Every leaf of every tree, with its box and values (computed once per ensemble)."""
 
@@ -252,7 +253,7 @@ def _settled(g: Region) -> Settled:
     return (g.root, g.lo, g.hi, g.cats)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Partition:
     """The settled regions of a search that proved an invariant: boxes that together cover
     every root (each root the domain narrowed by one DNF conjunct, :func:`search`).
@@ -319,7 +320,7 @@ _U = {Arithmetic.FLOAT32: 2.0**-24, Arithmetic.FLOAT64: 2.0**-53}
 _GAP = {Arithmetic.FLOAT32: 2.0**-17, Arithmetic.FLOAT64: 2.0**-44}
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcomes:
     """Possible decisions on a region: action indices and, per action, confidence bounds."""
 
@@ -941,7 +942,7 @@ def _narrow_bounds(
     return np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Leaves:
     """What the bounds read of :class:`Tables`: the leaf values and each tree's first row."""
 

@@ -44,6 +44,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.dsl.checked import related
 from clefprove.eval.ensemble import decide
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import Box, cat_mask
 from clefprove.model.ensemble import Ensemble, Link
 from clefprove.model.types import FeatureType
@@ -104,7 +105,7 @@ def _down(v: float, integral: bool) -> float:
 # ---------------------------------------------------------------- literals of 'when'
 
 
-@dataclass(frozen=True)
+@frozen
 class _Literals:
     """The literals of ``when``: cuts of f's domain, and splits of R on other features."""
 
@@ -174,7 +175,7 @@ class RelSearch:
     timed_out: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class _Slabs:
     starts: np.ndarray  # (m,)
     ends: np.ndarray  # (m,)

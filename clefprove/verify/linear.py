@@ -41,17 +41,17 @@ are the same whether it is decided alone (:func:`point`, for counterexamples) or
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from clefprove.frozen import frozen
 from clefprove.verify import normal as nm
 
 SAT, UNSAT, UNDECIDED = nm.SAT, nm.UNSAT, nm.UNDECIDED
 
 
-@dataclass(frozen=True)
+@frozen
 class Combo:
     """A nonnegative combination ``sum w_l f_l`` of the literals (weights sum to 1)."""
 

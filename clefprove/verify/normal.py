@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import cat_mask
 from clefprove.geometry.floats import value_bound
 from clefprove.model.ensemble import Ensemble
@@ -32,7 +32,7 @@ from clefprove.model.types import FeatureType, Model
 from clefprove.status import BoxAnswer
 
 
-@dataclass(frozen=True)
+@frozen
 class Bound:
     """``x[col] <= bound`` (upper) or ``x[col] >= bound`` (lower); closed, in the value set."""
 
@@ -41,19 +41,19 @@ class Bound:
     bound: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Cat:
     feature: int
     codes: frozenset[int]
     size: int  # vocabulary size
 
 
-@dataclass(frozen=True)
+@frozen
 class Act:
     actions: frozenset[int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Lin:
     """``sum(c * x[col]) + const <= 0`` (``< 0`` when strict), two or more variables."""
 
@@ -69,12 +69,12 @@ class Lin:
         return _lin_arrays(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class NAnd:
     args: tuple[object, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class NOr:
     args: tuple[object, ...]
 
@@ -292,7 +292,7 @@ def uses_decision(f: object, n_feat: int) -> bool:
 # ---------------------------------------------------------------- three-valued evaluation
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Rows:
     """A batch of boxes: lo/hi (R, F+1), categorical masks, leaf actions."""
 

@@ -9,11 +9,12 @@ new field cannot be forgotten in a key: a field without a declaration is an erro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from enum import Enum
 from typing import Any
 
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 
 
 class Affects(Enum):
@@ -39,7 +40,7 @@ def json_safe(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckOptions:
     """Limits and switches of one check (validated on construction)."""
 

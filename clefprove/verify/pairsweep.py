@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import tables
 from clefprove.model.types import FeatureType, NodeKind
 
@@ -250,7 +251,7 @@ def _meets_sorted(
     return out
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Aggregates:
     """Per node, over the active (live, non-empty narrowed) leaf rows of one side below it."""
 

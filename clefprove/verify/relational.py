@@ -39,6 +39,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.dsl.checked import related
 from clefprove.errors import ClefproveError
+from clefprove.frozen import frozen
 from clefprove.geometry.boxes import LeafBoxes, cat_mask, leaf_boxes
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.types import FeatureType, Model
@@ -102,7 +103,7 @@ def broken(rel: ck.Relational, rank: np.ndarray | None, action_a: int, action_b:
 # ---------------------------------------------------------------- preparation
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Side:
     """All leaf boxes narrowed by one conjunction of ``when``."""
 
@@ -111,7 +112,7 @@ class _Side:
     lins: tuple[nm.Lin, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Prepared:
     invariant: ck.CheckedInvariant
     relation: ck.Relational

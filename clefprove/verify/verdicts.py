@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
+from clefprove.frozen import frozen
 from clefprove.status import ExitCode, Verdict
 
 #: A leaf's region text, given the leaf and an input record that reaches it.
@@ -116,7 +117,7 @@ def ordered(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Counterexample:
     """A complete in-domain input (JSON values) that the evaluator maps to ``action`` at
     ``leaf``, satisfying ``when`` and breaking ``ensure``; ``path`` is its readable route."""
@@ -165,7 +166,7 @@ class Counterexample:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class RelationalCounterexample:
     """A pair of complete in-domain inputs that differ only in ``feature``, both satisfying
     ``when``, related as the invariant says and whose decisions (each confirmed by the
@@ -205,7 +206,7 @@ class RelationalCounterexample:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class InvariantResult:
     """The verdict on one invariant."""
 
@@ -267,7 +268,7 @@ class InvariantResult:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelInfo:
     path: str
     sha256: str
@@ -295,7 +296,7 @@ class ModelInfo:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     """The result of one ``check`` run; what every output format renders."""
 

@@ -18,13 +18,13 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from clefprove.errors import ImportModelError, ModelSourceError
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Combine, Ensemble
 from clefprove.model.sklearn import float32_threshold, whole_threshold
 from clefprove.model.types import MAX_TREE_DEPTH, Feature, FeatureType, Model
@@ -47,7 +47,7 @@ MODES = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRA
 # --------------------------------------------------------------------------- conditions
 
 
-@dataclass(frozen=True)
+@frozen
 class Interval:
     """The float64 inputs that take a split's *true* branch: ``lo < x <= hi``, or the
     complement of that when ``negate``.  ``lo = -inf`` means no lower bound, ``hi = +inf`` no
@@ -142,20 +142,20 @@ def float64_condition(mode: str, t: float) -> Interval:
 # --------------------------------------------------------------------------- the tree
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Leaf:
     action: int
     confidence: float
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ValueLeaf:
     """An ensemble tree's leaf: one value per output column."""
 
     values: tuple[float, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Split:
     """``x[feature] <= cut`` goes left (float64); cut may be +-inf (then one side is empty)."""
 
@@ -165,7 +165,7 @@ class Split:
     right: Tree
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class SetSplit:
     """A categorical split: the codes in ``codes`` go left."""
 
@@ -335,7 +335,7 @@ def to_json(tree: Tree, features: Sequence[Feature], actions: Sequence[str]) -> 
 # --------------------------------------------------------------------------- features, actions
 
 
-@dataclass(frozen=True)
+@frozen
 class FeatureSpec:
     """The ``--features`` file: declarations in column order, actions in class order."""
 
@@ -749,7 +749,7 @@ def _assemble(
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class NumericTrees:
     """Every tree of an ensemble as flat node arrays, numbered across the concatenated trees
     (an importer's vectorised reading of its file): ``left[i] < 0`` marks a leaf; a split

@@ -18,12 +18,12 @@ import json
 import math
 import os
 import struct
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from clefprove.errors import ImportModelError
+from clefprove.frozen import frozen
 from clefprove.model.ensemble import Ensemble
 from clefprove.model.importers.common import (
     INF,
@@ -471,7 +471,7 @@ _NONE: list[Any] = []
 _NO_CATEGORIES = (_NONE, _NONE, _NONE, _NONE)  # (only compared with, never changed)
 
 
-@dataclass(frozen=True)
+@frozen
 class _Flat:
     """The node arrays of every tree, concatenated (child indices within each tree)."""
 
