@@ -11,6 +11,7 @@ setup:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m clefprove.cli.bytecode
 
 test: setup
 	$(PYTHON) -m pytest --all
@@ -26,6 +27,7 @@ lint:
 
 demo:
 	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) -m clefprove.cli.bytecode
 	clefprove check examples/edge-allow-block.clef invariants/
 
 bench:

@@ -116,11 +116,12 @@ class CompiledMethods:
             source = code
         exec(source, globals, locals)
 
-    def save(self) -> None:
+    def save(self, force: bool = False) -> None:
         """Rewrite the file of each module that had a text compiled, with exactly the texts
-        its classes used; skipped under ``sys.dont_write_bytecode`` or where it cannot be
-        written."""
-        if sys.dont_write_bytecode:
+        its classes used; skipped where it cannot be written, and under
+        ``sys.dont_write_bytecode`` unless *force* (an explicit request, as ``compileall``
+        writes bytecode whatever that flag says)."""
+        if sys.dont_write_bytecode and not force:
             return
         for module in sorted(self._compiled):
             path = self.path(module)

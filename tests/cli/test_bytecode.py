@@ -1,0 +1,75 @@
+"""``python -m clefprove.cli.bytecode``: a copy of the package, never byte-compiled, gets its
+``.pyc`` files and frozen-dataclass tables under ``PYTHONDONTWRITEBYTECODE``, and a later
+process under that flag compiles nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "clefprove"
+
+
+def _run(code: list[str], root: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(root))
+    return subprocess.run(
+        [sys.executable, *code], capture_output=True, text=True, timeout=300, env=env, cwd=root
+    )
+
+
+@pytest.fixture(scope="module")
+def compiled_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("installed")
+    shutil.copytree(PACKAGE, root / "clefprove", ignore=shutil.ignore_patterns("__pycache__"))
+    done = _run(["-m", "clefprove.cli.bytecode"], root)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_every_module_gets_its_bytecode(compiled_copy: Path) -> None:
+    package = compiled_copy / "clefprove"
+    tag = sys.implementation.cache_tag
+    missing = [
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if not (p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").is_file()
+    ]
+    assert missing == []
+
+
+def test_a_later_process_compiles_no_dataclass_method(compiled_copy: Path) -> None:
+    probe = (
+        "import sys, clefprove.frozen as f, clefprove.verify.api, clefprove.dsl.loader\n"
+        "mods = sorted(m for m in sys.modules if m.startswith('clefprove'))\n"
+        "print(sum(f.METHODS.compiled(m) for m in mods), len(f.METHODS._used))"
+    )
+    done = _run(["-c", probe], compiled_copy)
+    assert done.returncode == 0, done.stderr
+    compiled, modules = map(int, done.stdout.split())
+    assert modules > 10 and compiled == 0
+    tables = list((compiled_copy / "clefprove" / "__pycache__").glob("frozen-*.bin"))
+    assert len(tables) >= modules
+
+
+def test_an_unwritable_package_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    root = tmp_path / "ro"
+    shutil.copytree(PACKAGE, root / "clefprove", ignore=shutil.ignore_patterns("__pycache__"))
+    for p in sorted((root / "clefprove").rglob("*"), reverse=True):
+        if p.is_dir():
+            p.chmod(0o555)
+    try:
+        done = _run(["-m", "clefprove.cli.bytecode"], root)
+    finally:
+        for p in (root / "clefprove").rglob("*"):
+            if p.is_dir():
+                p.chmod(0o755)
+        (root / "clefprove").chmod(0o755)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
