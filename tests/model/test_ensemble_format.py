@@ -202,6 +202,8 @@ def test_crafted_combine_metadata(toy):
             "trees[2].value[0]: 2.0 is outside [0, 1]: an identity link needs leaf values",
         ),
         (lambda s: s["ensemble"].update(bogus=1), "unknown key 'bogus'"),
+        # a scale on a link that has none would be silently ignored
+        (lambda s: s["ensemble"].update(scale=2), "ensemble.scale: the softmax link has no"),
         (lambda s: s["trees"][0].update(feature="nope"), "trees[0].feature: unknown feature"),
         (lambda s: s["trees"][0]["left"].update(action="allow"), "unknown key 'action'"),
     ],
