@@ -481,6 +481,24 @@ def _with_interface(meta: dict[str, Any], model: M) -> M:
     return model
 
 
+class _KeyTwice(Exception):
+    """A metadata object names a key twice (its JSON text in the message)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: JSON parsers disagree on which of two equal keys wins, so a
+    file naming one twice could show another tool another model (the JSON source refuses
+    it too)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(json.dumps(key))
+            seen.add(key)
+    return out
+
+
 def _parse_meta(
     raw: bytes,
     encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
@@ -493,7 +511,9 @@ def _parse_meta(
     from clefprove.model.features import check_name_clashes, parse_actions, parse_features
 
     try:
-        meta = json.loads(raw.decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _KeyTwice as exc:
+        raise ClefFormatError(f"metadata block names the key {exc} twice") from None
     except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: an int > 4300 digits
         raise ClefFormatError("metadata block is not valid JSON") from None
     if not isinstance(meta, dict):
