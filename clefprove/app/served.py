@@ -160,6 +160,8 @@ class ServedEnsemble(_Inputs):
 
     def decide(self, rows: list[list[float]]) -> list[int]:
         """A decision key for every encoded input."""
+        if not rows:  # a /decide body of [] (numpy makes it shape (0,), not (0, n))
+            return []
         batch = self.evaluator.evaluate(np.array(rows, dtype=np.float64))
         if len(self._keys) + len(rows) > ANSWERS_MAX:
             self._keys.clear()

@@ -261,14 +261,17 @@ def _intersections(
 
 
 def describe_model(model: Model | Ensemble, path: str) -> dict[str, Any]:
-    """The ``old``/``new`` header of a diff report."""
+    """The ``old``/``new`` header of a diff report.  A model compiled in memory from JSON
+    source has no .clef digest: ``"sha256": null, "compiled_from": "json"``, as in ``info``
+    and ``check`` (docs/format.md)."""
     return {
         "path": path,
         "name": model.name,
         "version": model.version,
-        "sha256": model.sha256,
+        "sha256": None if model.from_source else model.sha256,
         "nodes": model.n_nodes,
         "leaves": model.n_leaves,
+        **({"compiled_from": "json"} if model.from_source else {}),
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import mmap
 import os
 import struct
@@ -480,6 +481,24 @@ def _with_interface(meta: dict[str, Any], model: M) -> M:
     return model
 
 
+class _KeyTwice(Exception):
+    """A metadata object names a key twice (its JSON text in the message)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: JSON parsers disagree on which of two equal keys wins, so a
+    file naming one twice could show another tool another model (the JSON source refuses
+    it too)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _KeyTwice(json.dumps(key))
+            seen.add(key)
+    return out
+
+
 def _parse_meta(
     raw: bytes,
     encoded: tuple[tuple[Feature, ...], tuple[str, ...]] | None = None,
@@ -492,7 +511,9 @@ def _parse_meta(
     from clefprove.model.features import check_name_clashes, parse_actions, parse_features
 
     try:
-        meta = json.loads(raw.decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except _KeyTwice as exc:
+        raise ClefFormatError(f"metadata block names the key {exc} twice") from None
     except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: an int > 4300 digits
         raise ClefFormatError("metadata block is not valid JSON") from None
     if not isinstance(meta, dict):
@@ -625,10 +646,15 @@ def _validate_ensemble(
     _validate_values(values, combine, n_trees, leaves)
     # Bounded sums: no order of adding the trees' values can overflow (or lose the scale
     # the verifier's rounding bounds assume).
+    # The same bound after the divisor, which may be below 1.
+    bound = max(abs(b) for b in combine.base)
     if values.size:
         top = np.maximum.reduceat(np.abs(values).max(axis=1), first_leaf)
-        if float(top.sum()) + max(abs(b) for b in combine.base) > 2.0**100:
-            raise ClefFormatError("leaf values are too large: their sum could overflow")
+        bound += float(top.sum())
+    if bound > 2.0**100 or bound / combine.divisor > 2.0**100:
+        raise ClefFormatError(
+            "leaf values are too large: their sum (divided by the divisor) could overflow"
+        )
 
 
 _COMBINE_KEYS = {"outputs", "base", "arithmetic", "link", "rule", "divisor", "scale"}
@@ -657,12 +683,24 @@ def parse_combine(raw: Any, n_actions: int, path: str = "metadata.ensemble") -> 
     nums = [*base, raw["divisor"], raw["scale"]]
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in nums):
         raise ClefFormatError(f"{path}: base, divisor and scale must be numbers")
-    floats = [float(v) for v in nums]
+    try:
+        floats = [float(v) for v in nums]
+    except OverflowError:  # a whole number beyond float64
+        floats = [math.inf]
     if not all(np.isfinite(floats)):
         raise ClefFormatError(f"{path}: base, divisor and scale must be finite")
     divisor, scale = floats[-2], floats[-1]
     if not (divisor > 0 and scale > 0):
         raise ClefFormatError(f"{path}: divisor and scale must be positive")
+    # The evaluator divides and scales in the arithmetic's precision: a divisor or scale it
+    # rounds to 0 (or a subnormal) or to infinity makes 0 / 0 or 0 * inf, a NaN decision.
+    dt = arithmetic.dtype
+    tiny, top = float(np.finfo(dt).tiny), float(np.finfo(dt).max)
+    if not all(tiny <= v <= top for v in (divisor, scale)):
+        raise ClefFormatError(
+            f"{path}: divisor and scale must be normal {arithmetic} numbers "
+            f"(between {tiny:g} and {top:g})"
+        )
     if link.single:
         if outputs != 1 or n_actions != 2:
             raise ClefFormatError(f"{path}: a {link} link has one output and two actions")
@@ -673,7 +711,7 @@ def parse_combine(raw: Any, n_actions: int, path: str = "metadata.ensemble") -> 
     if rule in (Rule.POSITIVE, Rule.SCORE_HALF) and not link.single:
         raise ClefFormatError(f"{path}: rule '{rule}' needs a one-output link")
     if arithmetic is Arithmetic.FLOAT32 and any(
-        float(np.float32(v)) != v for v in floats[:outputs]
+        not abs(v) <= top or float(np.float32(v)) != v for v in floats[:outputs]
     ):
         raise ClefFormatError(f"{path}.base: float32 arithmetic needs float32 values")
     return Combine(outputs, tuple(floats[:outputs]), arithmetic, link, rule, divisor, scale)

@@ -189,7 +189,11 @@ def _fitted_tree(model: Any) -> Any:
         from sklearn.base import is_classifier
     except ImportError:  # pragma: no cover - sklearn is an optional dependency
         raise ImportModelError("scikit-learn is not installed") from None
-    if not is_classifier(model):
+    try:
+        classifier = is_classifier(model)
+    except (AttributeError, TypeError):  # not an estimator at all: scikit-learn's tag lookup
+        classifier = False
+    if not classifier:
         raise ImportModelError(
             f"{type(model).__name__} is not a decision-tree classifier "
             "(regressors and other estimators cannot be converted)"

@@ -287,6 +287,12 @@ def _compile_ensemble(obj: dict[str, Any], origin: str) -> Model | Ensemble:
     features = parse_features(_require(obj, "features", ""))
     actions = parse_actions(_require(obj, "actions", ""))
     combine = ensemble_combine(_require(obj, "ensemble", ""), len(actions))
+    if combine.scale != 1 and combine.link not in (Link.LOGISTIC, Link.ONNX_LOGISTIC):
+        # Only the logistic links scale the score: another link would silently ignore it.
+        raise _fail(
+            "ensemble.scale",
+            f"the {combine.link} link has no scale (only logistic and onnx_logistic have one)",
+        )
     builder = _EnsembleBuilder(features, actions, combine)
     builder.build_trees(_require(obj, "trees", ""))
     meta: dict[str, Any] = {k: obj[k] for k in ("description", "metadata") if k in obj}

@@ -24,8 +24,8 @@ def render_text(rep: DiffReport, max_changes: int = 50) -> str:
     """The human-readable diff."""
     o, n = rep.old, rep.new
     lines = [
-        f"{tag}  {m['path']}  {m['name']} {m['version']}  "
-        f"({m['nodes']} nodes, sha256 {m['sha256'][:12]})"
+        f"{tag}  {m['path']}  {m['name']} {m['version']}  ({m['nodes']} nodes, "
+        + ("compiled from JSON source)" if m["sha256"] is None else f"sha256 {m['sha256'][:12]})")
         for tag, m in (("OLD", o), ("NEW", n))
     ]
     lines.append("")

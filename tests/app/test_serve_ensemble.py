@@ -67,6 +67,9 @@ def test_an_ensemble_is_served_as_eval_decides(serve, tmp_path: Path) -> None:
                 len(batch) // len(INPUTS)
             )
         assert c.post("/decide", json={"ua_family": "lynx"}).status_code == 400
+        # an empty array is a batch of no inputs, as for a single tree (not a 500)
+        empty = c.post("/decide", json=[])
+        assert (empty.status_code, empty.json()) == (200, [])
         metrics = {
             (s.name, tuple(sorted(s.labels.items()))): s.value
             for fam in text_string_to_metric_families(c.get("/metrics").text)

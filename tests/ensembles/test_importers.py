@@ -444,3 +444,43 @@ def test_lightgbm_dump_model_json_imports_as_the_text_model(tmp_path, case):
 @pytest.mark.parametrize(("data", "params"), LGB)
 def test_lightgbm_ensembles_decide_as_predict_100k(tmp_path, data, params):
     _check_lgb(tmp_path, data, params, 100_000)
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_xgboost_base_score_is_clamped_as_xgboost_clamps_it(tmp_path: Path, rounds: int) -> None:
+    """XGBoost computes the base margin of a logistic model from its base_score clamped into
+    [1e-6f, 1 - 1e-6f] (float32), 0 and 1 included: a base_score of 1e-30 starts the sums
+    at -13.8, not -69.1.  The import computed the unclamped logit (or refused 0 and 1), so
+    its margins, probabilities and, for large enough leaf values, classes were not the
+    library's.  One tree (a v1 single tree) and several (an ensemble) alike."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    clf = xgb.XGBClassifier(n_estimators=rounds, max_depth=2).fit(X, y)
+    doc = json.loads(clf.get_booster().save_raw("json"))
+    for tree in doc["learner"]["gradient_booster"]["model"]["trees"]:
+        for i, left in enumerate(tree["left_children"]):
+            if left == -1:  # leaves that move the margin by +-40 in all: classes flip
+                value = 40.0 / rounds if tree["split_indices"][0] == 0 else -40.0 / rounds
+                tree["split_conditions"][i] = tree["base_weights"][i] = value
+    rows = np.vstack([rng.normal(size=(200, 2)), [[3.0, 0.0], [-3.0, 0.0]]])
+    for base in ("0", "1E-30", "1E-7", "9.9999994E-1", "1"):
+        doc["learner"]["learner_model_param"]["base_score"] = f"[{base}]"
+        path = tmp_path / f"m{rounds}.json"
+        path.write_text(json.dumps(doc))
+        booster = xgb.Booster(model_file=str(path))
+        proba = booster.predict(xgb.DMatrix(rows))
+        model = import_model("xgboost", path)
+        if isinstance(model, Ensemble):
+            got = EnsembleEvaluator(model).evaluate(rows)
+            margins = booster.predict(xgb.DMatrix(rows), output_margin=True)
+            assert np.array_equal(got.scores[:, 0].astype(np.float32), margins), base
+        else:
+            from clefprove.eval.evaluator import Evaluator
+
+            got = Evaluator(model).evaluate(rows)
+        want = (proba > 0.5).astype(int)
+        assert got.actions.tolist() == want.tolist(), base
+        conf = np.where(want == 1, proba, 1 - proba)
+        assert np.abs(got.confidences - conf).max() < 1e-6, base

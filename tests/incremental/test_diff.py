@@ -263,3 +263,29 @@ def test_incompatible_domains_refuse_the_semantic_part() -> None:
     rep = diff(M.compile_(src), M.compile_(wide))
     assert not rep.comparable and "n" in rep.reason and "[0, 60]" in rep.reason
     assert rep.to_json_dict()["semantic"] == {"comparable": False, "reason": rep.reason}
+
+
+@pytest.mark.parametrize("ensemble", [False, True])
+def test_a_json_source_has_no_digest_in_the_diff(ensemble) -> None:
+    """docs/format.md: a model compiled in memory from JSON source has no .clef digest, and
+    the outputs say so (``"sha256": null, "compiled_from": "json"``) instead of showing the
+    digest of bytes no file holds; a .clef file keeps its digest."""
+    import json
+    from pathlib import Path
+
+    from clefprove.incremental.compare import diff_models
+    from clefprove.model.clef import load_bytes, write_clef
+    from clefprove.model.source import compile_source
+    from clefprove.report.diff_text import render_text
+
+    root = Path(__file__).parent.parent
+    path = root / "fixtures" / ("ensemble_toy.json" if ensemble else "spec_model.json")
+    source = compile_source(json.loads(path.read_text()))
+    loaded = load_bytes(write_clef(source), origin="m.clef")
+    rep = diff_models(source, loaded, "m.json", "m.clef")
+    old, new = rep.to_json_dict()["old"], rep.to_json_dict()["new"]
+    assert old["sha256"] is None and old["compiled_from"] == "json"
+    assert new["sha256"] == loaded.sha256 and "compiled_from" not in new
+    head = render_text(rep).splitlines()[:2]
+    assert "compiled from JSON source" in head[0] and "sha256" not in head[0]
+    assert f"sha256 {loaded.sha256[:12]}" in head[1]

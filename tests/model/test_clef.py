@@ -182,6 +182,18 @@ def test_crafted_metadata(spec_bytes):
     assert "metadata" in _reason(_resign(spec_bytes[:64] + garbage + spec_bytes[64 + len(meta) :]))
 
 
+def test_metadata_with_a_key_twice(spec_bytes):
+    """JSON parsers disagree on which of two equal keys wins (Python's last, others the first
+    or an error), so a re-signed file whose metadata names a key twice could show another
+    tool another model: refused, as the JSON source refuses it."""
+    head = list(HEADER.unpack_from(spec_bytes, 0))
+    meta = spec_bytes[64 : 64 + head[9]]
+    broken = meta.replace(b'"name":"edge-allow-block"', b'"name":"","name":"edge-b"')
+    assert len(broken) == len(meta) and broken != meta
+    reason = _reason(_resign(spec_bytes[:64] + broken + spec_bytes[64 + len(meta) :]))
+    assert 'names the key "name" twice' in reason, reason
+
+
 def test_metadata_text_that_is_not_unicode(spec_bytes):
     # A lone surrogate escape in the name (or a categorical value) of a re-signed file: every
     # report that printed it failed (exit 4); refused like a control character.

@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -201,6 +202,8 @@ def test_crafted_combine_metadata(toy):
             "trees[2].value[0]: 2.0 is outside [0, 1]: an identity link needs leaf values",
         ),
         (lambda s: s["ensemble"].update(bogus=1), "unknown key 'bogus'"),
+        # a scale on a link that has none would be silently ignored
+        (lambda s: s["ensemble"].update(scale=2), "ensemble.scale: the softmax link has no"),
         (lambda s: s["trees"][0].update(feature="nope"), "trees[0].feature: unknown feature"),
         (lambda s: s["trees"][0]["left"].update(action="allow"), "unknown key 'action'"),
     ],
@@ -230,3 +233,43 @@ def test_mutated_and_resigned_files_load_or_fail_in_one_line(data):
         return
     if isinstance(model, Ensemble):  # what loads also evaluates
         EnsembleEvaluator(model).evaluate(np.zeros((2, len(model.features))))
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        # Python integers beyond float64 (JSON allows them) are not finite numbers.
+        (lambda e: e.update(base=[10**400, 0, 0]), "must be finite"),
+        (lambda e: e.update(divisor=10**400), "must be finite"),
+        (lambda e: e.update(scale=-(10**400)), "must be finite"),
+        # Beyond float32: the error, not an overflow warning on stderr.
+        (lambda e: e.update(base=[1e300, 0, 0]), "float32 arithmetic needs float32 values"),
+        # A divisor or scale that the arithmetic rounds to 0 or to infinity: 0 / 0 and
+        # 0 * inf are NaN, which no verdict may be built on.
+        (lambda e: e.update(divisor=1e-320), "divisor and scale must be"),
+        (lambda e: e.update(divisor=1e-46), "divisor and scale must be"),
+        (lambda e: e.update(link="logistic", base=[0], scale=1e300), "divisor and scale must be"),
+        # Sums divided by a small divisor must stay as bounded as the sums themselves.
+        (lambda e: e.update(arithmetic="float64", divisor=1e-300), "too large"),
+    ],
+)
+def test_combine_values_that_break_the_arithmetic(toy_source, edit, expected):
+    src = copy.deepcopy(toy_source)
+    edit(src["ensemble"])
+    if src["ensemble"]["link"] == "logistic":
+        src["actions"] = ["allow", "block"]
+        for tree in src["trees"]:
+            _one_output(tree)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ModelSourceError) as info:
+            compile_source(src)
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def _one_output(node: dict) -> None:
+    if "value" in node:
+        node["value"] = node["value"][0]
+        return
+    _one_output(node["left"])
+    _one_output(node["right"])

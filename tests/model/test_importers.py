@@ -973,3 +973,39 @@ def test_reserved_feature_name_from_the_trained_model_itself(tmp_path) -> None:
     ]
     with pytest.raises(ClefproveError, match="'action' is reserved"):
         from_sklearn(clf, feats, actions=["allow", "block"])
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda s: s["features"][1].update(name="f0"), "features[1].name: duplicate feature name"),
+        (lambda s: s["features"][0].update(min=9), "features[0]: min 9 is greater than max 5"),
+        (lambda s: s.update(actions=["p", "p"]), "actions[1]: duplicate action 'p'"),
+        (lambda s: s.update(actions=["p", "not valid"]), "actions[1]: 'not valid' is not a valid"),
+    ],
+)
+def test_errors_in_the_features_spec_name_the_spec_file(tmp_path, edit, expected) -> None:
+    """A mistake in a declaration of ``--features`` is an import error that names the spec
+    file and the JSON path in it, for a single tree and for an ensemble alike (it named the
+    model file, which holds no declaration, or no file at all for a duplicate action, and
+    escaped as another error class in process)."""
+    rng = np.random.default_rng(5)
+    X, y = _xgb_data(rng, 300)
+    models = {}
+    for rounds in (1, 3):
+        clf = xgb.XGBClassifier(n_estimators=rounds, max_depth=2).fit(X, y)
+        clf.get_booster().save_model(tmp_path / f"x{rounds}.json")
+        models[rounds] = tmp_path / f"x{rounds}.json"
+    spec = {
+        "features": [
+            {"name": f"f{i}", "type": "float", "min": -5, "max": 5, "default": 0} for i in range(3)
+        ],
+        "actions": ["p", "q"],
+    }
+    edit(spec)
+    path = write(tmp_path, "spec.json", json.dumps(spec))
+    for model in models.values():
+        with pytest.raises(ImportModelError) as info:
+            import_model("xgboost", model, path)
+        message = str(info.value)
+        assert message.startswith(f"{path}: ") and expected in message, message

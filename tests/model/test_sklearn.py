@@ -168,6 +168,10 @@ def test_refusals() -> None:
         from_sklearn(multi, feats, actions=["a", "b"])
     with pytest.raises(ImportModelError, match=r"^DecisionTreeClassifier is not fitted$"):
         from_sklearn(sklearn_tree.DecisionTreeClassifier(), feats, actions=["a"])
+    # not an estimator at all (scikit-learn's own tag lookup raised AttributeError)
+    for thing in ("model.pkl", None, {"tree_": 1}):
+        with pytest.raises(ImportModelError, match="is not a decision-tree classifier"):
+            from_sklearn(thing, feats, actions=["a"])
     # fitted classifiers that are not trees: refused by name, with the supported routes
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline

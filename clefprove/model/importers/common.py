@@ -350,7 +350,9 @@ _SPEC_KEYS = {"features", "actions", "name", "version", "description"}
 
 
 def read_feature_spec(path: str | os.PathLike[str]) -> FeatureSpec:
-    """Read and shape-check a ``--features`` JSON file (declarations are validated later)."""
+    """Read and check a ``--features`` JSON file: its shape, then its feature and action
+    declarations (a mistake names the file and the JSON path in it); whether they fit the
+    model (columns, names, classes) is checked by :func:`resolve_features` and the importers."""
     from clefprove.model.source import read_json
 
     try:
@@ -374,6 +376,17 @@ def read_feature_spec(path: str | os.PathLike[str]) -> FeatureSpec:
     for key in ("name", "version", "description"):
         if key in obj and not isinstance(obj[key], str):
             raise ImportModelError(f"{path}: '{key}' must be a string")
+    # The declarations themselves, here, so that a mistake names this file (not the model's,
+    # which holds no declaration) and its JSON path.
+    from clefprove.model.features import parse_actions, parse_features
+
+    try:
+        if feats is not None:
+            parse_features(feats)
+        if actions is not None:
+            parse_actions(actions)
+    except ModelSourceError as exc:
+        raise ImportModelError(f"{path}: {exc}") from None
     return FeatureSpec(feats, actions, obj.get("name"), obj.get("version"), obj.get("description"))
 
 

@@ -252,9 +252,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
         raise ImportModelError("vector-leaf trees (multi_output_tree) are not supported")
     base = np.float32(_float(params["base_score"]))
-    if not 0.0 < float(base) < 1.0:
-        raise ImportModelError(f"base_score {float(base)} is not a probability in (0, 1)")
-    base_margin = _logit32(base)
+    base_margin = _base_margin(base)
 
     lefts = [int(v) for v in tree["left_children"]]
     rights = [int(v) for v in tree["right_children"]]
@@ -405,6 +403,21 @@ def _at_best_iteration(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]
         "uses; Booster.predict without iteration_range would use all of them"
     )
     return dict(doc, learner=new_learner), note
+
+
+#: XGBoost's ``kRtEps``: a logistic model's base_score is clamped into [eps, 1 - eps] (float32)
+#: before its logit is taken, 0 and 1 included (checked against ``Booster.predict`` margins).
+_BASE_EPS = np.float32(1e-6)
+
+
+def _base_margin(base_score: np.float32) -> np.float32:
+    """The base margin XGBoost starts a logistic model's sums from: the logit of its
+    base_score clamped into [1e-6f, 1 - 1e-6f] (a base_score of 1e-30 starts at -13.8, not
+    -69.1); a base_score outside [0, 1] (which XGBoost refuses to load) is refused."""
+    if not 0.0 <= float(base_score) <= 1.0:
+        raise ImportModelError(f"base_score {float(base_score)} is not a probability in [0, 1]")
+    low, high = _BASE_EPS, np.float32(1.0) - _BASE_EPS
+    return _logit32(min(max(base_score, low), high))
 
 
 def _logit32(p: np.float32) -> np.float32:
@@ -621,10 +634,7 @@ def _convert_ensemble(
     arrays = [] if flat is not None else _all_tree_arrays(trees, n_columns)
     base = _base_scores(params["base_score"], k)
     if objective == "binary:logistic":
-        b32 = np.float32(base[0])
-        if not 0.0 < float(b32) < 1.0:
-            raise ImportModelError(f"base_score {float(b32)} is not a probability in (0, 1)")
-        margins = [float(_logit32(b32))]
+        margins = [float(_base_margin(np.float32(base[0])))]
     else:  # multi-class base scores are margins already
         margins = [float(np.float32(b)) for b in base]
 
