@@ -494,7 +494,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _KeyTwice(json.dumps(key))
+                raise _KeyTwice(json.dumps(key, allow_nan=False))
             seen.add(key)
     return out
 
