@@ -58,7 +58,7 @@ def _read(path: str) -> dict[str, CodeType]:
         return {}
     try:
         table = marshal.loads(data[len(header) :])
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # EOFError, ValueError, TypeError, or SystemError from a code's fields
         return {}
     if not isinstance(table, dict) or not all(
         isinstance(k, str) and isinstance(v, CodeType) for k, v in table.items()

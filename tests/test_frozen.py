@@ -191,6 +191,17 @@ def test_damaged_table_is_ignored(
     assert fz._read(str(path)).keys() == table._used[MODULE].keys()
 
 
+def test_marshal_data_that_breaks_the_code_constructor_is_ignored(tmp_path: Path) -> None:
+    # a damaged table need not fail with EOFError, ValueError or TypeError: this one byte makes
+    # CPython 3.11's marshal raise SystemError (code object built from bad fields)
+    good = marshal.dumps({"x = 1\n": compile("x = 1\n", "<string>", "exec", dont_inherit=True)})
+    path = tmp_path / "t.bin"
+    path.write_bytes(fz._header() + b"\xfb" + good[1:])
+    with pytest.raises(Exception):  # noqa: B017 (which one depends on the version)
+        marshal.loads(b"\xfb" + good[1:])
+    assert fz._read(str(path)) == {}
+
+
 def test_unwritable_place_only_costs_the_compile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
