@@ -143,7 +143,23 @@ class CompiledMethods:
 
 # The process's one table of compiled method code (not of results): its key is the code's text.
 METHODS = CompiledMethods(default_cache_dir())
-_LOCK = threading.Lock()
+# Reentrant: the decorator can run code that makes another frozen class (``slots=True`` makes
+# the class again, which runs ``__init_subclass__``, a metaclass, ``__set_name__``).
+_LOCK = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread was inside the decorator: that thread is gone,
+    with the lock it held and the ``exec`` it had put in ``dataclasses``."""
+    global _LOCK
+    _LOCK = threading.RLock()
+    METHODS.module = ""
+    if isinstance(getattr(vars(dataclasses).get("exec"), "__self__", None), CompiledMethods):
+        delattr(dataclasses, "exec")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _process(cls: type[T], eq: bool, slots: bool) -> type[T]:
@@ -152,11 +168,13 @@ def _process(cls: type[T], eq: bool, slots: bool) -> type[T]:
     with _LOCK:
         previous = vars(dataclasses).get("exec")
         methods = METHODS
+        outer = methods.module  # a class being made around this one (the lock is reentrant)
         methods.module = cls.__module__
         setattr(dataclasses, "exec", methods.exec)  # noqa: B010 (shadows the builtin there)
         try:
             return dataclasses.dataclass(frozen=True, eq=eq, slots=slots)(cls)
         finally:
+            methods.module = outer
             if previous is None:
                 delattr(dataclasses, "exec")
             else:

@@ -287,3 +287,78 @@ def test_a_fresh_interpreter_reuses_the_saved_table(tmp_path: Path) -> None:
     assert [r.returncode for r in env_runs] == [0, 0], [r.stderr for r in env_runs]
     assert int(env_runs[0].stdout.split()[-1]) > 0
     assert env_runs[1].stdout.split()[-1] == "0"
+
+
+def _run_script(script: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_a_frozen_class_made_while_one_is_being_made_does_not_deadlock() -> None:
+    """``slots=True`` makes the class again, which runs ``__init_subclass__`` (and a
+    metaclass, ``__set_name__``) inside the decorator: a frozen class made there re-enters."""
+    done = _run_script(
+        """
+        import signal
+        from clefprove import frozen as fz
+        fz.METHODS = fz.CompiledMethods(None)
+        signal.alarm(20)  # a deadlock ends the process
+        class Base:
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                @fz.frozen
+                class Inner:
+                    a: int
+                cls.inner = Inner
+        @fz.frozen(slots=True)
+        class Outer(Base):
+            b: int
+        import dataclasses
+        assert "exec" not in vars(dataclasses)
+        assert fz.METHODS.module == ""
+        print(repr(Outer(1)), repr(Outer.inner(2)))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Outer(b=1)", "Base.__init_subclass__.<locals>.Inner(a=2)"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_child_forked_while_another_thread_makes_a_class_can_make_classes() -> None:
+    done = _run_script(
+        """
+        import os, signal, threading, dataclasses
+        from clefprove import frozen as fz
+        fz.METHODS = fz.CompiledMethods(None)
+        held, release = threading.Event(), threading.Event()
+        def hold():  # as a thread inside the decorator at the moment of the fork
+            with fz._LOCK:
+                dataclasses.exec = fz.METHODS.exec
+                held.set()
+                release.wait()
+                del dataclasses.exec
+        thread = threading.Thread(target=hold)
+        thread.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # a deadlock ends the child
+            @fz.frozen
+            class C:
+                a: int
+            os._exit(0 if C(1).a == 1 and "exec" not in vars(dataclasses) else 1)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        thread.join()
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"]
