@@ -123,6 +123,10 @@ class CompiledMethods:
         writes bytecode whatever that flag says)."""
         if sys.dont_write_bytecode and not force:
             return
+        try:  # as the import system writes a .pyc: no more writable than its source
+            mode = (os.stat(__file__).st_mode | 0o200) & 0o666
+        except OSError:
+            mode = 0o666
         for module in sorted(self._compiled):
             path = self.path(module)
             if path is None:
@@ -130,7 +134,10 @@ class CompiledMethods:
             tmp = f"{path}.{os.getpid()}.tmp"
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(tmp, "wb") as f:
+                # O_EXCL: never through a file or link already there (it is removed below)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+                fd = os.open(tmp, flags, mode)
+                with open(fd, "wb") as f:
                     f.write(_header() + marshal.dumps(self._used[module]))
                 os.replace(tmp, path)
             except OSError:

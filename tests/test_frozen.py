@@ -216,6 +216,30 @@ def test_unwritable_place_only_costs_the_compile(
     assert not list(tmp_path.glob("**/*.tmp")) and not list(tmp_path.glob("**/*.bin"))
 
 
+def test_a_table_is_written_as_the_import_system_writes_a_pyc(
+    methods: fz.CompiledMethods, tmp_path: Path
+) -> None:
+    """Not more writable than the package's source whatever the umask (it is code this
+    package runs), and never through a file or link already at the temporary name."""
+    path = _file(methods)
+    path.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    Path(f"{path}.{os.getpid()}.tmp").symlink_to(victim)
+    fz.frozen(_class(SOURCES["plain"]))
+    old = os.umask(0)
+    try:
+        methods.save()
+        methods._compiled.add(MODULE)
+        methods.save()
+    finally:
+        os.umask(old)
+    assert victim.read_bytes() == b"keep"
+    assert fz._read(str(path)).keys() == methods._used[MODULE].keys()
+    source_mode = Path(fz.__file__).stat().st_mode
+    assert path.stat().st_mode & 0o777 == (source_mode | 0o200) & 0o666
+
+
 def test_nothing_written_without_bytecode(
     methods: fz.CompiledMethods, monkeypatch: pytest.MonkeyPatch
 ) -> None:
