@@ -83,7 +83,10 @@ class CompiledMethods:
         """The file of *module*'s methods."""
         if self.directory is None:
             return None
-        return os.path.join(self.directory, f"frozen-{module}.{sys.implementation.cache_tag}.bin")
+        level = sys.flags.optimize  # as a .pyc's name: -O and plain runs keep their own
+        opt = f".opt-{level}" if level else ""
+        name = f"frozen-{module}.{sys.implementation.cache_tag}{opt}.bin"
+        return os.path.join(self.directory, name)
 
     def compiled(self, module: str) -> int:
         """How many of *module*'s texts this process had to compile."""

@@ -240,6 +240,26 @@ def test_a_table_is_written_as_the_import_system_writes_a_pyc(
     assert path.stat().st_mode & 0o777 == (source_mode | 0o200) & 0o666
 
 
+def test_optimized_and_plain_processes_keep_their_own_tables(
+    methods: fz.CompiledMethods, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``.pyc`` files are ``.opt-1``/``.opt-2`` under ``-O``/``-OO``: one shared file had
+    the other's header in turn, so each run compiled every text and rewrote it."""
+    fz.frozen(_class(SOURCES["plain"]))
+    methods.save()
+    plain = _file(methods)
+    monkeypatch.setattr(sys, "flags", type("Flags", (), {"optimize": 1})())
+    optimized = fz.CompiledMethods(methods.directory)
+    monkeypatch.setattr(fz, "METHODS", optimized)
+    fz.frozen(_class(SOURCES["plain"]))
+    optimized.save()
+    path = optimized.path(MODULE)
+    assert path is not None and path != str(plain) and ".opt-1." in path
+    assert fz._read(path).keys() == optimized._used[MODULE].keys()
+    monkeypatch.undo()
+    assert fz._read(str(plain)).keys() == methods._used[MODULE].keys()
+
+
 def test_nothing_written_without_bytecode(
     methods: fz.CompiledMethods, monkeypatch: pytest.MonkeyPatch
 ) -> None:
