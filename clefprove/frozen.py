@@ -58,7 +58,7 @@ def _read(path: str) -> dict[str, CodeType]:
         return {}
     try:
         table = marshal.loads(data[len(header) :])
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # EOFError, ValueError, TypeError, or SystemError from a code's fields
         return {}
     if not isinstance(table, dict) or not all(
         isinstance(k, str) and isinstance(v, CodeType) for k, v in table.items()
@@ -83,7 +83,10 @@ class CompiledMethods:
         """The file of *module*'s methods."""
         if self.directory is None:
             return None
-        return os.path.join(self.directory, f"frozen-{module}.{sys.implementation.cache_tag}.bin")
+        level = sys.flags.optimize  # as a .pyc's name: -O and plain runs keep their own
+        opt = f".opt-{level}" if level else ""
+        name = f"frozen-{module}.{sys.implementation.cache_tag}{opt}.bin"
+        return os.path.join(self.directory, name)
 
     def compiled(self, module: str) -> int:
         """How many of *module*'s texts this process had to compile."""
@@ -123,6 +126,10 @@ class CompiledMethods:
         writes bytecode whatever that flag says)."""
         if sys.dont_write_bytecode and not force:
             return
+        try:  # as the import system writes a .pyc: no more writable than its source
+            mode = (os.stat(__file__).st_mode | 0o200) & 0o666
+        except OSError:
+            mode = 0o666
         for module in sorted(self._compiled):
             path = self.path(module)
             if path is None:
@@ -130,7 +137,10 @@ class CompiledMethods:
             tmp = f"{path}.{os.getpid()}.tmp"
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(tmp, "wb") as f:
+                # O_EXCL: never through a file or link already there (it is removed below)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+                fd = os.open(tmp, flags, mode)
+                with open(fd, "wb") as f:
                     f.write(_header() + marshal.dumps(self._used[module]))
                 os.replace(tmp, path)
             except OSError:
@@ -143,7 +153,23 @@ class CompiledMethods:
 
 # The process's one table of compiled method code (not of results): its key is the code's text.
 METHODS = CompiledMethods(default_cache_dir())
-_LOCK = threading.Lock()
+# Reentrant: the decorator can run code that makes another frozen class (``slots=True`` makes
+# the class again, which runs ``__init_subclass__``, a metaclass, ``__set_name__``).
+_LOCK = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread was inside the decorator: that thread is gone,
+    with the lock it held and the ``exec`` it had put in ``dataclasses``."""
+    global _LOCK
+    _LOCK = threading.RLock()
+    METHODS.module = ""
+    if isinstance(getattr(vars(dataclasses).get("exec"), "__self__", None), CompiledMethods):
+        delattr(dataclasses, "exec")
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _process(cls: type[T], eq: bool, slots: bool) -> type[T]:
@@ -152,11 +178,13 @@ def _process(cls: type[T], eq: bool, slots: bool) -> type[T]:
     with _LOCK:
         previous = vars(dataclasses).get("exec")
         methods = METHODS
+        outer = methods.module  # a class being made around this one (the lock is reentrant)
         methods.module = cls.__module__
         setattr(dataclasses, "exec", methods.exec)  # noqa: B010 (shadows the builtin there)
         try:
             return dataclasses.dataclass(frozen=True, eq=eq, slots=slots)(cls)
         finally:
+            methods.module = outer
             if previous is None:
                 delattr(dataclasses, "exec")
             else:

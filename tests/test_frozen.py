@@ -191,6 +191,17 @@ def test_damaged_table_is_ignored(
     assert fz._read(str(path)).keys() == table._used[MODULE].keys()
 
 
+def test_marshal_data_that_breaks_the_code_constructor_is_ignored(tmp_path: Path) -> None:
+    # a damaged table need not fail with EOFError, ValueError or TypeError: this one byte makes
+    # CPython 3.11's marshal raise SystemError (code object built from bad fields)
+    good = marshal.dumps({"x = 1\n": compile("x = 1\n", "<string>", "exec", dont_inherit=True)})
+    path = tmp_path / "t.bin"
+    path.write_bytes(fz._header() + b"\xfb" + good[1:])
+    with pytest.raises(Exception):  # noqa: B017 (which one depends on the version)
+        marshal.loads(b"\xfb" + good[1:])
+    assert fz._read(str(path)) == {}
+
+
 def test_unwritable_place_only_costs_the_compile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,6 +214,50 @@ def test_unwritable_place_only_costs_the_compile(
     table.save()
     assert cls(1, "a") == cls(1, "a")
     assert not list(tmp_path.glob("**/*.tmp")) and not list(tmp_path.glob("**/*.bin"))
+
+
+def test_a_table_is_written_as_the_import_system_writes_a_pyc(
+    methods: fz.CompiledMethods, tmp_path: Path
+) -> None:
+    """Not more writable than the package's source whatever the umask (it is code this
+    package runs), and never through a file or link already at the temporary name."""
+    path = _file(methods)
+    path.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    Path(f"{path}.{os.getpid()}.tmp").symlink_to(victim)
+    fz.frozen(_class(SOURCES["plain"]))
+    old = os.umask(0)
+    try:
+        methods.save()
+        methods._compiled.add(MODULE)
+        methods.save()
+    finally:
+        os.umask(old)
+    assert victim.read_bytes() == b"keep"
+    assert fz._read(str(path)).keys() == methods._used[MODULE].keys()
+    source_mode = Path(fz.__file__).stat().st_mode
+    assert path.stat().st_mode & 0o777 == (source_mode | 0o200) & 0o666
+
+
+def test_optimized_and_plain_processes_keep_their_own_tables(
+    methods: fz.CompiledMethods, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``.pyc`` files are ``.opt-1``/``.opt-2`` under ``-O``/``-OO``: one shared file had
+    the other's header in turn, so each run compiled every text and rewrote it."""
+    fz.frozen(_class(SOURCES["plain"]))
+    methods.save()
+    plain = _file(methods)
+    monkeypatch.setattr(sys, "flags", type("Flags", (), {"optimize": 1})())
+    optimized = fz.CompiledMethods(methods.directory)
+    monkeypatch.setattr(fz, "METHODS", optimized)
+    fz.frozen(_class(SOURCES["plain"]))
+    optimized.save()
+    path = optimized.path(MODULE)
+    assert path is not None and path != str(plain) and ".opt-1." in path
+    assert fz._read(path).keys() == optimized._used[MODULE].keys()
+    monkeypatch.undo()
+    assert fz._read(str(plain)).keys() == methods._used[MODULE].keys()
 
 
 def test_nothing_written_without_bytecode(
@@ -276,3 +331,78 @@ def test_a_fresh_interpreter_reuses_the_saved_table(tmp_path: Path) -> None:
     assert [r.returncode for r in env_runs] == [0, 0], [r.stderr for r in env_runs]
     assert int(env_runs[0].stdout.split()[-1]) > 0
     assert env_runs[1].stdout.split()[-1] == "0"
+
+
+def _run_script(script: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_a_frozen_class_made_while_one_is_being_made_does_not_deadlock() -> None:
+    """``slots=True`` makes the class again, which runs ``__init_subclass__`` (and a
+    metaclass, ``__set_name__``) inside the decorator: a frozen class made there re-enters."""
+    done = _run_script(
+        """
+        import signal
+        from clefprove import frozen as fz
+        fz.METHODS = fz.CompiledMethods(None)
+        signal.alarm(20)  # a deadlock ends the process
+        class Base:
+            def __init_subclass__(cls, **kw):
+                super().__init_subclass__(**kw)
+                @fz.frozen
+                class Inner:
+                    a: int
+                cls.inner = Inner
+        @fz.frozen(slots=True)
+        class Outer(Base):
+            b: int
+        import dataclasses
+        assert "exec" not in vars(dataclasses)
+        assert fz.METHODS.module == ""
+        print(repr(Outer(1)), repr(Outer.inner(2)))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Outer(b=1)", "Base.__init_subclass__.<locals>.Inner(a=2)"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_child_forked_while_another_thread_makes_a_class_can_make_classes() -> None:
+    done = _run_script(
+        """
+        import os, signal, threading, dataclasses
+        from clefprove import frozen as fz
+        fz.METHODS = fz.CompiledMethods(None)
+        held, release = threading.Event(), threading.Event()
+        def hold():  # as a thread inside the decorator at the moment of the fork
+            with fz._LOCK:
+                dataclasses.exec = fz.METHODS.exec
+                held.set()
+                release.wait()
+                del dataclasses.exec
+        thread = threading.Thread(target=hold)
+        thread.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)  # a deadlock ends the child
+            @fz.frozen
+            class C:
+                a: int
+            os._exit(0 if C(1).a == 1 and "exec" not in vars(dataclasses) else 1)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        thread.join()
+        print(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import compileall
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -23,17 +24,21 @@ from clefprove import frozen
 
 def compile_package() -> list[str]:
     """Write the package's ``.pyc`` files and the frozen dataclasses' method tables; the
-    modules that could not be imported (an optional dependency missing) are returned."""
-    root = Path(__file__).resolve().parent.parent  # the package
+    modules that could not be imported (an optional dependency missing or broken) are
+    returned."""
+    # the package, by the path it is imported from: a .pyc's place under sys.pycache_prefix
+    # is its source's path unresolved (a symlink followed would compile where nothing looks)
+    root = Path(os.path.abspath(__file__)).parent.parent
     if not compileall.compile_dir(str(root), quiet=2):
         raise OSError(f"{root}: byte-compiling failed")
     skipped: list[str] = []
-    for info in pkgutil.walk_packages([str(root)], "clefprove."):
+    # a package that fails is reported by the loop below (walk_packages imports it after)
+    for info in pkgutil.walk_packages([str(root)], "clefprove.", onerror=lambda name: None):
         if info.name.rpartition(".")[2] == "__main__":
             continue
         try:
             importlib.import_module(info.name)
-        except ImportError as exc:
+        except Exception as exc:  # an optional dependency missing, or installed but broken
             skipped.append(f"{info.name} ({exc})")
     frozen.METHODS.save(force=True)
     return skipped
