@@ -87,7 +87,11 @@ def test_diff_section_matches_diff_json(tmp_path):
         c["kind"] for c in data["structural"]["changes"]
     ]
     models_table = section.by_id("diff-models").words
-    assert data["old"]["sha256"][:16] in models_table and "1.1.0" in models_table
+    for side in ("old", "new"):  # JSON sources have no digest (diff --format json: null)
+        digest = data[side]["sha256"]
+        shown = digest[:16] if digest else "compiled from JSON source"
+        assert shown in models_table
+    assert "1.1.0" in models_table
 
 
 def test_same_behaviour_and_markdown(tmp_path):
@@ -110,3 +114,20 @@ def test_incomparable_models_say_why(tmp_path):
     root, _ = parse(out.read_text())
     assert "not compared" in root.by_id("diff-headline").words
     assert "client_rtt_ms" in root.by_id("diff-headline").words
+
+
+def test_markdown_diff_names_a_json_source_and_a_digest(tmp_path):
+    """A JSON source has no digest (``diff --format json``: null); a ``.clef`` file has one."""
+    old, new = models(tmp_path)
+    clef = tmp_path / "new.clef"
+    assert main(["compile", new, "-o", str(clef)]) == 0
+    out = tmp_path / "r.md"
+    assert main(["report", str(clef), INVS, "--previous", old, "-o", str(out)]) in (0, 1)
+    (row,) = [  # the diff's two-model row (the model's own has one value)
+        line
+        for line in out.read_text().splitlines()
+        if line.startswith("| SHA-256 |") and line.count("|") == 4
+    ]
+    data = diff_json(tmp_path, old, str(clef))
+    assert data["old"]["sha256"] is None and data["new"]["sha256"]
+    assert row == f"| SHA-256 | compiled from JSON source | `{data['new']['sha256']}` |"
