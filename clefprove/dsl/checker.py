@@ -53,6 +53,12 @@ if not (
 ):  # pragma: no cover - the checked forms changed shape: their constructors
     _bound_literal = _built_bound_literal
 
+
+def _neg(k: Fraction) -> Fraction:
+    """``-k`` (:func:`ast.negated` for a plain Fraction, the box literal's number)."""
+    return ast.negated(k) if type(k) is Fraction else -k
+
+
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ORDER_OPS = {"<", "<=", ">", ">="}
 
@@ -540,11 +546,11 @@ class Checker:
         k = right.value
         # (``0 - k`` is ``-k`` and ``k - 0`` is ``k``: the same Fractions as ``_minus``'s)
         if op == "<=":
-            return _bound_literal(index, _ONE, -k, False)
+            return _bound_literal(index, _ONE, _neg(k), False)
         if op == ">=":
             return _bound_literal(index, _MINUS_ONE, k, False)
         if op == "<":
-            return _bound_literal(index, _ONE, -k, True)
+            return _bound_literal(index, _ONE, _neg(k), True)
         if op == ">":
             return _bound_literal(index, _MINUS_ONE, k, True)
         return None

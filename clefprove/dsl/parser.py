@@ -781,7 +781,7 @@ class _Descent:
         value = float(text)
         if not math.isfinite(value):
             raise _NotFast
-        return ast.Number(text, Fraction(value), pos=self._tpos(i))
+        return ast.Number(text, ast.exact_fraction(value), pos=self._tpos(i))
 
     def _string(self, i: int) -> str:
         try:
@@ -908,7 +908,7 @@ class _Descent:
             if not math.isfinite(value):
                 raise _NotFast
             self.i = i + 3
-            return _new_literal(self, i, Fraction(value))
+            return _new_literal(self, i, ast.exact_fraction(value))
         left = self._number(i) if kinds[i] == "NUMBER" else self._plain_name(i)
         right = self._number(i + 2) if kinds[i + 2] == "NUMBER" else self._plain_name(i + 2)
         self.i = i + 3

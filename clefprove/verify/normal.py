@@ -501,6 +501,10 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
                     return None
             return out
         case NAnd(args):
+            if cap >= 1 and not any(isinstance(a, _NESTED) for a in args):
+                # every operand a literal (the box literals of a long ``when``): the one
+                # conjunction the loop below would build, without its quadratic tuple copies
+                return [tuple(args)]
             acc: list[tuple[object, ...]] = [()]
             for a in args:
                 sub = dnf(a, cap)
@@ -512,6 +516,9 @@ def dnf(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
             return acc
     return [(f,)]
 
+
+#: What :func:`dnf` looks into (anything else is one literal).
+_NESTED = (ck.Const, NOr, NAnd)
 
 SAT, UNSAT, UNDECIDED = BoxAnswer.SAT, BoxAnswer.UNSAT, BoxAnswer.UNDECIDED
 

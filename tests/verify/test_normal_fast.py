@@ -177,3 +177,59 @@ def test_prepared_forms_are_kept_per_domain_by_a_hashed_key():
     assert eg.domain(other) != d
     assert eg.prepare(MODEL, inv) is eg.prepare(twin, inv)
     assert eg.prepare(other, inv) is not eg.prepare(MODEL, inv)
+
+
+# ---------------------------------------------------------------- dnf of a flat conjunction
+
+_LITS = [nm.Bound(0, True, 1.0), nm.Bound(1, False, -2.0), nm.Cat(3, frozenset({1}), 2),
+         nm.Act(frozenset({0}))]  # fmt: skip
+
+
+def _dnf_loop(f: object, cap: int = 64) -> list[tuple[object, ...]] | None:
+    """:func:`nm.dnf` as it was, without the flat-conjunction shortcut (the reference)."""
+    match f:
+        case ck.Const(value):
+            return [()] if value else []
+        case nm.NOr(args):
+            out: list[tuple[object, ...]] = []
+            for a in args:
+                sub = _dnf_loop(a, cap)
+                if sub is None:
+                    return None
+                out.extend(sub)
+                if len(out) > cap:
+                    return None
+            return out
+        case nm.NAnd(args):
+            acc: list[tuple[object, ...]] = [()]
+            for a in args:
+                sub = _dnf_loop(a, cap)
+                if sub is None:
+                    return None
+                acc = [x + y for x in acc for y in sub]
+                if len(acc) > cap:
+                    return None
+            return acc
+    return [(f,)]
+
+
+_formulas = st.recursive(
+    st.sampled_from([*_LITS, ck.Const(True), ck.Const(False)]),
+    lambda sub: st.one_of(
+        st.lists(sub, max_size=5).map(lambda a: nm.NAnd(tuple(a))),
+        st.lists(sub, max_size=5).map(lambda a: nm.NOr(tuple(a))),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(_formulas, st.integers(0, 8))
+def test_dnf_equals_the_loop(f: object, cap: int) -> None:
+    assert nm.dnf(f, cap) == _dnf_loop(f, cap)
+
+
+def test_dnf_of_sixty_box_literals() -> None:
+    lits = tuple(nm.Bound(j % 30, j % 2 == 0, float(j)) for j in range(60))
+    assert nm.dnf(nm.NAnd(lits)) == _dnf_loop(nm.NAnd(lits)) == [lits]
+    assert nm.dnf(nm.NAnd(lits), 0) is None
