@@ -19,7 +19,8 @@ Both tools are warmed up once (module imports) before the timings.  The library'
 (``_predict``) and outside the timings: the classes of all rows once per model before the
 questions, the counterexamples after both tools have answered the question (LightGBM's and
 XGBoost's OpenMP threads otherwise spin on after a ``predict`` and compete for the cores
-with whichever tool is timed next).
+with whichever tool is timed next); ``OMP_WAIT_POLICY=PASSIVE`` (unless set) makes idle
+OpenMP threads sleep, after Veritas's conversion too.
 
 Run: ``python bench/bench_ensembles.py [--trees 10 50 200] [--timeout 30]``.
 
@@ -39,10 +40,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+# Veritas's get_addtree leaves XGBoost's OpenMP threads spinning for a while (as a predict
+# does): they burned 4-7 ms of CPU in the window where the next question was timed, and made
+# Veritas's own 10-tree XGBoost time jump between 5 and 25 ms from run to run. Idle threads
+# sleep instead (read when the OpenMP runtime starts, so before xgboost is imported).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 
