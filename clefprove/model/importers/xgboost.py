@@ -14,6 +14,7 @@ Read ``booster.save_model("m.json")`` (or ``"m.ubj"``) output; nothing is unpick
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -52,7 +53,7 @@ from clefprove.model.importers.common import (
     walk,
     wide_float,
 )
-from clefprove.model.types import MAX_VOCABULARY, Model
+from clefprove.model.types import MAX_VOCABULARY, Feature, FeatureType, Model
 
 _SUPPORTED = ("binary:logistic",)
 _ENSEMBLE_OBJECTIVES = ("binary:logistic", "multi:softprob", "multi:softmax")
@@ -276,6 +277,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if names and len(names) != n_columns:
         raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
     cat_features = {indices[i] for i in range(n) if lefts[i] != -1 and types[i] == 1}
+    recorded = _recorded_categories(booster["model"], n_columns)
 
     def derived() -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -286,10 +288,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
                 top = max(
                     (max(s, default=0) for i, s in cat_sets.items() if indices[i] == j), default=0
                 )
-                if top + 2 > MAX_VOCABULARY:
-                    raise ImportModelError(f"feature {name}: category code {top} is too large")
-                values = [str(c) for c in range(top + 2)]
-                out.append({"name": name, "type": "categorical", "values": values, "default": "0"})
+                out.append(_categorical(name, top, recorded.get(j)))
             elif ftype == "int":
                 lim = 2**53
                 out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
@@ -301,6 +300,7 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
 
     feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
     require_categorical(feats, cat_features, "XGBoost")
+    _require_recorded_order(feats, recorded, spec)
     actions = resolve_actions(spec, [0, 1])
 
     def leaf(i: int) -> Leaf:
@@ -336,6 +336,81 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if note:
         origin["warnings"] = [note]
     return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _recorded_categories(booster_model: dict[str, Any], n_columns: int) -> dict[int, list[str]]:
+    """Category names per column, as XGBoost 3.1+ records them for a model trained on pandas
+    ``category`` columns (``cats.enc``: a column's code c is its c-th category; numbers are
+    written as numbers, strings as UTF-8 bytes between offsets); {} when none are recorded."""
+    enc = (booster_model.get("cats") or {}).get("enc") or []
+    if not isinstance(enc, list) or not enc:
+        return {}
+    if len(enc) != n_columns:
+        raise ImportModelError(f"categories recorded for {len(enc)} of {n_columns} features")
+    out: dict[int, list[str]] = {}
+    for j, column in enumerate(enc):
+        if not isinstance(column, dict):
+            raise ImportModelError(f"feature {j}: malformed recorded categories")
+        values = column.get("values") or []
+        offsets = column.get("offsets")
+        if offsets:  # strings
+            raw = bytes(int(v) for v in values)
+            bounds = [int(v) for v in offsets]
+            if bounds[0] != 0 or bounds[-1] != len(raw) or bounds != sorted(bounds):
+                raise ImportModelError(f"feature {j}: recorded category offsets out of range")
+            names = [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
+        elif values:  # numbers
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                raise ImportModelError(f"feature {j}: recorded categories are not numbers")
+            names = [str(v) for v in values]
+        else:
+            continue
+        if len(set(names)) != len(names):
+            raise ImportModelError(f"feature {j}: recorded categories are not distinct")
+        out[j] = names
+    return out
+
+
+def _categorical(name: str, top: int, recorded: list[str] | None) -> dict[str, Any]:
+    """The declaration of a categorical column whose splits use codes up to *top*: the
+    categories the file records, code c the c-th (nothing else: ``predict`` on a DataFrame
+    sends a category it did not record where no code of the file's goes); else the codes
+    themselves, ``"0"`` to ``"top + 1"``, the last for every larger code."""
+    if recorded is None:
+        if top + 2 > MAX_VOCABULARY:
+            raise ImportModelError(f"feature {name}: category code {top} is too large")
+        return {
+            "name": name,
+            "type": "categorical",
+            "values": [str(c) for c in range(top + 2)],
+            "default": "0",
+        }
+    if top >= len(recorded):
+        raise ImportModelError(
+            f"feature {name}: a split uses category code {top}, beyond the {len(recorded)} "
+            "categories the file records"
+        )
+    if len(recorded) > MAX_VOCABULARY:
+        raise ImportModelError(f"feature {name}: {len(recorded)} categories are too many")
+    return {"name": name, "type": "categorical", "values": recorded, "default": recorded[0]}
+
+
+def _require_recorded_order(
+    features: tuple[Feature, ...], recorded: dict[int, list[str]], spec: FeatureSpec | None
+) -> None:
+    """A spec's vocabulary of a column whose categories the file records must be them, in
+    their order: XGBoost's code c is the c-th recorded category, the vocabulary's c-th value
+    is what clefprove calls code c, and a category the file did not record decides otherwise
+    in ``predict`` on a DataFrame than any code does."""
+    if spec is None or spec.features is None:
+        return
+    for j, names in recorded.items():
+        f = features[j]
+        if f.type is FeatureType.CATEGORICAL and list(f.values) != names:
+            raise ImportModelError(
+                f"feature '{f.name}': the spec's values must be the categories the model "
+                f"records, in their order: {names} (XGBoost's code c is the c-th of them)"
+            )
 
 
 def _objective(learner: dict[str, Any]) -> str:
@@ -648,6 +723,7 @@ def _convert_ensemble(
         for i in range(len(a["lefts"]))
         if a["lefts"][i] != -1 and a["types"][i] == 1
     }
+    recorded = _recorded_categories(model, n_columns)
 
     def derived() -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -664,10 +740,7 @@ def _convert_ensemble(
                     ),
                     default=0,
                 )
-                if top + 2 > MAX_VOCABULARY:
-                    raise ImportModelError(f"feature {name}: category code {top} is too large")
-                values = [str(c) for c in range(top + 2)]
-                out.append({"name": name, "type": "categorical", "values": values, "default": "0"})
+                out.append(_categorical(name, top, recorded.get(j)))
             elif ftype == "int":
                 lim = 2**53
                 out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
@@ -679,6 +752,7 @@ def _convert_ensemble(
 
     feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
     require_categorical(feats, cat_features, "XGBoost")
+    _require_recorded_order(feats, recorded, spec)
     actions = resolve_actions(spec, list(range(max(k, 2))))
     combine = {
         "arithmetic": "float32",
