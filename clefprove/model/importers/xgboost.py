@@ -272,35 +272,11 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
         if not 0 <= indices[i] < n_columns:
             raise ImportModelError(f"node {i}: split on feature {indices[i]} of {n_columns}")
 
-    names = [str(v) for v in learner.get("feature_names") or []]
-    ftypes = [str(v) for v in learner.get("feature_types") or []]
-    if names and len(names) != n_columns:
-        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    tops: dict[int, int] = {}
+    for i, s in cat_sets.items():
+        tops[indices[i]] = max(tops.get(indices[i], 0), max(s, default=0))
     cat_features = {indices[i] for i in range(n) if lefts[i] != -1 and types[i] == 1}
-    recorded = _recorded_categories(booster["model"], n_columns)
-
-    def derived() -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for j in range(n_columns):
-            name = check_name(names[j], "feature name") if names else f"f{j}"
-            ftype = ftypes[j] if j < len(ftypes) else "q"
-            if ftype == "c" or j in cat_features:
-                top = max(
-                    (max(s, default=0) for i, s in cat_sets.items() if indices[i] == j), default=0
-                )
-                out.append(_categorical(name, top, recorded.get(j)))
-            elif ftype == "int":
-                lim = 2**53
-                out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
-            elif ftype == "i":
-                out.append({"name": name, "type": "bool", "default": False})
-            else:
-                out.append(wide_float(name))
-        return out
-
-    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
-    require_categorical(feats, cat_features, "XGBoost")
-    _require_recorded_order(feats, recorded, spec)
+    feats_json, feats = _features(learner, booster["model"], n_columns, cat_features, tops, spec)
     actions = resolve_actions(spec, [0, 1])
 
     def leaf(i: int) -> Leaf:
@@ -336,6 +312,45 @@ def _convert(doc: Any, spec: FeatureSpec | None, path: Any, data: bytes) -> Mode
     if note:
         origin["warnings"] = [note]
     return build_model(root, feats_json, feats, actions, spec, model_name(path), origin)
+
+
+def _features(
+    learner: dict[str, Any],
+    booster_model: dict[str, Any],
+    n_columns: int,
+    cat_features: set[int],
+    tops: dict[int, int],
+    spec: FeatureSpec | None,
+) -> tuple[list[dict[str, Any]], tuple[Feature, ...]]:
+    """The declarations of the model's columns: the spec's, else derived from the file's
+    names and types (*tops*: per column the largest category code its splits use), checked
+    against the columns with categorical splits (*cat_features*) and recorded categories."""
+    names = [str(v) for v in learner.get("feature_names") or []]
+    ftypes = [str(v) for v in learner.get("feature_types") or []]
+    if names and len(names) != n_columns:
+        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    recorded = _recorded_categories(booster_model, n_columns)
+
+    def derived() -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for j in range(n_columns):
+            name = check_name(names[j], "feature name") if names else f"f{j}"
+            ftype = ftypes[j] if j < len(ftypes) else "q"
+            if ftype == "c" or j in cat_features:
+                out.append(_categorical(name, tops.get(j, 0), recorded.get(j)))
+            elif ftype == "int":
+                lim = 2**53
+                out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
+            elif ftype == "i":
+                out.append({"name": name, "type": "bool", "default": False})
+            else:
+                out.append(wide_float(name))
+        return out
+
+    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
+    require_categorical(feats, cat_features, "XGBoost")
+    _require_recorded_order(feats, recorded)
+    return feats_json, feats
 
 
 def _recorded_categories(booster_model: dict[str, Any], n_columns: int) -> dict[int, list[str]]:
@@ -395,15 +410,11 @@ def _categorical(name: str, top: int, recorded: list[str] | None) -> dict[str, A
     return {"name": name, "type": "categorical", "values": recorded, "default": recorded[0]}
 
 
-def _require_recorded_order(
-    features: tuple[Feature, ...], recorded: dict[int, list[str]], spec: FeatureSpec | None
-) -> None:
-    """A spec's vocabulary of a column whose categories the file records must be them, in
-    their order: XGBoost's code c is the c-th recorded category, the vocabulary's c-th value
-    is what clefprove calls code c, and a category the file did not record decides otherwise
-    in ``predict`` on a DataFrame than any code does."""
-    if spec is None or spec.features is None:
-        return
+def _require_recorded_order(features: tuple[Feature, ...], recorded: dict[int, list[str]]) -> None:
+    """A categorical column whose categories the file records must have them as its values,
+    in their order (a spec's declaration too): XGBoost's code c is the c-th recorded category,
+    the vocabulary's c-th value is what clefprove calls code c, and a category the file did
+    not record decides otherwise in ``predict`` on a DataFrame than any code does."""
     for j, names in recorded.items():
         f = features[j]
         if f.type is FeatureType.CATEGORICAL and list(f.values) != names:
@@ -713,46 +724,18 @@ def _convert_ensemble(
     else:  # multi-class base scores are margins already
         margins = [float(np.float32(b)) for b in base]
 
-    names = [str(v) for v in learner.get("feature_names") or []]
-    ftypes = [str(v) for v in learner.get("feature_types") or []]
-    if names and len(names) != n_columns:
-        raise ImportModelError(f"{len(names)} feature names for {n_columns} features")
+    tops: dict[int, int] = {}
+    for a in arrays:
+        for i, c in a["cats"].items():
+            j = a["indices"][i]
+            tops[j] = max(tops.get(j, 0), max(c, default=0))
     cat_features = {
         a["indices"][i]
         for a in arrays
         for i in range(len(a["lefts"]))
         if a["lefts"][i] != -1 and a["types"][i] == 1
     }
-    recorded = _recorded_categories(model, n_columns)
-
-    def derived() -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for j in range(n_columns):
-            name = check_name(names[j], "feature name") if names else f"f{j}"
-            ftype = ftypes[j] if j < len(ftypes) else "q"
-            if ftype == "c" or j in cat_features:
-                top = max(
-                    (
-                        max(c, default=0)
-                        for a in arrays
-                        for i, c in a["cats"].items()
-                        if a["indices"][i] == j
-                    ),
-                    default=0,
-                )
-                out.append(_categorical(name, top, recorded.get(j)))
-            elif ftype == "int":
-                lim = 2**53
-                out.append({"name": name, "type": "int", "min": -lim, "max": lim, "default": 0})
-            elif ftype == "i":
-                out.append({"name": name, "type": "bool", "default": False})
-            else:
-                out.append(wide_float(name))
-        return out
-
-    feats_json, feats = resolve_features(spec, n_columns, derived, names or None)
-    require_categorical(feats, cat_features, "XGBoost")
-    _require_recorded_order(feats, recorded, spec)
+    feats_json, feats = _features(learner, model, n_columns, cat_features, tops, spec)
     actions = resolve_actions(spec, list(range(max(k, 2))))
     combine = {
         "arithmetic": "float32",
