@@ -214,13 +214,14 @@ def confirm(
 ) -> Counterexample | None:
     """A counterexample for *x* if the evaluator confirms it (else None): the decoded input
     re-encodes to *x*, is in the domain, reaches *leaf*, satisfies ``when``, breaks ``ensure``."""
+    # in the domain before decoding: a witness kept in a (forged) cache can be any number
+    for i, f in enumerate(model.features):
+        if not (f.min <= x[i] <= f.max):
+            return None
     record = decode(model, x)
     xe = encode(model, record)
     if not np.array_equal(xe, x):
         return None
-    for i, f in enumerate(model.features):
-        if not (f.min <= xe[i] <= f.max):
-            return None
     d = evaluator.evaluate_one(xe)
     if int(d.leaf) != leaf:
         return None
