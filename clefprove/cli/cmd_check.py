@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from clefprove.errors import ClefproveError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from clefprove.incremental.store import CacheStore
+    from clefprove.verify.options import CheckOptions
+    from clefprove.verify.verdicts import Report
 
 #: Show a progress bar only on a terminal and only when there is this much work
 #: (leaves times invariants); below it the check finishes before a bar would help.
@@ -53,32 +61,80 @@ def _smtlib_directory(path: str, *, create: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from clefprove.cli.options import (
-        CHECK_FORMATS,
-        check_limits,
-        output_format,
-        require_targets,
-        use_color,
-        warn,
+    import time
+
+    from clefprove.cli.options import check_limits, require_targets
+    from clefprove.cli.output import refuse_inputs
+    from clefprove.dsl.files import expand_paths
+    from clefprove.verify.options import CheckOptions, default_jobs
+
+    start = time.perf_counter()
+    require_targets(args)
+    check_limits(args)
+    files = expand_paths(args.invariants)
+    refuse_inputs(args.output, args.model, *files)
+    if args.smtlib is not None:
+        _smtlib_directory(args.smtlib, create=False)
+    options = CheckOptions(
+        counterexamples=args.counterexamples,
+        timeout=args.timeout,
+        jobs=args.jobs or default_jobs(),
+        smtlib_dir=args.smtlib,
     )
+    # --smtlib asks for every solver query, so nothing may be answered from the cache.
+    if args.smtlib is not None or args.no_cache:
+        return _check(args, options, None, None)
+    # An unchanged model and invariant set is answered before the model is loaded (and numpy
+    # imported): incremental/runs.py.
+    key, store = _kept_run_key(args, files, options)
+    if key is not None and store is not None:
+        from clefprove.incremental import runs
+
+        kept = runs.lookup(store, key, time.perf_counter() - start)
+        if kept is not None:
+            store.close()
+            return _emit(args, kept)
+    return _check(args, options, key, store)
+
+
+def _kept_run_key(
+    args: argparse.Namespace, files: list[Path], options: CheckOptions
+) -> tuple[bytes | None, CacheStore | None]:
+    """The run's key (None: not kept, see runs.run_key) and the cache, opened if it exists."""
+    import os
+
+    from clefprove.incremental import runs
+    from clefprove.incremental.store import DB_NAME, CacheStore, default_directory
+
+    key = runs.run_key(args.model, [os.fspath(f) for f in files], options)
+    directory = args.cache if args.cache is not None else default_directory()
+    # Only an existing cache is opened here: one is created only once the model and the
+    # invariants are read, so that a run ending with status 2 leaves nothing behind.
+    if key is None or not os.path.isfile(os.path.join(directory, DB_NAME)):
+        return key, None
+    return key, CacheStore(directory)
+
+
+def _check(
+    args: argparse.Namespace,
+    options: CheckOptions,
+    key: bytes | None,
+    opened: CacheStore | None,
+) -> int:
+    """Load, check and print; keep the run under *key* in the cache (*opened*, if open)."""
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.loading import load_any
     from clefprove.verify.api import check
-    from clefprove.verify.engine import default_jobs
 
-    require_targets(args)
-    check_limits(args)
-    from clefprove.cli.output import refuse_inputs
-    from clefprove.dsl.files import expand_paths
-
-    refuse_inputs(args.output, args.model, *expand_paths(args.invariants))
-    if args.smtlib is not None:
-        _smtlib_directory(args.smtlib, create=False)
-    model = load_any(args.model)
-    program = load_invariants(args.invariants, model)
+    try:
+        model = load_any(args.model)
+        program = load_invariants(args.invariants, model)
+    except BaseException:
+        if opened is not None:
+            opened.close()
+        raise
     if args.smtlib is not None:
         _smtlib_directory(args.smtlib, create=True)
-    jobs = args.jobs or default_jobs()
     work = model.n_leaves * len(program.invariants)
     progress = None
     bar = None
@@ -93,29 +149,36 @@ def run(args: argparse.Namespace) -> int:
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done)
 
-    # --smtlib asks for every solver query, so nothing may be answered from the cache.
     cache = None
     if args.smtlib is None:
         from clefprove.incremental.cache import cache_from_args
 
-        cache = cache_from_args(args)
+        cache = cache_from_args(args, opened)
     try:
         report = check(
             model,
             program,
-            counterexamples=args.counterexamples,
-            timeout=args.timeout,
-            jobs=jobs,
-            smtlib=args.smtlib,
+            options=options,
             model_path=args.model,
             progress=progress,
             cache=cache,
         )
+        if cache is not None and key is not None:
+            from clefprove.incremental import runs
+
+            runs.keep(cache, key, report)
     finally:
         if bar is not None:
             bar.stop()
         if cache is not None:
             cache.close()
+    return _emit(args, report)
+
+
+def _emit(args: argparse.Namespace, report: Report) -> int:
+    """Print *report* as asked; the exit status."""
+    from clefprove.cli.options import CHECK_FORMATS, output_format, use_color, warn
+
     fmt = output_format(args, CHECK_FORMATS, "text")
     to_stdout = args.output in (None, "-")
     color = use_color(args) if to_stdout else args.color == "always"

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.cli.output import emit
     from clefprove.incremental.cache import cache_from_args
     from clefprove.report.gate_text import render_text
-    from clefprove.verify.engine import default_jobs
+    from clefprove.verify.options import default_jobs
 
     require_targets(args)
     check_limits(args)

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.report.context import Inputs, build
     from clefprove.report.wording import printable
     from clefprove.verify.api import check
-    from clefprove.verify.engine import default_jobs
+    from clefprove.verify.options import default_jobs
 
     require_targets(args)
     check_limits(args)

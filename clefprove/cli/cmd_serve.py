@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     from clefprove.dsl.files import expand_paths
 
     expand_paths(args.invariants)  # an unreadable path is exit 2 before anything starts
-    from clefprove.incremental.cache import cache_directory, require_parent
+    from clefprove.incremental.store import cache_directory, require_parent
 
     # Created here, in the serving process: a cache directory that cannot be made is exit 2
     # for --cache DIR (a warning and no cache for the default), never the gate worker's crash.

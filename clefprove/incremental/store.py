@@ -247,6 +247,11 @@ class CacheStore:
         self.disabled = True
         self._warn(f"{self.path}: proof cache disabled for this run ({reason})")
 
+    def detach(self) -> None:
+        """Forget the connection without closing it (another object took it over)."""
+        self._conn = None
+        self.disabled = True
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -440,6 +445,57 @@ class CacheStore:
             raise CacheCorrupt(str(exc)) from exc
         except sqlite3.DatabaseError as exc:
             raise CacheCorrupt(str(exc)) from exc
+
+
+def cache_directory(directory: str | os.PathLike[str] | None, disabled: bool = False) -> str | None:
+    """The proof cache directory that ``--cache DIR`` / ``--no-cache`` select, created; None
+    when disabled.
+
+    An explicit DIR must have an existing parent (:func:`require_parent`) and be creatable, or
+    it is a :class:`ClefproveError` (exit 2) before any work.  The default (the environment's
+    ``CLEFPROVE_CACHE``, else ``.clefprove-cache``) was not asked for on the command line: one
+    that cannot be created (a read-only checkout, a file in its place) only costs speed, as a
+    cache that cannot be opened or written does (docs/incremental.md): a warning and None,
+    never an exit 2 (nor, in ``serve``'s gate worker, a crash)."""
+    if disabled:
+        return None
+    if directory is not None:
+        require_parent(directory)
+        _make(directory)
+        return os.fspath(directory)
+    default = default_directory()
+    try:
+        _make(default, parents=True)
+    except ClefproveError as exc:
+        warn(f"proof cache unavailable ({exc}); checking without it")
+        return None
+    return default
+
+
+def _make(directory: str | os.PathLike[str], parents: bool = False) -> None:
+    path = Path(directory)
+    try:
+        path.mkdir(parents=parents, exist_ok=True)
+    except OSError as exc:
+        raise ClefproveError(
+            f"{directory}: cannot create the cache directory: {exc.strerror or exc}"
+        ) from None
+    if not path.is_dir():
+        raise ClefproveError(f"{directory}: not a directory (--cache)")
+
+
+def require_parent(directory: str | os.PathLike[str], option: str = "--cache") -> None:
+    """``--cache DIR`` (and ``serve --store DIR``) creates DIR if it is missing, never its
+    parents: a mistyped path must not silently build a tree of directories (``-o FILE``
+    refuses a missing directory too)."""
+    parent = Path(os.path.abspath(directory)).parent
+    if not Path(directory).exists() and not parent.is_dir():
+        raise ClefproveError(f"{option} {directory}: directory {parent} does not exist")
+
+
+def default_directory() -> str:
+    """The cache directory when ``--cache`` is not given."""
+    return os.environ.get("CLEFPROVE_CACHE") or DEFAULT_DIR
 
 
 def _stream(blob: sqlite3.Blob, sink: Sink, key: bytes, kind: str, chk: bytes) -> None:

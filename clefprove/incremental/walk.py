@@ -73,7 +73,7 @@ from clefprove.verify import api
 from clefprove.verify import engine as eg
 from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
-from clefprove.verify.options import CheckOptions, json_safe
+from clefprove.verify.options import CheckOptions, json_safe, verifier_identity
 from clefprove.verify.verdicts import (
     HOLDS,
     Counterexample,
@@ -93,10 +93,7 @@ SNAPSHOT_MIN_LEAVES = 4096
 
 
 def _version() -> str:
-    from clefprove.verify.engine import ENGINE_REVISION
-    from clefprove.version import __version__
-
-    return f"{__version__}+engine{ENGINE_REVISION}"
+    return verifier_identity()
 
 
 def _digest(invariant: ck.CheckedInvariant) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from fractions import Fraction
@@ -64,12 +63,6 @@ _HOW_BOX_CODE, _HOW_NONE_CODE = int(HOW_BOX), int(HOW_NONE)
 #: Fan out to worker processes only when at least this many leaves need the solver: below it
 #: process start-up and model transfer cost more than they save (docs/verification.md).
 PARALLEL_MIN_SOLVER_PATHS = 200
-
-#: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
-#: key, so that proofs stored by an older verifier are never reused.  5: ensemble confidences
-#: computed with the C library's exp and XGBoost's float64 softmax sum.
-ENGINE_REVISION = 5
-
 
 #: The options of a check when none are given.
 DEFAULTS = CheckOptions()
@@ -458,10 +451,6 @@ def witness(
                     if col < x.shape[0]:
                         x[col] = p[col]
     return x
-
-
-def default_jobs() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 # ---------------------------------------------------------------- on the float64 grid

@@ -9,6 +9,7 @@ new field cannot be forgotten in a key: a field without a declaration is an erro
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import field, fields
 from enum import Enum
 from typing import Any
@@ -38,6 +39,24 @@ def json_safe(value: object) -> object:
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
         return str(value)
     return value
+
+
+#: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
+#: key, so that proofs stored by an older verifier are never reused.  5: ensemble confidences
+#: computed with the C library's exp and XGBoost's float64 softmax sum.
+ENGINE_REVISION = 5
+
+
+def verifier_identity() -> str:
+    """The clefprove version and :data:`ENGINE_REVISION`: what every cache key names."""
+    from clefprove.version import __version__
+
+    return f"{__version__}+engine{ENGINE_REVISION}"
+
+
+def default_jobs() -> int:
+    """``--jobs`` when not given: the CPUs this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 @frozen

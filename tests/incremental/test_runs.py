@@ -1,0 +1,423 @@
+"""Kept runs (incremental/runs.py): an unchanged ``check`` answered before the model is loaded.
+
+A hit must print what a run whose every invariant is a whole-result hit prints, in every
+format; any change to the model, the invariant files, their paths or a result option is a
+miss; a damaged or forged row is a miss, never a crash; and a hit imports no numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clefprove.incremental import runs
+from clefprove.incremental.store import DB_NAME, CacheStore
+from clefprove.report.formats import render_report
+from clefprove.status import Verdict
+from clefprove.verify.options import CheckOptions
+from clefprove.verify.verdicts import (
+    Counterexample,
+    InvariantResult,
+    ModelInfo,
+    RelationalCounterexample,
+    Report,
+)
+from tests.helpers import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+RELATIONAL = """severity allow < challenge < rate_limit < block
+
+invariant rtt_monotone:
+  ensure monotone(client_rtt_ms)
+
+invariant entropy_stable:
+  when path_depth <= 3
+  ensure stable(referer_entropy, 0.5)
+"""
+
+
+def _report() -> Report:
+    """A report with every field away from its default."""
+    cx = Counterexample(
+        {"x": 1.5, "n": 2, "c": "curl", "b": True},
+        "block",
+        0.75,
+        12,
+        ("x <= 3", "n > 1"),
+        ("x <= 3 and n > 1",),
+    )
+    ens = Counterexample({"x": 1.0, "n": 0}, "allow", 1, -1, (), (), (3, 5, 7))
+    rel = RelationalCounterexample(
+        ({"x": 1, "n": 0}, {"x": 2, "n": 0}),
+        ("block", "allow"),
+        (0.5, 0.625),
+        (3, 4),
+        (("a",), ("b", "c")),
+        "x",
+        (("x <= 1",), ("x > 1",)),
+    )
+    violated = InvariantResult(
+        "a",
+        "inv/a.inv",
+        3,
+        Verdict.VIOLATED,
+        vacuous=False,
+        violating_paths=4,
+        unknown_paths=0,
+        counterexamples=(cx, ens),
+        seconds=1.5,
+        paths_checked=10,
+        paths_reused=5,
+        description="what a says",
+        column=7,
+        solver_paths=2,
+        warnings=("a warning",),
+        relation=None,
+        proved_share=0.5,
+    )
+    relational = InvariantResult(
+        "b",
+        "inv/b.inv",
+        9,
+        Verdict.VIOLATED,
+        vacuous=True,
+        violating_paths=1,
+        counterexamples=(rel,),
+        paths_checked=3,
+        relation="monotone(x)",
+    )
+    holds = InvariantResult("c", "inv/b.inv", 12, Verdict.HOLDS, paths_reused=8)
+    info = ModelInfo("m.clef", "ab" * 32, 9, 5, "name", "1.2", True)
+    return Report(info, (violated, relational, holds), 2.0, ("a report warning",))
+
+
+def _as_hit(report: Report, seconds: float) -> Report:
+    share = seconds / len(report.results)
+    return dataclasses.replace(
+        report,
+        seconds=seconds,
+        results=tuple(
+            dataclasses.replace(
+                r,
+                seconds=share,
+                paths_checked=0,
+                paths_reused=r.paths_checked + r.paths_reused,
+                solver_paths=0,
+            )
+            for r in report.results
+        ),
+    )
+
+
+def test_round_trip_keeps_every_field() -> None:
+    report = _report()
+    assert runs.decode(runs.encode(report), 3.0) == _as_hit(report, 3.0)
+
+
+def test_every_field_is_known() -> None:
+    """A new field of a result type must be kept by runs.encode/decode (then add it here)."""
+    known = {
+        Report: {"model", "results", "seconds", "warnings"},
+        ModelInfo: {"path", "sha256", "nodes", "leaves", "name", "version", "from_source"},
+        InvariantResult: {
+            "invariant",
+            "file",
+            "line",
+            "status",
+            "vacuous",
+            "violating_paths",
+            "unknown_paths",
+            "counterexamples",
+            "seconds",
+            "paths_checked",
+            "paths_reused",
+            "description",
+            "column",
+            "solver_paths",
+            "warnings",
+            "relation",
+            "proved_share",
+        },
+        Counterexample: {"input", "action", "confidence", "leaf", "path", "region", "leaves"},
+        RelationalCounterexample: {
+            "inputs",
+            "actions",
+            "confidences",
+            "leaves",
+            "paths",
+            "feature",
+            "regions",
+        },
+    }
+    for cls, names in known.items():
+        assert {f.name for f in dataclasses.fields(cls)} == names, cls.__name__
+
+
+def test_unknown_results_are_not_kept(tmp_path: Path) -> None:
+    report = _report()
+    unknown = dataclasses.replace(
+        report,
+        results=(dataclasses.replace(report.results[0], status=Verdict.UNKNOWN),),
+    )
+    partly = dataclasses.replace(
+        report, results=(dataclasses.replace(report.results[2], unknown_paths=1),)
+    )
+    with CacheStore(tmp_path) as store:
+        for i, r in enumerate((unknown, partly)):
+            key = bytes([i]) * 32
+            runs.keep(store, key, r)
+            assert runs.lookup(store, key, 0.0) is None
+        runs.keep(store, b"k" * 32, report)
+        assert runs.lookup(store, b"k" * 32, 1.0) == _as_hit(report, 1.0)
+
+
+def test_run_key_names_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("m.clef").write_bytes(b"model")
+    Path("a.inv").write_bytes(b"one")
+    Path("b.inv").write_bytes(b"two")
+    base = CheckOptions(jobs=1)
+    key = runs.run_key("m.clef", ["a.inv", "b.inv"], base)
+    assert key is not None
+    assert runs.run_key("m.clef", ["a.inv", "b.inv"], base) == key
+    # nothing a result shows changes: the same run
+    assert runs.run_key("m.clef", ["a.inv", "b.inv"], CheckOptions(jobs=1, smtlib_dir="d")) == key
+    others = [
+        runs.run_key("m.clef", ["b.inv", "a.inv"], base),
+        runs.run_key("./m.clef", ["a.inv", "b.inv"], base),
+        runs.run_key("m.clef", ["a.inv"], base),
+        runs.run_key("m.clef", ["a.inv", "b.inv"], CheckOptions(jobs=2)),
+        runs.run_key("m.clef", ["a.inv", "b.inv"], CheckOptions(jobs=1, counterexamples=4)),
+        runs.run_key("m.clef", ["a.inv", "b.inv"], CheckOptions(jobs=1, timeout=5)),
+    ]
+    Path("m.clef").write_bytes(b"model2")
+    others.append(runs.run_key("m.clef", ["a.inv", "b.inv"], base))
+    Path("m.clef").write_bytes(b"model")
+    Path("b.inv").write_bytes(b"two ")
+    others.append(runs.run_key("m.clef", ["a.inv", "b.inv"], base))
+    assert None not in others
+    assert len({key, *others}) == len(others) + 1
+
+
+def test_run_key_reads_only_regular_files(tmp_path: Path) -> None:
+    (tmp_path / "a.inv").write_text("x")
+    model = tmp_path / "m.clef"
+    assert runs.run_key(str(model), [str(tmp_path / "a.inv")], CheckOptions()) is None
+    os.mkfifo(model)  # reading a FIFO here would take what the loader must read
+    assert runs.run_key(str(model), [str(tmp_path / "a.inv")], CheckOptions()) is None
+    assert runs.run_key(str(tmp_path), [str(tmp_path / "a.inv")], CheckOptions()) is None
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _paths(value: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [at]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*at, i))
+    return out
+
+
+def _set(doc: object, at: tuple[object, ...], value: object) -> object:
+    if not at:
+        return value
+    parent = doc
+    for k in at[:-1]:
+        parent = parent[k]  # type: ignore[index]
+    parent[at[-1]] = value  # type: ignore[index]
+    return doc
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_forged_rows_are_misses_or_reports(tmp_path: Path, data: st.DataObject) -> None:
+    """A row with a good checksum but any JSON (a valid report with one value replaced, or
+    anything at all) is a miss or a report every format renders; never an exception."""
+    doc = json.loads(runs.encode(_report()))
+    if data.draw(st.booleans()):
+        at = data.draw(st.sampled_from(_paths(doc)))
+        doc = _set(doc, at, data.draw(_json))
+    else:
+        doc = data.draw(_json)
+    with CacheStore(tmp_path / "c") as store:
+        store.store((), [(b"k" * 32, json.dumps(doc))])
+        got = runs.lookup(store, b"k" * 32, 0.5)
+    if got is not None:
+        for fmt in ("text", "json", "sarif", "junit", "github", "gitlab"):
+            render_report(got, fmt, color=False, verbose=True, quiet=False)
+
+
+def test_damaged_row_is_set_aside(tmp_path: Path) -> None:
+    with CacheStore(tmp_path) as store:
+        runs.keep(store, b"k" * 32, _report())
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("UPDATE result SET value = value || ' '")
+    conn.commit()
+    conn.close()
+    with CacheStore(tmp_path) as store:
+        assert runs.lookup(store, b"k" * 32, 0.0) is None
+        assert any("corrupt proof cache" in w for w in store.warnings)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _work(tmp_path: Path) -> Path:
+    for name in ("edge-allow-block.clef", "edge-allow-block-1.0.0.clef"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    (tmp_path / "inv").mkdir()
+    shutil.copy(ROOT / "invariants" / "edge.inv", tmp_path / "inv" / "edge.inv")
+    (tmp_path / "inv" / "rel.inv").write_text(RELATIONAL)
+    return tmp_path
+
+
+def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("check", *args, "--jobs", "1", cwd=cwd, unset=["CLEFPROVE_CACHE"])
+
+
+def _without_times(text: str) -> str:
+    text = re.sub(r'"seconds": [0-9.e-]+', '"seconds": 0', text)
+    text = re.sub(r'time="[0-9.e-]+"', 'time="0"', text)
+    return re.sub(r"[0-9]+\.[0-9]+ s\b", "0 s", text)
+
+
+def _forget_run(cwd: Path, model: str, files: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(cwd)
+    key = runs.run_key(model, files, CheckOptions(jobs=1))
+    assert key is not None
+    conn = sqlite3.connect(cwd / ".clefprove-cache" / DB_NAME)
+    assert conn.execute("DELETE FROM result WHERE key = ?", (key,)).rowcount == 1
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["edge-allow-block.clef", "edge-allow-block-1.0.0.clef"])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit"])
+def test_hit_prints_what_whole_result_hits_print(
+    tmp_path: Path, model: str, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = _work(tmp_path)
+    first = _check(work, model, "inv", "--format", fmt)
+    hit = _check(work, model, "inv", "--format", fmt)
+    assert first.returncode == hit.returncode == 1, hit.stderr  # the relational ones fail
+    _forget_run(work, model, ["inv/edge.inv", "inv/rel.inv"], monkeypatch)
+    walked = _check(work, model, "inv", "--format", fmt)
+    assert walked.returncode == hit.returncode
+    assert _without_times(hit.stdout) == _without_times(walked.stdout)
+    assert hit.stderr == walked.stderr
+    if fmt == "json":
+        doc = json.loads(hit.stdout)
+        assert doc["summary"]["paths_checked"] == 0
+        fresh = json.loads(first.stdout)
+        for a, b in zip(doc["results"], fresh["results"], strict=True):
+            assert a["status"] == b["status"]
+            assert a["counterexamples"] == b["counterexamples"]
+            assert a["paths_reused"] == b["paths_checked"] + b["paths_reused"]
+
+
+@pytest.mark.slow
+def test_hit_loads_no_model_and_edits_are_misses(tmp_path: Path) -> None:
+    work = _work(tmp_path)
+    probe = (
+        "import sys\n"
+        "from clefprove.cli.main import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "sys.stdout.flush()\n"
+        "sys.stderr.write(f'numpy={\"numpy\" in sys.modules} rc={rc}\\n')\n"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
+        return subprocess.run(
+            [sys.executable, "-c", probe, "check", *args, "--jobs", "1"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+
+    assert "numpy=True rc=0" in run("edge-allow-block.clef", "inv/edge.inv").stderr
+    hit = run("edge-allow-block.clef", "inv/edge.inv")
+    assert "numpy=False rc=0" in hit.stderr
+    assert "0 paths checked" in hit.stdout
+    # an invariant file edited: a miss, decided again
+    (work / "inv" / "edge.inv").write_text(
+        (work / "inv" / "edge.inv").read_text()
+        + "\ninvariant never_blocks:\n  ensure action != block\n"
+    )
+    edited = run("edge-allow-block.clef", "inv/edge.inv")
+    assert "numpy=True rc=1" in edited.stderr
+    assert "VIOLATED never_blocks" in edited.stdout
+    # the model's bytes replaced under the same name: a miss
+    shutil.copy(work / "edge-allow-block-1.0.0.clef", work / "edge-allow-block.clef")
+    other = run("edge-allow-block.clef", "inv/edge.inv")
+    assert "numpy=True rc=1" in other.stderr
+    assert "VIOLATED blocks_are_confident" in other.stdout
+    # --no-cache never reads it
+    fresh = run("edge-allow-block.clef", "inv/edge.inv", "--no-cache")
+    assert "numpy=True rc=1" in fresh.stderr
+    assert ", 0 reused" in fresh.stdout
+
+
+@pytest.mark.slow
+def test_forged_run_row_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = _work(tmp_path)
+    model = "edge-allow-block-1.0.0.clef"
+    first = _check(work, model, "inv", "--format", "json")
+    monkeypatch.chdir(work)
+    key = runs.run_key(model, ["inv/edge.inv", "inv/rel.inv"], CheckOptions(jobs=1))
+    assert key is not None
+    with CacheStore(work / ".clefprove-cache") as store:
+        store.store((), [(key, json.dumps({"model": [1], "results": "x"}))])
+    again = _check(work, model, "inv", "--format", "json")
+    assert again.returncode == first.returncode == 1, again.stderr
+    assert again.stderr == ""
+    doc = json.loads(again.stdout)
+    assert [r["status"] for r in doc["results"]] == [
+        r["status"] for r in json.loads(first.stdout)["results"]
+    ]
+    # the forged row was replaced by the run's report
+    with CacheStore(work / ".clefprove-cache") as store:
+        assert runs.lookup(store, key, 0.0) is not None
+
+
+def test_bad_input_creates_no_cache(tmp_path: Path) -> None:
+    work = _work(tmp_path)
+    bad = _check(work, "missing.clef", "inv")
+    assert bad.returncode == 2
+    assert not (work / ".clefprove-cache").exists()
+    (work / "broken.clef").write_bytes(b"CLEF garbage")
+    assert _check(work, "broken.clef", "inv").returncode == 2
+    assert not (work / ".clefprove-cache").exists()
