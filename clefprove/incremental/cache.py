@@ -21,14 +21,6 @@ from clefprove.verify.verdicts import InvariantResult
 class ProofCache(CacheStore):
     """A proof cache in *directory*; ``check`` calls :meth:`check_program` when given one."""
 
-    @classmethod
-    def adopting(cls, store: CacheStore) -> ProofCache:
-        """*store*'s open cache as a ProofCache; *store* no longer owns the connection."""
-        new = cls.__new__(cls)
-        new.__dict__.update(store.__dict__)
-        store.detach()
-        return new
-
     def check_program(
         self, model: Model, program: ck.CheckedProgram, options: CheckOptions
     ) -> list[InvariantResult]:
@@ -56,7 +48,7 @@ def open_cache(
     (or when the default cannot be created: see :func:`cache_directory`).  *opened* is that
     cache already open (by :mod:`clefprove.incremental.runs`): it is taken over, not reopened."""
     if opened is not None:
-        return ProofCache.adopting(opened)
+        return ProofCache(opened.directory, opened=opened)
     path = cache_directory(directory, disabled)
     return None if path is None else ProofCache(path)
 

@@ -128,7 +128,14 @@ def warn(message: str) -> None:
 class CacheStore:
     """A proof cache in *directory* (created if missing).  See the module docstring."""
 
-    def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str] = DEFAULT_DIR, *, opened: CacheStore | None = None
+    ) -> None:
+        """*opened*: a store of *directory* already open, whose connection, warnings and state
+        this one takes over (it is then detached)."""
+        if opened is not None:
+            self._take_over(opened)
+            return
         self.directory = Path(directory)
         self.path = self.directory / DB_NAME
         self.warnings: list[str] = []
@@ -246,6 +253,13 @@ class CacheStore:
         self.close()
         self.disabled = True
         self._warn(f"{self.path}: proof cache disabled for this run ({reason})")
+
+    def _take_over(self, other: CacheStore) -> None:
+        self.directory, self.path = other.directory, other.path
+        self.warnings, self.stats, self.timings = other.warnings, other.stats, other.timings
+        self.writable, self.disabled = other.writable, other.disabled
+        self._conn = other._conn
+        other.detach()
 
     def detach(self) -> None:
         """Forget the connection without closing it (another object took it over)."""

@@ -421,3 +421,18 @@ def test_bad_input_creates_no_cache(tmp_path: Path) -> None:
     (work / "broken.clef").write_bytes(b"CLEF garbage")
     assert _check(work, "broken.clef", "inv").returncode == 2
     assert not (work / ".clefprove-cache").exists()
+
+
+def test_proof_cache_takes_over_every_attribute(tmp_path: Path) -> None:
+    """The cache opened for the lookup is handed on, not reopened: every attribute goes."""
+    from clefprove.incremental.cache import open_cache
+
+    store = CacheStore(tmp_path)
+    store.warnings.append("seen")
+    before = dict(vars(store))
+    cache = open_cache(None, opened=store)
+    assert cache is not None
+    assert vars(cache) == before
+    assert cache.conn.execute("SELECT 1").fetchone() == (1,)
+    assert store.disabled
+    cache.close()
