@@ -315,6 +315,32 @@ class _LeafKeys:
 # ---------------------------------------------------------------- results as JSON
 
 
+def _settle(run: _Run, i: int, res: InvariantResult) -> None:
+    """Invariant *i*'s result, its counterexamples described; kept whole when storable."""
+    res = _with_regions(run.model, res)
+    run.results[i] = res
+    if _storable(res):
+        run.out.whole.append((run.rkeys[i], _to_json(res)))
+
+
+def _with_regions(model: Model, res: InvariantResult) -> InvariantResult:
+    """*res* with the region of every counterexample's leaf filled in, as a run's report
+    shows it: kept with the whole result, so that a hit does not describe its leaves again
+    (a region is a function of the leaf's path, as the path text kept beside it)."""
+    if not res.counterexamples:
+        return res
+    regions: dict[int, tuple[str, ...]] = {}
+
+    def region_of(leaf: int, _x: dict[str, Any]) -> tuple[str, ...]:
+        if leaf not in regions:
+            regions[leaf] = ev.describe_region(model, leaf)
+        return regions[leaf]
+
+    return dataclasses.replace(
+        res, counterexamples=tuple(c.with_regions(region_of) for c in res.counterexamples)
+    )
+
+
 _STORED_FIELDS = tuple(
     f.name
     for f in dataclasses.fields(InvariantResult)
@@ -341,6 +367,7 @@ def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[s
             "leaves": list(c.leaves),
             "paths": [list(c.paths[0]), list(c.paths[1])],
             "feature": c.feature,
+            "regions": [list(c.regions[0]), list(c.regions[1])],
         }
     return {
         "input": c.input,
@@ -348,6 +375,7 @@ def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[s
         "confidence": c.confidence,
         "leaf": c.leaf,
         "path": list(c.path),
+        "region": list(c.region),
         **({} if c.leaves is None else {"leaves": list(c.leaves)}),  # an ensemble's
     }
 
@@ -372,6 +400,7 @@ def _counterexample(c: dict[str, Any]) -> Counterexample | RelationalCounterexam
             (c["leaves"][0], c["leaves"][1]),
             (tuple(c["paths"][0]), tuple(c["paths"][1])),
             c["feature"],
+            _regions(c.get("regions")),
         )
     return Counterexample(
         c["input"],
@@ -379,8 +408,17 @@ def _counterexample(c: dict[str, Any]) -> Counterexample | RelationalCounterexam
         c["confidence"],
         c["leaf"],
         tuple(c["path"]),
+        tuple(c.get("region", ())),
         leaves=None if c.get("leaves") is None else tuple(c["leaves"]),
     )
+
+
+def _regions(got: list[list[str]] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A relational counterexample's two regions as kept (none in a row kept before they
+    were: the report then describes them)."""
+    if got is None:
+        return ((), ())
+    return (tuple(got[0]), tuple(got[1]))
 
 
 def _mentions_decision(f: ck.Formula) -> bool:
@@ -620,9 +658,7 @@ def _fresh(
         t0 = time.perf_counter()
         prep = eg.prepare(run.model, run.invs[i], run.settings.dnf_cap)
         res, pv, run.snap.outcomes[i] = _decide_every_leaf(run, prep, full, t0)
-        run.results[i] = res
-        if _storable(res):
-            run.out.whole.append((run.rkeys[i], _to_json(res)))
+        _settle(run, i, res)
         if pv.solver_paths:
             run.snap.wanted = True
             run.out.whole.append(
@@ -678,7 +714,7 @@ def _walked(
                 res, paths_checked=boxes.size + int(walk.trivial[j]), paths_reused=reused
             )
             run.snap.outcomes[i] = run.snap.spread(pv, shown)
-        run.results[i] = res
+        _settle(run, i, res)
         run.out.proofs.extend(
             (k, sc[j], c) for k, c in _safe_proofs(run.model, walk, j, boxes, pv.status)
         )
@@ -686,8 +722,6 @@ def _walked(
         if solved.size:  # a solver proof is worth storing even for a single leaf
             keys = run.leaf_keys.get(run.model, boxes.take(solved))
             run.out.proofs.extend((k, sc[j], 1) for k in keys)
-        if _storable(res):
-            run.out.whole.append((run.rkeys[i], _to_json(res)))
 
 
 # ---------------------------------------------------------------- against the last version
@@ -922,7 +956,7 @@ def _against_last(
     """Invariants whose outcomes on an earlier version are in the cache: only the leaves that
     changed since (and those whose old outcome is not a fact about the box) are decided;
     returns the invariants that could not be done this way."""
-    cache, domain, model, invs, rkeys = run.cache, run.domain, run.model, run.invs, run.rkeys
+    cache, domain, model, invs = run.cache, run.domain, run.model, run.invs
     rest: list[int] = []
     for i in todo:
         blob = found.get(i)
@@ -1006,9 +1040,7 @@ def _against_last(
                 len(model.features),
                 shown,
             )
-        run.results[i] = res
-        if _storable(res):
-            run.out.whole.append((rkeys[i], _to_json(res)))
+        _settle(run, i, res)
         lap("results and counterexamples")
     return rest
 
@@ -1067,6 +1099,7 @@ def _relational(
     for i in todo:
         inv = program.invariants[i]
         res = check_relational(model, inv, program.severity, settings, counterexamples, boxes)
+        res = _with_regions(model, res)
         results[i] = res
         if _storable(res):
             whole.append((rkeys[i], _to_json(res)))

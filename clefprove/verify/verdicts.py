@@ -136,6 +136,11 @@ class Counterexample:
     def with_regions(self, region_of: RegionOf) -> Counterexample:
         return replace(self, region=region_of(self.leaf, self.input))
 
+    @property
+    def described(self) -> bool:
+        """Whether its region is filled in (a result kept by the proof cache has it)."""
+        return bool(self.region)
+
     #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
     leaves: tuple[int, ...] | None = None
 
@@ -189,6 +194,11 @@ class RelationalCounterexample:
             ),
         )
 
+    @property
+    def described(self) -> bool:
+        """Whether its regions are filled in (a result kept by the proof cache has them)."""
+        return any(self.regions)
+
     def in_feature_order(self, order: Sequence[str]) -> RelationalCounterexample:
         return replace(
             self, inputs=(ordered(self.inputs[0], order), ordered(self.inputs[1], order))
@@ -239,7 +249,10 @@ class InvariantResult:
         return replace(
             self,
             counterexamples=tuple(
-                c.in_feature_order(order).with_regions(region_of) for c in self.counterexamples
+                c.in_feature_order(order)
+                if c.described
+                else c.in_feature_order(order).with_regions(region_of)
+                for c in self.counterexamples
             ),
         )
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clefprove.incremental import ProofCache
+from clefprove.dsl.loader import parse_text
+from clefprove.incremental import ProofCache, walk
+from clefprove.model.clef import load
+from clefprove.verify import api, evidence
 from clefprove.verify.api import check
 from clefprove.verify.options import CheckOptions
+from clefprove.verify.verdicts import RelationalCounterexample
 from tests.incremental import models as M
 
 EDITS = ["leaf_action", "threshold", "replace_subtree", "bounds", "invariants", "none"]
@@ -156,3 +161,66 @@ def test_a_domain_change_never_reuses_proofs(tmp_path) -> None:
     fresh = check(wide, prog)
     assert fresh.results[0].status == "violated"
     assert M.comparable(check(wide, prog, cache=cache)) == M.comparable(fresh)
+
+
+# ---------------------------------------------------------------- regions kept with results
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SPEC_INV = Path(__file__).resolve().parents[2] / "invariants" / "edge.inv"
+PAIRS = """
+invariant rtt_monotone:
+  ensure monotone(client_rtt_ms)
+"""
+
+
+def _regions(report) -> list[tuple]:
+    return [
+        c.regions if isinstance(c, RelationalCounterexample) else c.region
+        for r in report.results
+        for c in r.counterexamples
+    ]
+
+
+def _violated_run(cache=None):
+    model = load(EXAMPLES / "edge-allow-block-1.0.0.clef")
+    text = SPEC_INV.read_text() + PAIRS
+    return check(model, parse_text(text, model, "inv/edge.inv"), cache=cache)
+
+
+def test_a_whole_result_hit_prints_the_regions_kept_with_it(tmp_path, monkeypatch) -> None:
+    """Regions are described once, when a result is decided, and kept with it: a hit prints
+    them without walking the leaves' paths again, equal to a fresh run's."""
+    fresh = _violated_run()
+    with ProofCache(tmp_path) as cache:
+        first = _violated_run(cache)
+    spy = M.CallCounter(monkeypatch, evidence, "describe_region")
+    api_spy = M.CallCounter(monkeypatch, api, "describe_region")
+    with ProofCache(tmp_path) as cache:
+        again = _violated_run(cache)
+    assert spy.calls == api_spy.calls == 0
+    assert all(r.paths_checked == 0 for r in again.results)
+    assert _regions(again) == _regions(first) == _regions(fresh)
+    assert len(_regions(fresh)) >= 4 and all(any(x) for x in _regions(fresh))
+    assert M.comparable(again) == M.comparable(fresh)
+
+
+def test_a_result_kept_without_regions_is_still_described(tmp_path, monkeypatch) -> None:
+    """Rows kept by a clefprove that did not keep regions: the report describes them."""
+    fresh = _violated_run()
+    real = walk._counterexample_json
+
+    def old_style(c):
+        d = real(c)
+        d.pop("region", None)
+        d.pop("regions", None)
+        return d
+
+    monkeypatch.setattr(walk, "_counterexample_json", old_style)
+    with ProofCache(tmp_path) as cache:
+        _violated_run(cache)
+    monkeypatch.setattr(walk, "_counterexample_json", real)
+    with ProofCache(tmp_path) as cache:
+        again = _violated_run(cache)
+    assert all(r.paths_checked == 0 for r in again.results)
+    assert _regions(again) == _regions(fresh)
+    assert all(any(x) for x in _regions(again))
