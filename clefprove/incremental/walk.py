@@ -115,6 +115,11 @@ def result_key(
     """Key of a whole result: also names, positions and every option that can show in a
     result (:attr:`CheckOptions.result_identity`: K, the limits, how queries were grouped)."""
     st = dataclasses.replace(settings or CheckOptions(), counterexamples=counterexamples)
+    return _result_key(invariant, st.result_identity, content)
+
+
+def _result_key(invariant: ck.CheckedInvariant, identity: str, content: str) -> bytes:
+    """:func:`result_key` with the options' :attr:`~CheckOptions.result_identity` given."""
     ident = json.dumps(
         [
             invariant.name,
@@ -122,7 +127,7 @@ def result_key(
             invariant.file,
             invariant.line,
             invariant.column,
-            st.result_identity,
+            identity,
         ],
         allow_nan=False,
     )
@@ -137,8 +142,9 @@ def result_keys(
     is *content*; a relational result depends on the severity order too (monotone compares
     decisions by it), so its key has the order as well."""
     rcontent = f"{content}\0severity {json.dumps(program.severity, allow_nan=False)}"
+    identity = dataclasses.replace(settings, counterexamples=counterexamples).result_identity
     return [
-        result_key(inv, counterexamples, rcontent if inv.is_relational else content, settings)
+        _result_key(inv, identity, rcontent if inv.is_relational else content)
         for inv in program.invariants
     ]
 
