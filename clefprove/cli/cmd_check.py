@@ -150,7 +150,7 @@ def _check(
             bar.update(task, completed=done)
 
     cache = None
-    if args.smtlib is None:
+    if args.smtlib is None and not args.no_cache:  # (the walk's import costs ~5 ms)
         from clefprove.incremental.cache import cache_from_args
 
         cache = cache_from_args(args, opened)
