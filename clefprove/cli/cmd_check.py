@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         if kept is not None:
             store.close()
             return _emit(args, kept)
-    return _check(args, options, key, store)
+    return _check(args, options, key, store, files)
 
 
 def _kept_run_key(
@@ -103,10 +103,9 @@ def _kept_run_key(
     """The run's key (None: not kept, see runs.run_key) and the cache, opened if it exists."""
     import os
 
-    from clefprove.incremental import runs
     from clefprove.incremental.store import DB_NAME, CacheStore, default_directory
 
-    key = runs.run_key(args.model, [os.fspath(f) for f in files], options)
+    key = _run_key(args, files, options)
     directory = args.cache if args.cache is not None else default_directory()
     # Only an existing cache is opened here: one is created only once the model and the
     # invariants are read, so that a run ending with status 2 leaves nothing behind.
@@ -115,13 +114,23 @@ def _kept_run_key(
     return key, CacheStore(directory)
 
 
+def _run_key(args: argparse.Namespace, files: list[Path], options: CheckOptions) -> bytes | None:
+    import os
+
+    from clefprove.incremental import runs
+
+    return runs.run_key(args.model, [os.fspath(f) for f in files], options)
+
+
 def _check(
     args: argparse.Namespace,
     options: CheckOptions,
     key: bytes | None,
     opened: CacheStore | None,
+    files: list[Path] | None = None,
 ) -> int:
-    """Load, check and print; keep the run under *key* in the cache (*opened*, if open)."""
+    """Load, check and print; keep the run under *key* in the cache (*opened*, if open),
+    unless a file changed while it ran (*files*: the invariant files the key names)."""
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.loading import load_any
     from clefprove.verify.api import check
@@ -163,7 +172,14 @@ def _check(
             progress=progress,
             cache=cache,
         )
-        if cache is not None and key is not None:
+        # The key names the files' bytes before the run: a file rewritten while the model and
+        # invariants were read must not leave its new report under the old bytes' name.
+        if (
+            cache is not None
+            and key is not None
+            and files is not None
+            and _run_key(args, files, options) == key
+        ):
             from clefprove.incremental import runs
 
             runs.keep(cache, key, report)

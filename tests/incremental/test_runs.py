@@ -436,3 +436,35 @@ def test_proof_cache_takes_over_every_attribute(tmp_path: Path) -> None:
     assert cache.conn.execute("SELECT 1").fetchone() == (1,)
     assert store.disabled
     cache.close()
+
+
+def test_a_model_rewritten_while_checked_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The key names the files' bytes before the run; a file replaced between that and the
+    load (a deploy writing the model under the check) leaves no report under the old name,
+    so that the old bytes, checked again, print their own verdict."""
+    from clefprove.cli.main import main
+    from clefprove.model import loading
+
+    work = _work(tmp_path)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("CLEFPROVE_CACHE", raising=False)
+    model = work / "edge-allow-block.clef"
+    good = model.read_bytes()
+    real = loading.load_any
+
+    def swapped(path, *args, **kwargs):
+        model.write_bytes((work / "edge-allow-block-1.0.0.clef").read_bytes())
+        return real(path, *args, **kwargs)
+
+    argv = ["check", "edge-allow-block.clef", "inv/edge.inv", "--jobs", "1", "--format", "json"]
+    monkeypatch.setattr(loading, "load_any", swapped)
+    assert main(argv) == 1  # the 1.0.0 bytes were checked
+    monkeypatch.setattr(loading, "load_any", real)
+    model.write_bytes(good)
+    capsys.readouterr()
+    assert main(argv) == 0  # the 1.1.0 bytes again: not the report kept for 1.0.0
+    assert json.loads(capsys.readouterr().out)["summary"]["violated"] == 0
+    assert main(argv) == 0  # and this run is kept (a hit)
+    assert json.loads(capsys.readouterr().out)["summary"]["paths_checked"] == 0
