@@ -468,3 +468,32 @@ def test_a_model_rewritten_while_checked_is_not_kept(
     assert json.loads(capsys.readouterr().out)["summary"]["violated"] == 0
     assert main(argv) == 0  # and this run is kept (a hit)
     assert json.loads(capsys.readouterr().out)["summary"]["paths_checked"] == 0
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_an_ensemble_run_is_kept_and_prints_what_a_fresh_run_prints(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A tree ensemble's run (holding with its proved share, violated with per-tree leaves,
+    relational) is kept and answered like a single tree's."""
+    from tests.ensembles.test_cli import INVARIANTS, TOY
+
+    r = run_cli("compile", TOY, "-o", tmp_path / "toy.clef")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "toy.inv").write_text(INVARIANTS)
+    args = ("toy.clef", "toy.inv", "--format", fmt)
+    first, kept = _check(tmp_path, *args), _check(tmp_path, *args)
+    fresh = _check(tmp_path, *args, "--no-cache")
+    assert first.returncode == kept.returncode == fresh.returncode == 1, first.stderr
+    if fmt == "json":
+        doc = json.loads(kept.stdout)
+        assert doc["summary"]["paths_checked"] == 0
+        assert any(r.get("proved_share") == 1.0 for r in doc["results"])
+    assert _without_counts(kept.stdout) == _without_counts(fresh.stdout)
+    assert _without_counts(first.stdout) == _without_counts(fresh.stdout)
+
+
+def _without_counts(text: str) -> str:
+    """*text* without timings and the checked/reused split (a kept run reuses every path)."""
+    text = re.sub(r'"paths_(checked|reused)": [0-9]+', '"paths": 0', _without_times(text))
+    return re.sub(r"[0-9]+ paths checked, [0-9]+ reused", "paths", text)
