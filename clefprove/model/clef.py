@@ -845,6 +845,9 @@ def _check_splits(
         categorical & (ftypes[safe_feat] != cat_type),
         "categorical split on a non-categorical feature",
     )
+    # docs/format.md: a categorical split's value field is 0 (nothing reads it; a NaN there
+    # would be the one NaN a validated model holds).
+    bad(categorical & (value != 0), "categorical split with a value field other than 0")
     bad(categorical & (aux + vocab[safe_feat] > len(membership)), "categorical set out of range")
     if membership.size and int(membership.max()) > 1:
         raise ClefFormatError("categorical membership table holds values other than 0 and 1")

@@ -260,3 +260,17 @@ def test_repack_round_trips() -> None:
     """The fuzzer's repacking is faithful: unmutated sections give back the original file."""
     for blob in BLOBS:
         assert repack(*sections(blob)) == blob
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1.5, 5e-324])
+def test_a_categorical_split_value_field_other_than_zero_is_refused(value: float) -> None:
+    """docs/format.md: a categorical split's value field is 0.  Nothing reads it, but a NaN
+    there was the one NaN a validated model could hold (found by test_node_field_mutations)."""
+    head, meta, nodes, member = sections(BLOBS[1])
+    arr = np.frombuffer(nodes, dtype=NODE_DTYPE).copy()
+    cat = int(np.flatnonzero(arr["kind"] == NodeKind.CATEGORICAL)[0])
+    arr[cat]["value"] = value
+    with pytest.raises(ClefproveError, match=f"node {cat}: categorical split with a value"):
+        load_bytes(repack(head, meta, arr.tobytes(), member), origin="m.clef")
+    arr[cat]["value"] = 0.0
+    assert load_bytes(repack(head, meta, arr.tobytes(), member), origin="m.clef").n_nodes
