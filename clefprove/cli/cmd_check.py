@@ -103,23 +103,16 @@ def _kept_run_key(
     """The run's key (None: not kept, see runs.run_key) and the cache, opened if it exists."""
     import os
 
+    from clefprove.incremental import runs
     from clefprove.incremental.store import DB_NAME, CacheStore, default_directory
 
-    key = _run_key(args, files, options)
+    key = runs.run_key(args.model, [os.fspath(f) for f in files], options)
     directory = args.cache if args.cache is not None else default_directory()
     # Only an existing cache is opened here: one is created only once the model and the
     # invariants are read, so that a run ending with status 2 leaves nothing behind.
     if key is None or not os.path.isfile(os.path.join(directory, DB_NAME)):
         return key, None
     return key, CacheStore(directory)
-
-
-def _run_key(args: argparse.Namespace, files: list[Path], options: CheckOptions) -> bytes | None:
-    import os
-
-    from clefprove.incremental import runs
-
-    return runs.run_key(args.model, [os.fspath(f) for f in files], options)
 
 
 def _check(
@@ -129,8 +122,8 @@ def _check(
     opened: CacheStore | None,
     files: list[Path] | None = None,
 ) -> int:
-    """Load, check and print; keep the run under *key* in the cache (*opened*, if open),
-    unless a file changed while it ran (*files*: the invariant files the key names)."""
+    """Load, check and print; keep the run under *key* in the cache (*opened*, if open) when
+    it read what the key names (*files*: the invariant files the key names)."""
     from clefprove.dsl.loader import load_invariants
     from clefprove.model.loading import load_any
     from clefprove.verify.api import check
@@ -172,13 +165,11 @@ def _check(
             progress=progress,
             cache=cache,
         )
-        # The key names the files' bytes before the run: a file rewritten while the model and
-        # invariants were read must not leave its new report under the old bytes' name.
         if (
             cache is not None
             and key is not None
             and files is not None
-            and _run_key(args, files, options) == key
+            and _unchanged(args, files, key, options, report)
         ):
             from clefprove.incremental import runs
 
@@ -189,6 +180,31 @@ def _check(
         if cache is not None:
             cache.close()
     return _emit(args, report)
+
+
+def _unchanged(
+    args: argparse.Namespace,
+    files: list[Path],
+    key: bytes,
+    options: CheckOptions,
+    report: Report,
+) -> bool:
+    """Whether the run read what *key* names: the same invariant files (the directories are
+    listed again) with the same bytes, and the model bytes the loader read
+    (:func:`runs.made_from`).  The key is taken before the model is loaded: a file replaced
+    in between (a deploy writing the model under the check) must not leave the new bytes'
+    report under the old bytes' name, where a later run of the old bytes would print it."""
+    import os
+
+    from clefprove.dsl.files import expand_paths
+    from clefprove.incremental import runs
+
+    try:
+        if expand_paths(args.invariants) != files:
+            return False
+    except ClefproveError:
+        return False
+    return runs.made_from(key, args.model, [os.fspath(f) for f in files], options, report)
 
 
 def _emit(args: argparse.Namespace, report: Report) -> int:

@@ -46,13 +46,20 @@ class _Bad(Exception):
     """A stored run does not have the expected shape: treated as a miss."""
 
 
-def run_key(model: str, invariants: Sequence[str], options: CheckOptions) -> bytes | None:
+def run_key(
+    model: str,
+    invariants: Sequence[str],
+    options: CheckOptions,
+    *,
+    model_digest: str | None = None,
+) -> bytes | None:
     """The key of a ``check`` of *model* against the files *invariants* (paths as given) with
     *options*; None when one of them is not a readable regular file (a FIFO must not be read
-    twice; the usual path reports what is wrong)."""
+    twice; the usual path reports what is wrong).  *model_digest*: the model file's sha256,
+    known already (it is then not read)."""
     files = []
-    for path in (model, *invariants):
-        digest = _file_digest(path)
+    for i, path in enumerate((model, *invariants)):
+        digest = model_digest if i == 0 and model_digest is not None else _file_digest(path)
         if digest is None:
             return None
         files.append([path, digest])
@@ -65,6 +72,19 @@ def run_key(model: str, invariants: Sequence[str], options: CheckOptions) -> byt
         allow_nan=False,
     )
     return hashlib.sha256(text.encode()).digest()
+
+
+def made_from(
+    key: bytes, model: str, invariants: Sequence[str], options: CheckOptions, report: Report
+) -> bool:
+    """Whether *report*, computed for the run *key*, was made from the bytes that *key* names.
+
+    A ``.clef`` model is named by the digest the loader took over the bytes it mapped (no
+    second read, so a file replaced and put back during the run is seen); a JSON source and
+    the invariant files are read again (an edit undone during the run is not seen for them:
+    reading once for both would need the loaders to take bytes)."""
+    digest = None if report.model.from_source else report.model.sha256
+    return run_key(model, invariants, options, model_digest=digest) == key
 
 
 def _code_stamp() -> str:

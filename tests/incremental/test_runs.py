@@ -497,3 +497,49 @@ def _without_counts(text: str) -> str:
     """*text* without timings and the checked/reused split (a kept run reuses every path)."""
     text = re.sub(r'"paths_(checked|reused)": [0-9]+', '"paths": 0', _without_times(text))
     return re.sub(r"[0-9]+ paths checked, [0-9]+ reused", "paths", text)
+
+
+@pytest.mark.parametrize("edit", ["model", "invariant", "new file"])
+def test_a_file_replaced_during_the_run_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], edit: str
+) -> None:
+    """The key is taken before the model is loaded: a file replaced in between (a deploy
+    writing the model while a check runs) must not leave the report of the new bytes kept
+    under the key of the old ones, where a later run of the old bytes would print it."""
+    import clefprove.model.loading as loading
+    from clefprove.cli.main import main
+
+    work = _work(tmp_path)
+    (work / "inv" / "rel.inv").unlink()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("CLEFPROVE_CACHE", raising=False)
+    bad, good = "edge-allow-block-1.0.0.clef", "edge-allow-block.clef"
+    shutil.copy(bad, "m.clef")  # violates blocks_are_confident
+    edge = (work / "inv" / "edge.inv").read_text()
+    load_any = loading.load_any
+
+    def replaced_meanwhile(path: str, *a: object, **k: object) -> object:
+        if edit == "model":
+            shutil.copy(good, "m.clef")
+        elif edit == "invariant":
+            cut = edge.index("invariant blocks_are_confident")
+            (work / "inv" / "edge.inv").write_text(edge[:cut])
+        else:
+            (work / "inv" / "more.inv").write_text("invariant more:\n  ensure true\n")
+        return load_any(path, *a, **k)
+
+    args = ["check", "m.clef", "inv", "--jobs", "1", "--format", "json"]
+    monkeypatch.setattr(loading, "load_any", replaced_meanwhile)
+    main(args)
+    monkeypatch.setattr(loading, "load_any", load_any)
+    shutil.copy(bad, "m.clef")
+    (work / "inv" / "edge.inv").write_text(edge)
+    (work / "inv" / "more.inv").unlink(missing_ok=True)
+    capsys.readouterr()
+    again = main(args)
+    kept = json.loads(capsys.readouterr().out)
+    fresh = main([*args, "--no-cache"])
+    assert again == fresh == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in kept["results"]] == [r["status"] for r in doc["results"]]
+    assert [r["invariant"] for r in kept["results"]] == [r["invariant"] for r in doc["results"]]
