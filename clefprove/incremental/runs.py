@@ -87,14 +87,21 @@ def made_from(
     return run_key(model, invariants, options, model_digest=digest) == key
 
 
-def _code_stamp() -> str:
-    """Names, sizes and modification times of this package's source files.
+#: The package's files that make a report: its Python modules and the DSL grammar that the
+#: Lark route reads at run time (``dsl/lark_route.py``).
+SOURCE_SUFFIXES = (".py", ".lark")
+
+
+def _code_stamp(root: str | None = None) -> str:
+    """Names, sizes and modification times of this package's source files (*root*: the
+    package directory, by default this one's).
 
     A kept run is a whole report, made by most of the package (loader checks, wording, the
-    regions' text), not only by the verifier that :data:`ENGINE_REVISION` versions: an edited
-    checkout must not print what its previous code printed.  Listing the files costs well
-    under a millisecond; reading them would cost more than a hit saves."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    regions' text, the grammar), not only by the verifier that :data:`ENGINE_REVISION`
+    versions: an edited checkout must not print what its previous code printed.  Listing the
+    files costs well under a millisecond; reading them would cost more than a hit saves."""
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.sha256()
     stack = [root]
     while stack:
@@ -104,7 +111,7 @@ def _code_stamp() -> str:
                 if e.is_dir(follow_symlinks=False):
                     if e.name != "__pycache__" and not e.name.startswith("."):
                         stack.append(e.path)
-                elif e.name.endswith(".py"):
+                elif e.name.endswith(SOURCE_SUFFIXES):
                     st = e.stat()
                     h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()

@@ -543,3 +543,16 @@ def test_a_file_replaced_during_the_run_is_not_kept(
     doc = json.loads(capsys.readouterr().out)
     assert [r["status"] for r in kept["results"]] == [r["status"] for r in doc["results"]]
     assert [r["invariant"] for r in kept["results"]] == [r["invariant"] for r in doc["results"]]
+
+
+def test_code_stamp_names_the_grammar(tmp_path: Path) -> None:
+    """The DSL grammar is read at run time (the Lark route): an edited grammar.lark must not
+    answer with what the earlier grammar parsed, as an edited module does not."""
+    package = tmp_path / "clefprove"
+    (package / "dsl").mkdir(parents=True)
+    (package / "dsl" / "parser.py").write_text("x = 1\n")
+    (package / "dsl" / "grammar.lark").write_text("item: NAME\n")
+    before = runs._code_stamp(str(package))
+    (package / "dsl" / "grammar.lark").write_text("item: NAME NAME\n")
+    assert runs._code_stamp(str(package)) != before
+    assert (ROOT / "clefprove" / "dsl" / "grammar.lark").is_file()  # where it is read from
