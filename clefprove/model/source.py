@@ -316,7 +316,7 @@ def compile_source(obj: Any, origin: str = "<json>") -> Model | Ensemble:
     """Validate a parsed JSON model source and compile it into a :class:`Model` (or, for a
     source with ``trees``, an :class:`~clefprove.model.ensemble.Ensemble`)."""
     if not isinstance(obj, dict):
-        raise _fail("", f"{origin}: a model source must be a JSON object")
+        raise _fail("", "a model source must be a JSON object")
     if "trees" in obj or "ensemble" in obj:
         return _compile_ensemble(obj, origin)
     _check_keys(obj, _TOP_KEYS, "")

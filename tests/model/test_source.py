@@ -206,3 +206,12 @@ def test_reserved_feature_names_refused_at_compile(tmp_path, name, needle) -> No
     from clefprove.model.source import compile_source
 
     assert compile_source(src).features[0].name == "when"
+
+
+def test_a_non_object_source_names_its_file_once(tmp_path) -> None:
+    """One readable line (SPEC §4): the file's name is not repeated."""
+    path = tmp_path / "m.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ModelSourceError) as info:
+        load_source(path)
+    assert str(info.value) == f"{path}: a model source must be a JSON object"
