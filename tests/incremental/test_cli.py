@@ -214,3 +214,36 @@ def test_release_recheck_decides_only_changed_leaves(tmp_path, order) -> None:
     assert total == json.loads(fresh.stdout)["summary"]["paths_checked"]
     # A few leaves changed action: far fewer than all (invariant, path) pairs are decided.
     assert 0 < summary["paths_checked"] < total // 10, summary
+
+
+def test_one_leaf_update_of_the_bundled_example_rechecks_only_that_path(tmp_path) -> None:
+    """SPEC §1: after a model update only the paths that changed are checked again, and §4:
+    ``paths_checked`` + ``paths_reused`` cover every (invariant, path) pair.  The bundled
+    1,201-node example with one leaf's confidence changed: one path per invariant is decided,
+    the other 600 come from the cache (box-decided invariants included, on a small tree)."""
+    src = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
+    (tmp_path / "old.json").write_text(json.dumps(src))
+    leaf = src["tree"]
+    while "action" not in leaf:
+        leaf = leaf["left"]
+    leaf["confidence"] = 0.5 if leaf["confidence"] != 0.5 else 0.25
+    (tmp_path / "new.json").write_text(json.dumps(src))
+    for name in ("old", "new"):
+        done = run("compile", f"{name}.json", "-o", f"{name}.clef", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    inv = str(ROOT / "invariants" / "edge.inv")
+    first = run("check", "old.clef", inv, "--format", "json", cwd=tmp_path)
+    assert first.returncode in (0, 1), first.stderr
+    second = run("check", "new.clef", inv, "--format", "json", cwd=tmp_path)
+    assert second.returncode in (0, 1), second.stderr
+    doc = json.loads(second.stdout)
+    n_inv = doc["summary"]["invariants"]
+    leaves = doc["model"]["leaves"]
+    assert doc["summary"]["paths_checked"] == n_inv
+    assert doc["summary"]["paths_reused"] == n_inv * (leaves - 1)
+    fresh = run("check", "new.clef", inv, "--format", "json", "--no-cache", cwd=tmp_path)
+    expect = json.loads(fresh.stdout)
+    strip = ("seconds", "paths_checked", "paths_reused")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in doc["results"]] == [
+        {k: v for k, v in r.items() if k not in strip} for r in expect["results"]
+    ]
