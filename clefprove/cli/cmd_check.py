@@ -202,7 +202,7 @@ def _unchanged(
     try:
         if expand_paths(args.invariants) != files:
             return False
-    except ClefproveError:
+    except (ClefproveError, OSError):  # a directory removed or made unreadable meanwhile
         return False
     return runs.made_from(key, args.model, [os.fspath(f) for f in files], options, report)
 
