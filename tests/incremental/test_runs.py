@@ -556,3 +556,50 @@ def test_code_stamp_names_the_grammar(tmp_path: Path) -> None:
     (package / "dsl" / "grammar.lark").write_text("item: NAME NAME\n")
     assert runs._code_stamp(str(package)) != before
     assert (ROOT / "clefprove" / "dsl" / "grammar.lark").is_file()  # where it is read from
+
+
+def _without_split(text: str) -> str:
+    """*text* without timings and without the checked/reused split of the paths."""
+    text = _without_times(text)
+    text = re.sub(r'"paths_(checked|reused)": [0-9]+', '"paths_split": 0', text)
+    return re.sub(r"[0-9]+ paths checked, [0-9]+ reused", "N paths", text)
+
+
+@pytest.mark.slow
+def test_hit_prints_what_a_fresh_run_prints(tmp_path: Path) -> None:
+    """The contract itself: a kept run prints what ``--no-cache`` prints (but for timings and
+    the checked/reused split), in every format and with every flag that changes the output, for
+    a tree (violated, relational, vacuous) and an ensemble compiled from JSON source."""
+    work = _work(tmp_path)
+    (work / "inv" / "vacuous.inv").write_text(
+        "invariant never_there:\n  when client_rtt_ms < 0\n  ensure action == block\n"
+    )
+    shutil.copy(ROOT / "tests" / "fixtures" / "ensemble_toy.json", work / "ens.json")
+    (work / "ens").mkdir()
+    (work / "ens" / "e.inv").write_text(
+        "severity allow < challenge < block\n"
+        "invariant tor_blocked:\n  when is_tor\n  ensure action == block\n"
+        "invariant rtt_monotone:\n  ensure monotone(client_rtt_ms)\n"
+    )
+    runs_ = [
+        ("edge-allow-block-1.0.0.clef", "inv", fmt, *flags)
+        for fmt in ("text", "json", "sarif", "junit", "github", "gitlab")
+        for flags in ((), ("-v",))
+    ]
+    runs_ += [
+        ("edge-allow-block-1.0.0.clef", "inv", "text", "-q"),
+        ("edge-allow-block-1.0.0.clef", "inv", "text", "--color", "always"),
+        ("ens.json", "ens", "text", "-v"),
+        ("ens.json", "ens", "json"),
+    ]
+    for model, inv, fmt, *flags in runs_:
+        args = [model, inv, "--format", fmt, "--counterexamples", "2", *flags]
+        shutil.rmtree(work / ".clefprove-cache", ignore_errors=True)
+        first = _check(work, *args)
+        kept = _check(work, *args)
+        fresh = _check(work, *args, "--no-cache")
+        assert first.returncode == kept.returncode == fresh.returncode == 1, kept.stderr
+        assert _without_split(kept.stdout) == _without_split(fresh.stdout), args
+        assert kept.stderr == fresh.stderr, args
+        if fmt == "json":
+            assert json.loads(kept.stdout)["summary"]["paths_checked"] == 0  # a kept run
