@@ -499,7 +499,7 @@ def _without_counts(text: str) -> str:
     return re.sub(r"[0-9]+ paths checked, [0-9]+ reused", "paths", text)
 
 
-@pytest.mark.parametrize("edit", ["model", "invariant", "new file"])
+@pytest.mark.parametrize("edit", ["model", "model source", "invariant", "new file"])
 def test_a_file_replaced_during_the_run_is_not_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], edit: str
 ) -> None:
@@ -513,14 +513,17 @@ def test_a_file_replaced_during_the_run_is_not_kept(
     (work / "inv" / "rel.inv").unlink()
     monkeypatch.chdir(work)
     monkeypatch.delenv("CLEFPROVE_CACHE", raising=False)
-    bad, good = "edge-allow-block-1.0.0.clef", "edge-allow-block.clef"
-    shutil.copy(bad, "m.clef")  # violates blocks_are_confident
+    suffix = ".json" if edit == "model source" else ".clef"
+    for name in ("edge-allow-block-1.0.0", "edge-allow-block"):
+        shutil.copy(EXAMPLES / (name + suffix), name + suffix)
+    bad, good, model = f"edge-allow-block-1.0.0{suffix}", f"edge-allow-block{suffix}", f"m{suffix}"
+    shutil.copy(bad, model)  # violates blocks_are_confident
     edge = (work / "inv" / "edge.inv").read_text()
     load_any = loading.load_any
 
     def replaced_meanwhile(path: str, *a: object, **k: object) -> object:
-        if edit == "model":
-            shutil.copy(good, "m.clef")
+        if edit.startswith("model"):
+            shutil.copy(good, model)
         elif edit == "invariant":
             cut = edge.index("invariant blocks_are_confident")
             (work / "inv" / "edge.inv").write_text(edge[:cut])
@@ -528,11 +531,11 @@ def test_a_file_replaced_during_the_run_is_not_kept(
             (work / "inv" / "more.inv").write_text("invariant more:\n  ensure true\n")
         return load_any(path, *a, **k)
 
-    args = ["check", "m.clef", "inv", "--jobs", "1", "--format", "json"]
+    args = ["check", model, "inv", "--jobs", "1", "--format", "json"]
     monkeypatch.setattr(loading, "load_any", replaced_meanwhile)
     main(args)
     monkeypatch.setattr(loading, "load_any", load_any)
-    shutil.copy(bad, "m.clef")
+    shutil.copy(bad, model)
     (work / "inv" / "edge.inv").write_text(edge)
     (work / "inv" / "more.inv").unlink(missing_ok=True)
     capsys.readouterr()
