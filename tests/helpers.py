@@ -36,6 +36,11 @@ def run_cli(
     (default: empty, never the terminal), *env* added to the environment and *unset* removed
     from it, bounded by *timeout*; stdout and stderr captured (str, or bytes when not *text*)."""
     environ = {k: v for k, v in os.environ.items() if k not in unset}
+    # This checkout, whatever the working directory: a relative PYTHONPATH, or none with
+    # another checkout installed in editable mode, would run that other checkout's code.
+    environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), environ.get("PYTHONPATH", "")) if p
+    )
     environ.update(env or {})
     if stdin is None:
         stdin = "" if text else b""

@@ -358,6 +358,7 @@ def test_hit_loads_no_model_and_edits_are_misses(tmp_path: Path) -> None:
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "CLEFPROVE_CACHE"}
+        env["PYTHONPATH"] = str(ROOT)  # this checkout, whatever the working directory
         return subprocess.run(
             [sys.executable, "-c", probe, "check", *args, "--jobs", "1"],
             cwd=work,
