@@ -6,6 +6,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import IO
 
 from clefprove.errors import ClefproveError
 
@@ -23,6 +24,20 @@ def utf8(text: str) -> bytes:
     except UnicodeEncodeError:
         raw = text.encode("utf-8", "replace")
     return raw.decode("utf-8", "replace").encode()
+
+
+def read_bounded(fh: IO[bytes], limit: int) -> bytes | None:
+    """At most *limit* bytes of *fh*, or None when it holds more: a device or a pipe that
+    never ends (``/dev/zero``) must be refused as input, not read until memory runs out."""
+    data = fh.read(limit + 1)
+    return None if len(data) > limit else data
+
+
+def read_file_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of the file at *path*, or None when it holds more than *limit* (OSError as
+    ``open`` raises it)."""
+    with open(path, "rb") as fh:
+        return read_bounded(fh, limit)
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 #: Lines encoded before one batch evaluation.
 BATCH_LINES = 4096
 
+#: An input line longer than this is a bad line (its own error line), read no further: a
+#: stream that never ends a line (``/dev/zero``) must not be read until memory runs out.
+MAX_LINE_BYTES = 64 << 20
+
+#: How much of an over-long line is skipped, at most, before the input is taken to end there.
+MAX_SKIP_BYTES = 1 << 30
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from clefprove.cli import options as op
@@ -114,10 +121,30 @@ def evaluate_stream(model: Any, lines: IO[bytes], out: IO[str], explain: bool = 
     return 1 if bad else 0
 
 
-def _batches(lines: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
-    batch: list[tuple[int, bytes]] = []
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
+def _lines(lines: IO[bytes]) -> Iterator[bytes | None]:
+    """The lines of *lines*; None for a line longer than :data:`MAX_LINE_BYTES`, whose rest is
+    skipped a chunk at a time, never held whole.  A line that goes on for
+    :data:`MAX_SKIP_BYTES` more (a stream that never ends one, ``/dev/zero``) ends the input."""
+    while True:
+        raw = lines.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        skipped = 0
+        while raw and not raw.endswith(b"\n") and skipped < MAX_SKIP_BYTES:
+            raw = lines.readline(MAX_LINE_BYTES)
+            skipped += len(raw)
+        yield None
+        if raw and not raw.endswith(b"\n"):
+            return
+
+
+def _batches(lines: IO[bytes]) -> Iterator[list[tuple[int, bytes | None]]]:
+    batch: list[tuple[int, bytes | None]] = []
+    for lineno, raw in enumerate(_lines(lines), start=1):
+        if raw is not None and not raw.strip():
             continue
         batch.append((lineno, raw))
         if len(batch) >= BATCH_LINES:
@@ -127,9 +154,11 @@ def _batches(lines: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
         yield batch
 
 
-def _parse_line(raw: bytes) -> Any:
+def _parse_line(raw: bytes | None) -> Any:
     from clefprove.eval.inputs import parse_json_input
 
+    if raw is None:
+        raise InputError(f"longer than {MAX_LINE_BYTES} bytes")
     obj = parse_json_input(raw)
     if not isinstance(obj, dict):
         kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}

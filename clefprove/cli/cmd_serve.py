@@ -18,9 +18,12 @@ if TYPE_CHECKING:
     import socket
 
 from clefprove.errors import ClefproveError
+from clefprove.fileio import read_file_bounded
 
 DEFAULT_ADDR = "127.0.0.1:8080"
 TOKEN_ENV = "CLEFPROVE_RELOAD_TOKEN"
+#: A token file larger than this is refused (``--token-file /dev/zero`` must not fill memory).
+MAX_TOKEN_FILE_BYTES = 64 << 10
 INSTALL_HINT = "pip install 'clefprove[serve]'"
 
 
@@ -117,8 +120,12 @@ def read_token(path: str | None) -> str | None:
     if path is None:
         return os.environ.get(TOKEN_ENV) or None
     try:
-        with open(path, encoding="utf-8") as fh:
-            token = fh.read().strip()
+        raw = read_file_bounded(path, MAX_TOKEN_FILE_BYTES)
+        if raw is None:
+            raise ClefproveError(
+                f"{path}: the token file is larger than {MAX_TOKEN_FILE_BYTES} bytes"
+            )
+        token = raw.decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise ClefproveError(f"{path}: cannot read the token file: {reason}") from None

@@ -9,9 +9,14 @@ from pathlib import Path
 
 from clefprove.dsl.errors import Diagnostic, DslError
 from clefprove.errors import ClefproveError
+from clefprove.fileio import read_file_bounded
 
 #: The suffix of invariant files.
 SUFFIX = ".inv"
+
+#: An invariant file larger than this is refused (64 MiB: people write them; a device or a pipe
+#: that never ends must not be read until memory runs out).
+MAX_INVARIANT_FILE_BYTES = 64 << 20
 
 
 def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -68,11 +73,16 @@ def _dangling(path: Path) -> bool:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of an invariant file; an unreadable file is one line."""
+    """The bytes of an invariant file; an unreadable or endless file is one line."""
     try:
-        return Path(path).read_bytes()
+        data = read_file_bounded(path, MAX_INVARIANT_FILE_BYTES)
     except OSError as exc:
         raise ClefproveError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if data is None:
+        raise ClefproveError(
+            f"{path}: larger than {MAX_INVARIANT_FILE_BYTES} bytes, not an invariant file"
+        )
+    return data
 
 
 def read_text(path: str | os.PathLike[str]) -> str:

@@ -10,10 +10,14 @@ import stat
 from pathlib import Path
 
 from clefprove.errors import ClefFormatError, ClefproveError
+from clefprove.fileio import read_bounded
 from clefprove.model.clef import MAGIC, load, load_bytes, short_reason, single_tree
 from clefprove.model.ensemble import Ensemble
-from clefprove.model.source import compile_source, load_source, parse_json_text
+from clefprove.model.source import MAX_SOURCE_BYTES, compile_source, load_source, parse_json_text
 from clefprove.model.types import Model
+
+#: A model read from a pipe larger than this is refused (the stream may never end).
+MAX_STREAM_BYTES = MAX_SOURCE_BYTES
 
 
 def load_model(
@@ -37,7 +41,11 @@ def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | E
         with open(p, "rb") as fh:
             head = fh.read(len(MAGIC))
             regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
-            rest = fh.read() if not regular and _looks_like_model(head, p) else None
+            rest = (
+                read_bounded(fh, MAX_STREAM_BYTES)
+                if not regular and _looks_like_model(head, p)
+                else None
+            )
     except IsADirectoryError:
         raise ClefproveError(f"{path}: is a directory, not a model") from None
     except OSError as exc:
@@ -52,6 +60,8 @@ def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | E
         raise ClefFormatError(f"{path}: not a .clef file ({what}){hint}")
     if not regular:
         if rest is None:
+            if _looks_like_model(head, p):
+                raise ClefFormatError(f"{path}: larger than {MAX_STREAM_BYTES} bytes")
             raise ClefFormatError(f"{path}: {short_reason(head, len(head))}")
         data = head + rest
         if json_source:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.errors import ModelSourceError
+from clefprove.fileio import read_file_bounded
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link
 from clefprove.model.features import (
     _check_keys,
@@ -36,6 +37,10 @@ from clefprove.model.types import (
     Model,
     NodeKind,
 )
+
+#: A JSON model source larger than this is refused (a device or a pipe that never ends must
+#: not be read until memory runs out; 1 GiB of JSON is several million nodes).
+MAX_SOURCE_BYTES = 1 << 30
 
 _TOP_KEYS = {"name", "version", "features", "actions", "tree", "description", "metadata"}
 _LEAF_KEYS = {"action", "confidence", "id", "samples"}
@@ -355,9 +360,11 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; every failure is a one-line :class:`ModelSourceError`."""
     try:
-        data = Path(path).read_bytes()
+        data = read_file_bounded(path, MAX_SOURCE_BYTES)
     except OSError as exc:
         raise ModelSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if data is None:
+        raise ModelSourceError(f"{path}: larger than {MAX_SOURCE_BYTES} bytes")
     return parse_json_text(data, str(path))
 
 

@@ -819,6 +819,65 @@ def test_endless_stream_is_not_read_whole(work: Path) -> None:
     assert_usage_error(res, "not a .clef file")
 
 
+def _capped(*argv: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """The CLI with its address space capped at 3 GiB: reading an endless stream whole then
+    ends in MemoryError (exit 4, the bug this guards against) instead of the OOM killer."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "clefprove", *argv],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        preexec_fn=cap,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["check", "model.clef", "/dev/zero"], "/dev/zero"),
+        (["compile", "/dev/zero", "-o", "out.clef"], "/dev/zero"),
+        (["check", "/dev/zero", "edge.inv"], "/dev/zero"),
+        (["serve", "model.clef", "edge.inv", "--token-file", "/dev/zero"], "/dev/zero"),
+    ],
+    ids=["invariants", "json-source", "model", "token-file"],
+)
+def test_endless_input_file_is_bad_input_not_a_crash(
+    work: Path, argv: list[str], needle: str
+) -> None:
+    """SPEC §4: a file that cannot be read is bad input (exit 2, one line), never an internal
+    error: an invariant file or a JSON source that never ends (a device, a pipe) was read
+    whole, until MemoryError (exit 4) or the OOM killer."""
+    if argv[0] == "compile":
+        (work / "zero.json").symlink_to("/dev/zero")
+        argv = ["compile", "zero.json", "-o", "out.clef"]
+        needle = "zero.json"
+    res = _capped(*argv, cwd=work)
+    assert_usage_error(res, needle)
+    assert not (work / "out.clef").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_endless_eval_line_is_an_error_line(work: Path) -> None:
+    """SPEC §4: a bad line of ``eval`` gets its own error line; one that never ends is bad
+    (it was read whole: MemoryError, exit 4)."""
+    res = _capped("eval", "model.clef", "--input", "/dev/zero", cwd=work)
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert "Traceback" not in err
+    (line,) = res.stdout.decode().splitlines()
+    assert json.loads(line)["error"].startswith("line 1: ")
+
+
 # --- Ctrl-C ------------------------------------------------------------------------------------
 
 

@@ -58,10 +58,11 @@ def test_unreadable_file_is_one_line(
     f = tmp_path / "locked.inv"
     f.write_text(INV.format(name="y"))
 
-    def refuse(self: Path) -> bytes:
+    def refuse(path: object, limit: int) -> bytes:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)  # root can read anything; simulate
+    # root can read anything; simulate (invariant files are read through a bounded read)
+    monkeypatch.setattr("clefprove.dsl.files.read_file_bounded", refuse)
     with pytest.raises(ClefproveError) as info:
         load_invariants([f], spec_model)
     assert not isinstance(info.value, DslError)
