@@ -69,7 +69,10 @@ def _finite(v: Any, path: str, what: str) -> float:
     try:
         x = float(v)
     except OverflowError:
-        raise _fail(path, f"{what} {v} is too large for float64") from None
+        digits = str(v)
+        if len(digits) > 24:  # one readable line: a 4,000-digit integer is not printed whole
+            digits = f"{digits[:12]}...({len(digits.lstrip('-'))} digits)"
+        raise _fail(path, f"{what} {digits} is too large for float64") from None
     if not math.isfinite(x):
         raise _fail(path, f"{what} must be finite, not {v}")
     return x

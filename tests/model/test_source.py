@@ -215,3 +215,13 @@ def test_a_non_object_source_names_its_file_once(tmp_path) -> None:
     with pytest.raises(ModelSourceError) as info:
         load_source(path)
     assert str(info.value) == f"{path}: a model source must be a JSON object"
+
+
+def test_a_huge_integer_threshold_is_refused_in_a_short_line(spec_source) -> None:
+    """One readable line (SPEC §4): the 401-digit integer is not echoed whole."""
+    spec_source["tree"]["threshold"] = 10**400
+    with pytest.raises(ModelSourceError) as info:
+        compile_source(spec_source)
+    message = str(info.value)
+    assert "too large for float64" in message and "401 digits" in message
+    assert len(message) < 120, message
