@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     )
     # --smtlib asks for every solver query, so nothing may be answered from the cache.
     if args.smtlib is not None or args.no_cache:
-        return _check(args, options, None, None)
+        return _check(args, options, None, None, files)
     # An unchanged model and invariant set is answered before the model is loaded (and numpy
     # imported): incremental/runs.py.
     key, store = _kept_run_key(args, files, options)
@@ -120,7 +120,7 @@ def _check(
     options: CheckOptions,
     key: bytes | None,
     opened: CacheStore | None,
-    files: list[Path] | None = None,
+    files: list[Path],
 ) -> int:
     """Load, check and print; keep the run under *key* in the cache (*opened*, if open) when
     it read what the key names (*files*: the invariant files the key names)."""
@@ -165,12 +165,7 @@ def _check(
             progress=progress,
             cache=cache,
         )
-        if (
-            cache is not None
-            and key is not None
-            and files is not None
-            and _unchanged(args, files, key, options, report)
-        ):
+        if cache is not None and key is not None and _unchanged(args, files, key, options, report):
             from clefprove.incremental import runs
 
             runs.keep(cache, key, report)

@@ -57,12 +57,10 @@ def run_key(
     *options*; None when one of them is not a readable regular file (a FIFO must not be read
     twice; the usual path reports what is wrong).  *model_digest*: the model file's sha256,
     known already (it is then not read)."""
-    files = []
-    for i, path in enumerate((model, *invariants)):
-        digest = model_digest if i == 0 and model_digest is not None else _file_digest(path)
-        if digest is None:
-            return None
-        files.append([path, digest])
+    digests = [model_digest or _file_digest(model), *map(_file_digest, invariants)]
+    if None in digests:
+        return None
+    files = [[path, digest] for path, digest in zip((model, *invariants), digests, strict=True)]
     try:
         stamp = _code_stamp()
     except OSError:

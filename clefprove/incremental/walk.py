@@ -337,13 +337,7 @@ def _with_regions(model: Model, res: InvariantResult) -> InvariantResult:
     (a region is a function of the leaf's path, as the path text kept beside it)."""
     if not res.counterexamples:
         return res
-    regions: dict[int, tuple[str, ...]] = {}
-
-    def region_of(leaf: int, _x: dict[str, Any]) -> tuple[str, ...]:
-        if leaf not in regions:
-            regions[leaf] = ev.describe_region(model, leaf)
-        return regions[leaf]
-
+    region_of = ev.region_describer(model)
     return dataclasses.replace(
         res, counterexamples=tuple(c.with_regions(region_of) for c in res.counterexamples)
     )

@@ -41,11 +41,8 @@ def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | E
         with open(p, "rb") as fh:
             head = fh.read(len(MAGIC))
             regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
-            rest = (
-                read_bounded(fh, MAX_STREAM_BYTES)
-                if not regular and _looks_like_model(head, p)
-                else None
-            )
+            streamed = not regular and _looks_like_model(head, p)
+            rest = read_bounded(fh, MAX_STREAM_BYTES) if streamed else None
     except IsADirectoryError:
         raise ClefproveError(f"{path}: is a directory, not a model") from None
     except OSError as exc:
@@ -60,7 +57,7 @@ def load_any(path: str | os.PathLike[str], clef_only: bool = False) -> Model | E
         raise ClefFormatError(f"{path}: not a .clef file ({what}){hint}")
     if not regular:
         if rest is None:
-            if _looks_like_model(head, p):
+            if streamed:
                 raise ClefFormatError(f"{path}: larger than {MAX_STREAM_BYTES} bytes")
             raise ClefFormatError(f"{path}: {short_reason(head, len(head))}")
         data = head + rest

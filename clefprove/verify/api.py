@@ -32,8 +32,8 @@ from clefprove.model.types import Model
 from clefprove.verify import engine as eg
 from clefprove.verify.evidence import (
     confirm,
-    describe_region,
     evaluator_for,
+    region_describer,
     when_is_vacuous,
 )
 from clefprove.verify.options import CheckOptions
@@ -152,14 +152,8 @@ def _check(
         results.append(res)
         if progress is not None:
             progress(len(results), len(program.invariants))
-    regions: dict[int, tuple[str, ...]] = {}
-
-    def region_of(leaf: int, record: dict[str, Any]) -> tuple[str, ...]:
-        if isinstance(mdl, Ensemble):  # an ensemble's leaf is one of many trees': no region
-            return ()
-        if leaf not in regions:
-            regions[leaf] = describe_region(mdl, leaf)
-        return regions[leaf]
+    # An ensemble's leaf is one of many trees': no region.
+    region_of = (lambda _leaf, _x: ()) if isinstance(mdl, Ensemble) else region_describer(mdl)
 
     # The cache stores inputs as sorted JSON objects: restore declaration order, so that every
     # output is the same whether a result was decided now or reused.

@@ -18,7 +18,7 @@ from clefprove.model.types import FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
-from clefprove.verify.verdicts import Counterexample
+from clefprove.verify.verdicts import Counterexample, RegionOf
 
 
 def when_invariant(inv: ck.CheckedInvariant) -> ck.CheckedInvariant:
@@ -242,6 +242,19 @@ def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
     from clefprove.model.describe import region_conditions
 
     return tuple(region_conditions(model, [*(n for n, _ in _printed_path(model, leaf)), leaf]))
+
+
+def region_describer(model: Model) -> RegionOf:
+    """:func:`describe_region` of *model* as a ``RegionOf`` (a leaf and an input that reaches
+    it), each leaf described once."""
+    regions: dict[int, tuple[str, ...]] = {}
+
+    def region_of(leaf: int, _x: dict[str, Any]) -> tuple[str, ...]:
+        if leaf not in regions:
+            regions[leaf] = describe_region(model, leaf)
+        return regions[leaf]
+
+    return region_of
 
 
 def _printed_path(model: Model, leaf: int) -> tuple[tuple[int, bool], ...]:
