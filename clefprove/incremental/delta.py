@@ -36,6 +36,7 @@ version (see :mod:`clefprove.incremental.walk`).
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
@@ -51,6 +52,7 @@ from clefprove.geometry.boxes import (
     categorical_splits,
     context_box,
     leaf_boxes,
+    stepped_leaf_boxes,
 )
 from clefprove.model.types import NODE_DTYPE, Model, NodeKind
 from clefprove.verify import engine as eg
@@ -364,6 +366,14 @@ class Alignment:
     records_differ: np.ndarray | None = None
     #: Any other case: ``(clean_new, clean_old_rows, clean_at)``.
     pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: That case: the snapshot's node paired with each changed root (the same node index
+    #: when both trees have the same shape).
+    old_roots: np.ndarray | None = None
+
+    @property
+    def changed_old_roots(self) -> np.ndarray:
+        """The snapshot's nodes paired with :attr:`changed_roots`, in the same order."""
+        return self.changed_roots if self.old_roots is None else self.old_roots
 
     @cached_property
     def _clean(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -504,10 +514,12 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     clean_new: list[np.ndarray] = []
     clean_old: list[np.ndarray] = []
     changed: list[np.ndarray] = []
+    changed_old: list[np.ndarray] = []
     while pn.size:
         same = _equal_records(a, pn, b, po, vocab)
         if not same.all():
             changed.append(pn[~same])
+            changed_old.append(po[~same])
         leaf = a.kind[pn] == NodeKind.LEAF
         ok_leaf = same & leaf
         if ok_leaf.any():
@@ -520,10 +532,12 @@ def align(old: TreeSnapshot, model: Model) -> Alignment:
     cn = np.concatenate(clean_new) if clean_new else np.empty(0, np.int64)
     co = np.concatenate(clean_old) if clean_old else np.empty(0, np.int64)
     order = np.argsort(cn, kind="stable")
-    roots = np.sort(np.concatenate(changed)) if changed else np.empty(0, np.int64)
+    roots = np.concatenate(changed) if changed else np.empty(0, np.int64)
+    old_roots = np.concatenate(changed_old) if changed_old else np.empty(0, np.int64)
+    by_root = np.argsort(roots, kind="stable")
     cn = cn[order]
     pairs = (cn, _rows_of(old, co[order]), np.searchsorted(leaves, cn))
-    return Alignment(leaves, roots, pairs=pairs)
+    return Alignment(leaves, roots[by_root], pairs=pairs, old_roots=old_roots[by_root])
 
 
 def leaf_nodes(model: Model) -> np.ndarray:
@@ -595,6 +609,39 @@ def changed_boxes(model: Model, al: Alignment) -> LeafBoxes:
     if len(parts) == 1 and sorted(parts[0].cats) == keys:
         return parts[0]
     return concat_boxes(parts, keys)
+
+
+def gone_boxes(model: Model, old: TreeSnapshot, al: Alignment) -> LeafBoxes:
+    """The boxes, in the snapshot's tree, of its leaves below the changed roots (those the
+    edit replaced; sorted by their old node ids): each changed root's counterpart stepped
+    down from the root's context box, which is the same in both trees (the path to it is
+    made of equal records)."""
+    view = dataclasses.replace(
+        model,
+        nodes=old.nodes,
+        membership=old.membership,
+        max_depth=int(old.nodes["depth"].max()) if old.size else 0,
+    )
+    parts = [
+        stepped_leaf_boxes(view, o, context_box(model, r))
+        for r, o in zip(al.changed_roots.tolist(), al.changed_old_roots.tolist(), strict=True)
+    ]
+    if not parts:
+        return boxes_of(model, np.empty(0, dtype=np.int64))
+    keys = sorted({f for p in parts for f in p.cats} | categorical_splits(model))
+    return concat_boxes([_with_masks(p, keys, model) for p in parts], keys)
+
+
+def _with_masks(boxes: LeafBoxes, keys: list[int], model: Model) -> LeafBoxes:
+    """*boxes* with a code mask for each feature in *keys* (the whole vocabulary where it
+    had none: what an absent mask means)."""
+    cats = {
+        f: boxes.cats[f]
+        if f in boxes.cats
+        else np.ones((boxes.size, len(model.features[f].values)), dtype=bool)
+        for f in keys
+    }
+    return dataclasses.replace(boxes, cats=cats)
 
 
 def concat_boxes(parts: list[LeafBoxes], keys: list[int]) -> LeafBoxes:

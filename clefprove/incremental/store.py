@@ -341,7 +341,7 @@ class CacheStore:
     ) -> dict[bytes, tuple[str, bytes]]:
         """``key -> (kind, bytes)`` of every stored snapshot among *keys* (see
         :mod:`clefprove.incremental.delta`); with *referenced*, also the tree rows that the
-        ``outcomes`` rows among them name (their first 32 bytes), in the same query.
+        ``outcomes`` and ``pairs`` rows among them name (their first 32 bytes), in the same query.
 
         *stream* ``(key, kind, size)`` may return a :class:`Sink` for a row: its value is then
         fed to the sink piece by piece (never copied whole) and left out of the answer; the
@@ -362,8 +362,8 @@ class CacheStore:
                     sql = f"SELECT key, kind, rowid, chk FROM snapshot WHERE key IN ({q})"
                     if referenced:
                         sql += (
-                            " OR key IN (SELECT substr(value, 1, 32) FROM snapshot WHERE kind = "
-                            f"'outcomes' AND key IN ({q}))"
+                            " OR key IN (SELECT substr(value, 1, 32) FROM snapshot WHERE kind IN "
+                            f"('outcomes', 'pairs') AND key IN ({q}))"
                         )
                     found = conn.execute(sql, part * 2 if referenced else part).fetchall()
                     for key, kind, rowid, chk in found:

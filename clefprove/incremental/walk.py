@@ -4,16 +4,15 @@ For the invariants of one run (docs/incremental.md has the whole story):
 
 1. **Whole results.**  Each invariant's result on this exact model (content digest) is looked
    up first; a hit costs one indexed read.
-2. **Policy.**  An invariant that has never needed Z3 in this domain is decided as in a fresh
-   run when the tree is small (fewer than :data:`SNAPSHOT_MIN_LEAVES` leaves, now 0: SPEC §1
-   wants only changed paths checked again, so no tree is small).  If Z3 turns
-   out to be needed, a *hint* is stored, and from then on:
-3. **Against the last version.**  When some invariant of the run is hinted, or the tree is
-   big, every invariant whose per-leaf outcomes on an earlier version are stored (box-,
-   linear- or Z3-decided) is re-checked against it
+2. **Against the last version.**  Every invariant whose per-leaf outcomes on an earlier
+   version are stored (box-, linear- or Z3-decided) is re-checked against it
    (:mod:`clefprove.incremental.delta`): the two trees are aligned record by record, and only
    the leaves whose path or record changed (and those whose old outcome is not a fact about
-   the box) are decided again.  Otherwise:
+   the box) are decided again.  A relational invariant whose pair count on an earlier version
+   is stored is re-counted from it (:mod:`clefprove.verify.pairdelta`: the pairs of the
+   replaced leaves out, those of the new leaves in).  Otherwise:
+3. An invariant that has never needed Z3 in this domain is decided as in a fresh run; if Z3
+   turns out to be needed, a *hint* is stored, and from then on:
 4. **One shared walk** over the tree, level by level from the root, for the hinted invariants:
    every frontier node gets a key, sha256(Merkle hash of its subtree + canonical context box),
    looked up once for all of them (one query per level).  Where an invariant's proof is found,
@@ -31,8 +30,8 @@ For the invariants of one run (docs/incremental.md has the whole story):
 6. Every Z3-proved leaf is stored as a proof, and every subtree the walk visited whose leaves
    were all found safe (a first run, which does not walk, stores no subtree proofs: the next
    version is re-checked against its outcomes); whole results are stored when no path is
-   unknown; when some invariant needs Z3 or the tree is big, every invariant's outcomes and
-   this version's tree are stored for the next version.
+   unknown; every invariant's outcomes (a relational one's pair count) and this version's tree
+   are stored for the next version.
 
 Soundness of reuse: a subtree's leaf boxes are a function of its content (the Merkle hash,
 which names features and actions), the context box and the domain (which maps names to
@@ -48,7 +47,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -74,6 +73,9 @@ from clefprove.verify import engine as eg
 from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions, json_safe, verifier_identity
+
+if TYPE_CHECKING:
+    from clefprove.verify.relational import PairCount
 from clefprove.verify.verdicts import (
     HOLDS,
     Counterexample,
@@ -84,14 +86,6 @@ from clefprove.verify.verdicts import (
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
 MIN_PROOF_LEAVES = 8
-
-#: From this many leaves on, a run of invariants that the box and linear stages decide without
-#: a solver reads and writes snapshots too (per-leaf outcomes, re-checked against the last
-#: version).  0: every tree.  SPEC §1 promises that after a model update only the paths that
-#: changed are checked again, whatever the tree's size; deciding a small tree's leaves again
-#: with numpy would cost about what the snapshot I/O costs (docs/performance.md, "Snapshots
-#: for every invariant"), but it would report every path as checked and none as reused.
-SNAPSHOT_MIN_LEAVES = 0
 
 
 def _version() -> str:
@@ -662,7 +656,6 @@ def _fresh(
         res, pv, run.snap.outcomes[i] = _decide_every_leaf(run, prep, full, t0)
         _settle(run, i, res)
         if pv.solver_paths:
-            run.snap.wanted = True
             run.out.whole.append(
                 (run.hkeys[i], json.dumps({"solver_paths": pv.solver_paths}, allow_nan=False))
             )
@@ -763,7 +756,7 @@ class _Snapshots:
         self.outcomes: dict[int, delta.LeafOutcomes] = {}
         self.out_blobs: dict[bytes, bytes] = {}  # full outcomes rows ('outb') read
         self.out_base: dict[int, tuple[bytes, delta.LeafOutcomes]] = {}  # what i's rests on
-        self.wanted = False  # store snapshots (some invariant of the run needs Z3)
+        self.pairs: dict[int, PairCount] = {}  # relational invariants' pair counts
         self._leaves: np.ndarray | None = None
         self._readers: dict[bytes, delta.TreeReader] = {}
 
@@ -802,6 +795,29 @@ class _Snapshots:
                     self._deltas[key] = blob
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
+
+    def old_pairs(self, pointer: bytes) -> PairCount:
+        """A relational invariant's pair count from its row (the version's tree key, then
+        the count as JSON), its pairs checked to be leaves of that version's tree (which
+        :meth:`against` found in the cache)."""
+        try:
+            row = json.loads(pointer[32:])
+            total = row["total"]
+            first = np.array(row["first"], dtype=np.int64).reshape(-1, 2)
+            ok = isinstance(total, int) and first.shape[0] <= total
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            raise CacheCorrupt(f"a pair count row is damaged ({exc})") from exc
+        if not ok:
+            raise CacheCorrupt("a pair count row does not add up")
+        from clefprove.verify.relational import PairCount  # only for such a program
+
+        leaves = self.old[pointer[:32]].leaves
+        at = np.searchsorted(leaves, first.ravel())
+        if first.size and (
+            int(at.max()) >= leaves.size or not np.array_equal(leaves[at], first.ravel())
+        ):
+            raise CacheCorrupt("a pair count row names nodes that are not leaves")
+        return PairCount(total, first)
 
     def bases_wanted(self, found: dict[int, bytes]) -> list[bytes]:
         """The full snapshots that the delta rows read rest on and that are not read yet,
@@ -906,13 +922,19 @@ class _Snapshots:
             shown=delta.RowWitnesses(at[s.rows], s.x),
         )
 
-    def rows(self, okeys: dict[int, bytes]) -> list[tuple[bytes, str, bytes]]:
-        """The snapshot rows to store: this version's tree (unless present) and outcomes.
-        The tree is stored as a delta of the full snapshot the version it was aligned with
-        rests on, when one serves (:func:`delta.encode_tree_delta`), else in full."""
-        if not self.outcomes or not self.wanted:
+    def rows(
+        self, okeys: dict[int, bytes], pkeys: dict[int, bytes]
+    ) -> list[tuple[bytes, str, bytes]]:
+        """The snapshot rows to store: this version's tree (unless present), outcomes and
+        pair counts.  The tree is stored as a delta of the full snapshot the version it was
+        aligned with rests on, when one serves (:func:`delta.encode_tree_delta`), else in
+        full."""
+        if not self.outcomes and not self.pairs:
             return []
         out: list[tuple[bytes, str, bytes]] = []
+        for i, c in self.pairs.items():
+            row = {"total": c.total, "first": c.first.tolist()}
+            out.append((pkeys[i], "pairs", self.key + json.dumps(row, allow_nan=False).encode()))
         for i, o in self.outcomes.items():
             # A delta of the full outcomes row the last version's rest on, when one serves;
             # else a new full row ('outb', written once) and a pointer to it.
@@ -1082,30 +1104,112 @@ def check_program(
         return _check_program(cache, model, program, settings, counterexamples)
 
 
+#: The layout of a pair count row; part of its key (a row of another layout is not found).
+_PAIRS_FORMAT = 1
+
+#: A relational invariant is re-counted after an edit when the leaves replaced and added are
+#: at most this many, or this share (1 / RECOUNT_SHARE) of the tree's leaves; else (an edit
+#: near the root) it is decided afresh, which costs about as much.
+RECOUNT_LEAVES = 256
+RECOUNT_SHARE = 8
+
+
+def pairs_key(scope: bytes, settings: CheckOptions) -> bytes:
+    """Key of a relational invariant's pair count on the last version it checked."""
+    text = f"pairs\0{_PAIRS_FORMAT}\0{settings.outcome_identity}\0".encode()
+    return hashlib.sha256(text + scope).digest()
+
+
 def _relational(
-    cache: CacheStore,
-    model: Model,
-    program: ck.CheckedProgram,
-    settings: CheckOptions,
-    counterexamples: int,
+    run: _Run,
     todo: list[int],
-    rkeys: list[bytes],
-    results: list[InvariantResult | None],
+    found: dict[int, bytes],
+    severity: tuple[int, ...] | None,
+    lap: Callable[[str], None],
 ) -> None:
-    """The relational invariants *todo* decided on leaf pairs, as a fresh run does, their
-    results stored whole (docs/incremental.md, "Relational invariants")."""
+    """The relational invariants *todo*: re-counted from their pair count on an earlier
+    version where one is in the cache and the edit is small, else decided on leaf pairs as a
+    fresh run does; their pair counts kept for the next version (docs/incremental.md,
+    "Relational invariants")."""
     from clefprove.verify.relational import check_relational  # only for such a program
 
-    boxes = leaf_boxes(model)
-    whole = []
     for i in todo:
-        inv = program.invariants[i]
-        res = check_relational(model, inv, program.severity, settings, counterexamples, boxes)
-        res = _with_regions(model, res)
-        results[i] = res
-        if _storable(res):
-            whole.append((rkeys[i], _to_json(res)))
-    cache.store((), whole, ())
+        t0 = time.perf_counter()
+        inv = run.invs[i]
+        kept: list[PairCount] = []
+        blob = found.get(i)
+        res = _recounted(run, inv, severity, blob, kept, t0) if blob is not None else None
+        if res is None:
+            boxes = run.snap.full_boxes()
+            res = check_relational(
+                run.model, inv, severity, run.settings, run.counterexamples, boxes, kept.append
+            )
+        lap("relational")
+        _settle(run, i, res)
+        if kept and _storable(res):
+            run.snap.pairs[i] = kept[0]
+
+
+def _recounted(
+    run: _Run,
+    inv: ck.CheckedInvariant,
+    severity: tuple[int, ...] | None,
+    blob: bytes,
+    kept: list[PairCount],
+    t0: float,
+) -> InvariantResult | None:
+    """The result of relational invariant *inv* re-counted from its pair count on the
+    version its row names (*kept* receives the new count), or None when that version is not
+    in the cache, the edit is large, or the first pairs to print cannot be told."""
+    from clefprove.verify import pairdelta
+    from clefprove.verify.relational import prepare
+
+    model = run.model
+    hit = run.snap.against(blob[:32])
+    if hit is None:
+        return None
+    al, added = hit
+    old_tree = run.snap.old[blob[:32]]
+    old = run.snap.old_pairs(blob)
+    limit = max(RECOUNT_LEAVES, model.n_leaves // RECOUNT_SHARE)
+    if added.size > limit or old_tree.leaves.size - al.clean_new.size > limit:
+        return None
+    if al.dirty is not None:
+        to_new: Callable[[np.ndarray], np.ndarray] = lambda ids: ids  # noqa: E731
+    elif al.old_rows_sorted:
+        old_ids = old_tree.leaves[al.clean_old_rows]
+        new_ids = al.clean_new
+
+        def to_new(ids: np.ndarray) -> np.ndarray:
+            at = np.minimum(np.searchsorted(old_ids, ids), max(0, old_ids.size - 1))
+            if not old_ids.size:
+                return np.full(ids.size, -1, dtype=np.int64)
+            out: np.ndarray = np.where(old_ids[at] == ids, new_ids[at], -1)
+            return out
+
+    else:
+        return None
+    try:
+        gone = delta.gone_boxes(model, old_tree, al)
+    except ValueError as exc:  # a snapshot that does not fit the alignment
+        raise CacheCorrupt(str(exc)) from exc
+    prep = prepare(model, inv, severity)
+    count = pairdelta.recount(model, prep, old, run.counterexamples, gone, added, to_new)
+    if count is None:
+        return None
+    res = pairdelta.counted_result(
+        model,
+        prep,
+        run.settings,
+        run.counterexamples,
+        t0,
+        count,
+        paths_checked=added.size,
+        paths_reused=model.n_leaves - added.size,
+    )
+    if res is not None:
+        kept.append(count)
+    return res
 
 
 def _check_program(
@@ -1130,26 +1234,15 @@ def _check_program(
         if k in stored:
             results[i] = _from_json(stored[k], share)
     pairs = [i for i, k in enumerate(rkeys) if k not in stored and invs[i].is_relational]
-    if pairs:
-        _relational(cache, model, program, settings, counterexamples, pairs, rkeys, results)
-        lap("relational")
-    if todo:
+    if todo or pairs:
         domain = merkle.domain_digest(model, program.severity)
-        scopes = {i: scope_key(invs[i], domain) for i in todo}
+        scopes = {i: scope_key(invs[i], domain) for i in (*todo, *pairs)}
         okeys = {i: outcomes_key(scopes[i], settings) for i in todo}
+        pkeys = {i: pairs_key(scopes[i], settings) for i in pairs}
         hkeys = {i: hint_key(scopes[i]) for i in todo}
-        hints = cache.lookup_results(list(hkeys.values()))
+        hints = cache.lookup_results(list(hkeys.values())) if hkeys else {}
         out = _Out()
         snap = _Snapshots(model, content)
-        # Snapshots pay off once some invariant needs Z3, or the tree is big enough that
-        # re-deciding every leaf with numpy costs more than the snapshot I/O: then every
-        # invariant with outcomes on an earlier version is re-checked against it (the I/O is
-        # shared).  SNAPSHOT_MIN_LEAVES is 0 (SPEC §1: only changed paths are checked
-        # again), so every tree takes this route.
-        snap.wanted = (
-            any(hkeys[i] in hints for i in todo) or int(snap.leaves.size) >= SNAPSHOT_MIN_LEAVES
-        )
-        found: dict[int, bytes] = {}
         run = _Run(
             cache,
             domain,
@@ -1164,25 +1257,36 @@ def _check_program(
             _LeafKeys(),
             snap,
         )
-        if snap.wanted:
-            # One query: the outcomes rows, the trees they name, and this version's tree.
-            rows = cache.lookup_snapshots(
-                [*okeys.values(), snap.key], referenced=True, stream=snap.reader
-            )
-            for i in todo:
-                if okeys[i] in rows:
-                    kind, blob = rows[okeys[i]]
-                    if kind != "outcomes" or len(blob) < 64:
-                        raise CacheCorrupt("a snapshot row has the wrong kind")
-                    found[i] = blob
-            outcome_keys = set(okeys.values())
-            snap.load({k: v for k, v in rows.items() if k not in outcome_keys})
-            wanted = snap.bases_wanted(found)
-            if wanted:
-                snap.load(cache.lookup_snapshots(wanted, stream=snap.reader))
-            snap.resolve()
-            lap("snapshots read")
-            todo = _against_last(run, todo, found, lap)
+        # One query: the outcomes and pair count rows, the trees they name, and this
+        # version's tree (SPEC §1: only the paths that changed are checked again, whatever
+        # the tree's size, so every run reads and writes them).
+        rows = cache.lookup_snapshots(
+            [*okeys.values(), *pkeys.values(), snap.key], referenced=True, stream=snap.reader
+        )
+        found: dict[int, bytes] = {}
+        for i in todo:
+            if okeys[i] in rows:
+                kind, blob = rows[okeys[i]]
+                if kind != "outcomes" or len(blob) < 64:
+                    raise CacheCorrupt("a snapshot row has the wrong kind")
+                found[i] = blob
+        found_pairs: dict[int, bytes] = {}
+        for i in pairs:
+            if pkeys[i] in rows:
+                kind, blob = rows[pkeys[i]]
+                if kind != "pairs" or len(blob) < 32:
+                    raise CacheCorrupt("a snapshot row has the wrong kind")
+                found_pairs[i] = blob
+        own = {*okeys.values(), *pkeys.values()}
+        snap.load({k: v for k, v in rows.items() if k not in own})
+        wanted = snap.bases_wanted(found)
+        if wanted:
+            snap.load(cache.lookup_snapshots(wanted, stream=snap.reader))
+        snap.resolve()
+        lap("snapshots read")
+        if pairs:
+            _relational(run, pairs, found_pairs, program.severity, lap)
+        todo = _against_last(run, todo, found, lap)
         # The rest: those that needed Z3 take the subtree walk, the others are decided on
         # every leaf, as in a fresh run.
         walkers = [i for i in todo if hkeys[i] in hints]
@@ -1193,7 +1297,7 @@ def _check_program(
         if fresh:
             _fresh(run, fresh)
             lap("decided on every leaf")
-        snapshot_rows = snap.rows(okeys)
+        snapshot_rows = snap.rows(okeys, pkeys)
         lap("snapshots encoded")
         cache.store(out.proofs, out.whole, snapshot_rows)
         lap("stored")

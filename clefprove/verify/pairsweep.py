@@ -304,13 +304,7 @@ class PairSweep:
         self.rel = pc.prep.relation
         self.monotone = isinstance(self.rel, ck.Monotone)
         self.delta = self.rel.delta if isinstance(self.rel, ck.Stable) else None
-        acts = pc.actions
-        # Severity rank per row (monotone), or the action itself (symmetric forms: "breaks"
-        # means a different action, i.e. all leaves minus those of the same rank).
-        if self.monotone:
-            self.rank_row = pc.prep.rank[acts].astype(np.int64)
-        else:
-            self.rank_row = acts.astype(np.int64)
+        self.rank_row = pc.rank_row
         self.n_ranks = len(model.actions)
         # Only stable needs f's column: a pair across a split on f at t has x_f <= t < x'_f
         # (monotone holds by itself), and independent relates any two values.
@@ -574,28 +568,9 @@ class PairSweep:
         return m
 
     def pair_ok(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
-        """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
-        pb narrowed by side j (without the symmetric forms' a < b)."""
-        pc = self.pc
-        sa, sb = pc.sides[i], pc.sides[j]
-        m: np.ndarray = sa.ok[pa] & sb.ok[pb]
-        ra, rb = self.rank_row[pa], self.rank_row[pb]
-        m &= (rb < ra) if self.monotone else (ra != rb)
-        la, ha, lb, hb = sa.rows.lo, sa.rows.hi, sb.rows.lo, sb.rows.hi
-        for g in pc.num_cols:
-            m &= la[pa, g] <= hb[pb, g]
-            m &= lb[pb, g] <= ha[pa, g]
-        for g in pc.cat_cols:
-            ma, mb = pc.cat_f32[i].get(g), pc.cat_f32[j].get(g)
-            if ma is not None and mb is not None:
-                m &= np.any((ma[pa] > 0) & (mb[pb] > 0), axis=1)
-        f = self.f
-        if self.monotone:
-            m &= la[pa, f] < hb[pb, f]
-        elif self.delta is not None:
-            k = np.flatnonzero(m)
-            m[k] = stable_ok(la[pa[k], f], ha[pa[k], f], lb[pb[k], f], hb[pb[k], f], self.delta)
-        return m
+        """The pair matrix's cell test for rows (pa, pb) (``PairChecker.cells``)."""
+        ok: np.ndarray = self.pc.cells(i, j, pa, pb)
+        return ok
 
     # ------------------------------------------------------------ the descent
 

@@ -232,6 +232,44 @@ class PairChecker:
             for s in self.sides
         ]
         self.actions = b.actions
+        # Severity rank per row (monotone), or the action itself (symmetric forms: "breaks"
+        # means a different action, i.e. all leaves minus those of the same rank).
+        if prep.rank is not None:
+            self.rank_row = prep.rank[b.actions].astype(np.int64)
+        else:
+            self.rank_row = b.actions.astype(np.int64)
+
+    @property
+    def counted(self) -> bool:
+        """Whether every pair is decided on the boxes alone, by one cell test (one conjunction
+        of single-feature literals): the case the descent counts without listing pairs, and
+        the one a re-check after an edit re-counts (:mod:`clefprove.verify.pairdelta`)."""
+        return self.exact and len(self.sides) == 1 and not self.sides[0].lins
+
+    def cells(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
+        """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
+        pb narrowed by side j (without the symmetric forms' a < b; multi-feature literals
+        are not looked at)."""
+        sa, sb = self.sides[i], self.sides[j]
+        m: np.ndarray = sa.ok[pa] & sb.ok[pb]
+        ra, rb = self.rank_row[pa], self.rank_row[pb]
+        m &= (rb < ra) if self.prep.rank is not None else (ra != rb)
+        la, ha, lb, hb = sa.rows.lo, sa.rows.hi, sb.rows.lo, sb.rows.hi
+        for g in self.num_cols:
+            m &= la[pa, g] <= hb[pb, g]
+            m &= lb[pb, g] <= ha[pa, g]
+        for g in self.cat_cols:
+            ma, mb = self.cat_f32[i].get(g), self.cat_f32[j].get(g)
+            if ma is not None and mb is not None:
+                m &= np.any((ma[pa] > 0) & (mb[pb] > 0), axis=1)
+        f = self.f
+        rel = self.prep.relation
+        if isinstance(rel, ck.Monotone):
+            m &= la[pa, f] < hb[pb, f]
+        elif isinstance(rel, ck.Stable):
+            k = np.flatnonzero(m)
+            m[k] = stable_ok(la[pa[k], f], ha[pa[k], f], lb[pb[k], f], hb[pb[k], f], rel.delta)
+        return m
 
     # ------------------------------------------------------------ per chunk
 
@@ -453,7 +491,7 @@ def box_pairs(
     if pc.boxes.size**2 <= (MATRIX_CELLS if matrix_cells is None else matrix_cells):
         return matrix_pairs(pc, want)
     sweep = PairSweep(pc)
-    if pc.exact and k == 1 and not pc.sides[0].lins:
+    if pc.counted:
         dual = sweep.dual_count(fan_out)
         if dual is not None:
             total, totals = dual
@@ -620,6 +658,22 @@ def confirm_pair(
 # ---------------------------------------------------------------- the whole check
 
 
+#: Violating pairs a pair count keeps beyond those printed: a re-count after an edit drops
+#: the pairs of the replaced leaves from the list, and can tell the first ones to print only
+#: while enough are left.
+KEEP_PAIRS = 1024
+
+
+@frozen(eq=False)
+class PairCount:
+    """What the cell test found on a whole tree: the number of violating pairs, and a prefix
+    of them in print order ((x leaf, x' leaf) node ids, rows sorted; the symmetric forms'
+    smaller leaf first): every pair when there are no more than it holds."""
+
+    total: int
+    first: np.ndarray  # (m, 2) int64
+
+
 def check_relational(
     model: Model,
     inv: ck.CheckedInvariant,
@@ -627,10 +681,11 @@ def check_relational(
     settings: CheckOptions | None = None,
     counterexamples: int = 3,
     boxes: LeafBoxes | None = None,
+    keep: Callable[[PairCount], None] | None = None,
 ) -> InvariantResult:
-    """The verdict on one relational invariant (see module docstring)."""
-    from clefprove.verify.evidence import evaluator_for as _evaluator
-
+    """The verdict on one relational invariant (see module docstring); *keep* hears the
+    pair count when every pair was decided by the cell test (:attr:`PairChecker.counted`),
+    what a re-check after an edit starts from (:mod:`clefprove.verify.pairdelta`)."""
     t0 = time.perf_counter()
     settings = settings or CheckOptions()
     prep = prepare(model, inv, severity)
@@ -644,7 +699,13 @@ def check_relational(
         def fan_out(count: Callable[[Part], Counts], parts: list[Part]) -> list[Counts]:
             return forked_map(count, parts, jobs)
 
-    n_sat, first, undecided = box_pairs(pc, want, fan_out=fan_out)
+    listed = max(want, KEEP_PAIRS) if keep is not None and pc.counted else want
+    n_sat, first, undecided = box_pairs(pc, listed, fan_out=fan_out)
+    leaves = pc.boxes.leaves
+    if keep is not None and pc.counted:
+        pairs = np.array([(leaves[a], leaves[b]) for a, b, _ in first], dtype=np.int64)
+        keep(PairCount(n_sat, pairs.reshape(-1, 2)))
+    first = first[:want]
 
     solver: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     n_unknown = 0
@@ -660,21 +721,61 @@ def check_relational(
             elif verdict != "unsat":
                 n_unknown += 1
     n_violating = n_sat + len(solver)
-
     candidates = sorted(
         [(a, b, ("box", c)) for a, b, c in first] + [(a, b, ("smt", 0)) for a, b in solver]
     )
+
+    def witness(a: int, b: int, source: tuple[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        return pc.witness(a, b, source[1]) if source[0] == "box" else solver[(a, b)]
+
+    return confirmed_result(
+        model,
+        prep,
+        settings,
+        counterexamples,
+        t0,
+        n_violating,
+        n_unknown,
+        [(int(leaves[a]), int(leaves[b]), witness, (a, b, src)) for a, b, src in candidates],
+        paths_checked=pc.n_leaves,
+        solver_paths=len(undecided),
+    )
+
+
+#: A candidate pair as :func:`confirmed_result` takes it: the two leaves, and what gives
+#: its witness (called with the rest) when it is tried.
+Candidate = tuple[int, int, Callable[..., tuple[np.ndarray, np.ndarray]], tuple[Any, ...]]
+
+
+def confirmed_result(
+    model: Model,
+    prep: Prepared,
+    settings: CheckOptions,
+    counterexamples: int,
+    t0: float,
+    n_violating: int,
+    n_unknown: int,
+    candidates: list[Candidate],
+    *,
+    paths_checked: int,
+    paths_reused: int = 0,
+    solver_paths: int = 0,
+) -> InvariantResult:
+    """The result from the pair counts and the candidate pairs in print order: each tried in
+    turn (its witness confirmed by the evaluator) until K are confirmed and at least one."""
+    from clefprove.verify.evidence import evaluator_for as _evaluator
+
+    inv = prep.invariant
     warnings: list[str] = []
     cexs: list[RelationalCounterexample] = []
     confirmed_any = False
-    leaves = pc.boxes.leaves
     if n_violating:
         evaluator = _evaluator(model)
-        for a, b, (src, c) in candidates:
+        for leaf_a, leaf_b, witness, args in candidates:
             if len(cexs) >= counterexamples and confirmed_any:
                 break
-            x, x2 = pc.witness(a, b, c) if src == "box" else solver[(a, b)]
-            pair = (int(leaves[a]), int(leaves[b]))
+            x, x2 = witness(*args)
+            pair = (leaf_a, leaf_b)
             cex = confirm_pair(model, evaluator, prep, pair, x, x2)
             if cex is None:  # a bug: never print it, never claim the pair
                 n_violating -= 1
@@ -693,22 +794,22 @@ def check_relational(
         inv,
         n_violating,
         n_unknown,
-        lambda: _when_vacuous(model, inv, settings, pc.boxes),
+        lambda: _when_vacuous(model, inv, settings),
         warnings,
         cexs,
         time.perf_counter() - t0,
-        paths_checked=pc.n_leaves,
-        solver_paths=len(undecided),
+        paths_checked=paths_checked,
+        paths_reused=paths_reused,
+        solver_paths=solver_paths,
         relation=describe(model, prep.relation),
     )
 
 
-def _when_vacuous(
-    model: Model, inv: ck.CheckedInvariant, settings: CheckOptions, boxes: LeafBoxes
-) -> bool:
-    """True only when ``when`` is proved unsatisfiable on the whole domain."""
-    from clefprove.verify.evidence import when_is_vacuous
+def _when_vacuous(model: Model, inv: ck.CheckedInvariant, settings: CheckOptions) -> bool:
+    """True only when ``when`` is proved unsatisfiable on the whole domain (a relational
+    ``when`` does not mention the decision: a question about the domain alone)."""
+    from clefprove.verify.evidence import domain_boxes, when_is_vacuous
 
     probe = ck.CheckedInvariant(inv.name, None, inv.file, inv.line, 1, inv.when, ck.Const(False))
     prep = eg.prepare(model, probe, settings.dnf_cap)
-    return when_is_vacuous(model, prep, boxes, settings)
+    return when_is_vacuous(model, prep, domain_boxes(model), settings)

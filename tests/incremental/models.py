@@ -45,6 +45,17 @@ POOL = {
 }
 
 
+#: Relational invariants: four whose pairs the cell test decides (re-counted after an edit),
+#: one with a linear 'when' (decided afresh).
+RELATIONAL = {
+    "mono_x": "ensure monotone(x)",
+    "stable_n": "ensure stable(n, 1)",
+    "indep_c_when": "when x <= 7.5 and b ensure independent(c)",
+    "indep_b": "ensure independent(b)",
+    "mono_n_linear": "when x + n >= 6 ensure monotone(n)",
+}
+
+
 def leaf(draw: Any) -> dict:
     return {
         "action": draw(st.sampled_from(ACTIONS)),
@@ -95,7 +106,7 @@ def at(t: dict, path: tuple[str, ...]) -> dict:
 
 
 def program_text(names: list[str]) -> str:
-    body = "".join(f"invariant {n}:\n  {POOL[n]}\n" for n in names)
+    body = "".join(f"invariant {n}:\n  {(POOL | RELATIONAL)[n]}\n" for n in names)
     return SEVERITY + body
 
 

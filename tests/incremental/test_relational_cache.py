@@ -49,7 +49,11 @@ def test_an_unchanged_model_reuses_every_relational_result(tmp_path, monkeypatch
         assert (r.paths_checked, r.paths_reused) == (0, model.n_leaves)
 
 
-def test_another_model_severity_or_k_is_decided_again(tmp_path, monkeypatch) -> None:
+def test_another_model_is_recounted_another_severity_decided_again(tmp_path, monkeypatch):
+    """One leaf's action changed: the three invariants whose pairs the cell test decides are
+    re-counted from the stored counts (no pair search), the one with a linear 'when' is
+    decided again; another severity order is another scope (decided again); another K
+    re-counts.  Every report equals a fresh run's."""
     model = load(EDGE)
     src = json.loads((ROOT / "examples" / "edge-allow-block.json").read_text())
     changed = copy.deepcopy(src)
@@ -61,11 +65,11 @@ def test_another_model_severity_or_k_is_decided_again(tmp_path, monkeypatch) -> 
     with ProofCache(tmp_path) as cache:
         _check(model, SPEC_RELATIONAL, cache)
         spy = M.CallCounter(monkeypatch, relational, "check_relational")
-        for mdl, text, k in ((other, SPEC_RELATIONAL, 3), (model, SWAPPED, 3),
-                             (model, SPEC_RELATIONAL, 1)):  # fmt: skip
+        for mdl, text, k, searched in ((other, SPEC_RELATIONAL, 3, 1), (model, SWAPPED, 3, 4),
+                                       (model, SPEC_RELATIONAL, 1, 1)):  # fmt: skip
             before = spy.calls
             got = _check(mdl, text, cache, k)
-            assert spy.calls == before + 4
+            assert spy.calls == before + searched
             assert M.comparable(got) == M.comparable(_check(mdl, text, k=k))
 
 

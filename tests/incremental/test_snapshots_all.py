@@ -8,13 +8,12 @@ from __future__ import annotations
 import copy
 import sqlite3
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clefprove.incremental import ProofCache, walk
+from clefprove.incremental import ProofCache
 from clefprove.incremental.store import DB_NAME
 from clefprove.verify.api import check
 from clefprove.verify.options import CheckOptions
@@ -55,10 +54,9 @@ def _edit_sequence(data: Any, steps: int, options: CheckOptions) -> None:
 )
 @given(st.data())
 def test_box_and_linear_invariants_decide_only_changed_leaves(data) -> None:
-    """Random trees and edits, every run storing snapshots (the size threshold at 0): the
+    """Random trees and edits, every run storing snapshots: the
     incremental report equals the fresh one, and only changed leaves are decided."""
-    with mock.patch.object(walk, "SNAPSHOT_MIN_LEAVES", 0):
-        _edit_sequence(data, 5, CheckOptions())
+    _edit_sequence(data, 5, CheckOptions())
 
 
 @pytest.mark.slow
@@ -71,17 +69,15 @@ def test_box_and_linear_invariants_decide_only_changed_leaves(data) -> None:
 def test_box_stages_alone_decide_only_changed_leaves(data) -> None:
     """The same without the linear stage and without the solver's shortcuts off: the box
     stages' own violated outcomes (conjunct indices) are reused, Z3's too."""
-    with mock.patch.object(walk, "SNAPSHOT_MIN_LEAVES", 0):
-        _edit_sequence(data, 4, CheckOptions(linear=False))
+    _edit_sequence(data, 4, CheckOptions(linear=False))
 
 
 def test_a_big_tree_rechecks_box_invariants_against_the_last_version(tmp_path) -> None:
-    """At the default threshold (a tree of 4096 leaves): after one leaf changed, each
+    """A tree of 4096 leaves: after one leaf changed, each
     box- or linear-decided invariant, violated ones included, decides that leaf only."""
     src = _source(_full(12, 0.0, 10.0))
     names = ["slow", "confident", "linear", "solver", "solver_safe"]
     model = M.compile_(src)
-    assert model.n_leaves >= walk.SNAPSHOT_MIN_LEAVES
     prog = M.program(names, model)
     with ProofCache(tmp_path) as cache:
         first = check(model, prog, cache=cache)
@@ -199,30 +195,29 @@ def test_a_forged_tree_snapshot_of_another_shape_is_corruption(tmp_path) -> None
     names = ["slow", "linear"]
     model = M.compile_(src)
     prog = M.program(names, model)
-    with mock.patch.object(walk, "SNAPSHOT_MIN_LEAVES", 0):
-        with ProofCache(tmp_path) as cache:
-            check(model, prog, cache=cache)
-        conn = sqlite3.connect(tmp_path / DB_NAME)
-        ((key, value),) = conn.execute("SELECT key, value FROM snapshot WHERE kind = 'tree'")
-        snap = delta.decode_tree(bytes(value))
-        nodes = snap.nodes.copy()
-        split = int(np.flatnonzero(nodes["kind"] != 0)[1])
-        nodes["right"][split] = 0  # backwards: a cycle for the alignment's walk
-        forged = bytes(value)[: delta._HEAD.size] + nodes.tobytes() + snap.membership.tobytes()
-        with pytest.raises(ValueError):
-            delta.decode_tree(forged)
-        conn.execute(
-            "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
-            (forged, _snapshot_chk(bytes(key), "tree", forged), key),
-        )
-        conn.commit()
-        conn.close()
-        grown = copy.deepcopy(src)
-        leaf = M.at(grown["tree"], ("left",) * 5)
-        leaf.update(feature="n", threshold=3.0, left=dict(leaf), right=dict(leaf))
-        leaf.pop("action"), leaf.pop("confidence")
-        model2 = M.compile_(grown)
-        with ProofCache(tmp_path) as cache:
-            got = check(model2, prog, cache=cache)
-            assert any("corrupt proof cache" in w for w in cache.warnings)
+    with ProofCache(tmp_path) as cache:
+        check(model, prog, cache=cache)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    ((key, value),) = conn.execute("SELECT key, value FROM snapshot WHERE kind = 'tree'")
+    snap = delta.decode_tree(bytes(value))
+    nodes = snap.nodes.copy()
+    split = int(np.flatnonzero(nodes["kind"] != 0)[1])
+    nodes["right"][split] = 0  # backwards: a cycle for the alignment's walk
+    forged = bytes(value)[: delta._HEAD.size] + nodes.tobytes() + snap.membership.tobytes()
+    with pytest.raises(ValueError):
+        delta.decode_tree(forged)
+    conn.execute(
+        "UPDATE snapshot SET value = ?, chk = ? WHERE key = ?",
+        (forged, _snapshot_chk(bytes(key), "tree", forged), key),
+    )
+    conn.commit()
+    conn.close()
+    grown = copy.deepcopy(src)
+    leaf = M.at(grown["tree"], ("left",) * 5)
+    leaf.update(feature="n", threshold=3.0, left=dict(leaf), right=dict(leaf))
+    leaf.pop("action"), leaf.pop("confidence")
+    model2 = M.compile_(grown)
+    with ProofCache(tmp_path) as cache:
+        got = check(model2, prog, cache=cache)
+        assert any("corrupt proof cache" in w for w in cache.warnings)
     assert M.comparable(got) == M.comparable(check(model2, prog))

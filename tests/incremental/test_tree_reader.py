@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clefprove.incremental import ProofCache, delta, walk
+from clefprove.incremental import ProofCache, delta
 from clefprove.incremental.store import DB_NAME
 from clefprove.model.types import NodeKind
 from clefprove.verify.api import check
@@ -103,22 +103,21 @@ def test_damage_that_makes_a_changed_leaf_look_unchanged_is_corruption(
     new = M.compile_(changed)
     at = int(np.flatnonzero(model.nodes.view(np.uint64) != new.nodes.view(np.uint64))[0]) // 3
     assert model.nodes["kind"][at] == NodeKind.LEAF
-    with mock.patch.object(walk, "SNAPSHOT_MIN_LEAVES", 0):
-        with ProofCache(tmp_path) as cache:
-            check(model, prog, cache=cache)
-        conn = sqlite3.connect(tmp_path / DB_NAME)
-        ((rowid, value),) = conn.execute("SELECT rowid, value FROM snapshot WHERE kind = 'tree'")
-        value = bytearray(value)
-        start = delta._HEAD.size + 24 * at
-        if record:
-            value[start : start + 24] = new.nodes[at : at + 1].tobytes()
-        else:
-            value[start + 16 : start + 20] = int(new.nodes["aux"][at]).to_bytes(4, "little")
-        assert bytes(value[start : start + 24]) == new.nodes[at : at + 1].tobytes()
-        conn.execute("UPDATE snapshot SET value = ? WHERE rowid = ?", (bytes(value), rowid))
-        conn.commit()
-        conn.close()
-        with ProofCache(tmp_path) as cache:
-            got = check(new, prog, cache=cache)
-            assert any("corrupt proof cache" in w for w in cache.warnings)
+    with ProofCache(tmp_path) as cache:
+        check(model, prog, cache=cache)
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    ((rowid, value),) = conn.execute("SELECT rowid, value FROM snapshot WHERE kind = 'tree'")
+    value = bytearray(value)
+    start = delta._HEAD.size + 24 * at
+    if record:
+        value[start : start + 24] = new.nodes[at : at + 1].tobytes()
+    else:
+        value[start + 16 : start + 20] = int(new.nodes["aux"][at]).to_bytes(4, "little")
+    assert bytes(value[start : start + 24]) == new.nodes[at : at + 1].tobytes()
+    conn.execute("UPDATE snapshot SET value = ? WHERE rowid = ?", (bytes(value), rowid))
+    conn.commit()
+    conn.close()
+    with ProofCache(tmp_path) as cache:
+        got = check(new, prog, cache=cache)
+        assert any("corrupt proof cache" in w for w in cache.warnings)
     assert M.comparable(got) == M.comparable(check(new, prog))

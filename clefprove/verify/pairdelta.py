@@ -1,0 +1,331 @@
+"""A relational invariant's violating pairs after an edit, from those before it.
+
+When every pair is decided by the cell test (:attr:`~clefprove.verify.relational.PairChecker.
+counted`: one conjunction of single-feature literals in ``when``), whether two leaves form a
+violating pair is a function of the two leaves alone (their boxes and actions).  An edit
+replaces some leaves (*gone*, with their old boxes) by others (*added*) and keeps the rest
+(*common*: the same path records, so the same box and action).  So
+
+    pairs(new) = pairs(old) - pairs(old) touching gone + pairs(new) touching added,
+
+and the pairs that touch a few leaves are found without looking at the others: each given
+box is sent down the tree from the root, and only nodes whose box meets it on every feature
+but f are entered (a partner's box lies inside its node's box, and must meet the given one
+there).  The leaves reached are tested with the pair matrix's cell test
+(:meth:`PairChecker.cells`), on a :class:`PairChecker` built over the given and the reached
+boxes only.  Nothing here grows with the tree: it follows the given boxes' neighbourhoods.
+
+Tested against a fresh check of the edited tree (counts, first pairs, printed pairs) in
+``tests/verify/test_pairdelta.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from clefprove.frozen import frozen
+from clefprove.geometry.boxes import (
+    Box,
+    LeafBoxes,
+    boxes_of,
+    categorical_splits,
+    complete_boxes,
+    empty_rows,
+    step_down,
+)
+from clefprove.model.types import FeatureType, Model, NodeKind
+from clefprove.verify.options import CheckOptions
+from clefprove.verify import relational as rl
+from clefprove.verify.relational import (
+    Candidate,
+    PairChecker,
+    PairCount,
+    Prepared,
+    confirmed_result,
+)
+from clefprove.verify.verdicts import InvariantResult
+
+#: Query entries (given box, tree node) stepped down at once (each holds two boxes' bounds).
+STEP_ENTRIES = 1 << 16
+
+
+@frozen(eq=False)
+class Touching:
+    """The violating pairs with at least one leaf among some given leaves."""
+
+    count: int
+    #: With ``listed``: them as (x leaf, x' leaf) ids (the given leaves' own ids, the tree's
+    #: node ids for the others; the symmetric forms' smaller id first), sorted by rows.
+    pairs: np.ndarray  # (m, 2) int64
+
+
+def touching(
+    model: Model,
+    prep: Prepared,
+    given: LeafBoxes,
+    ids: np.ndarray,
+    exclude: np.ndarray,
+    listed: bool = False,
+) -> Touching:
+    """The violating pairs of *prep* (a counted invariant) with one leaf among *given* (boxes
+    with their actions and confidences, named *ids*) and the other among *given* too or among
+    *model*'s leaves that are not in *exclude* (sorted node ids)."""
+    n_q = given.size
+    none = np.empty((0, 2), dtype=np.int64)
+    if n_q == 0:
+        return Touching(0, none)
+    pcq = PairChecker(model, prep, _named(given, np.arange(n_q)))
+    if not pcq.counted:
+        raise ValueError("not an invariant whose pairs the cell test decides")
+    side = pcq.sides[0]
+    live_q = np.flatnonzero(side.ok)
+    if not live_q.size:
+        return Touching(0, none)
+    q_of_row = pcq.boxes.leaves[live_q]  # rows of given
+    at, cand_leaf, cand = _reached(model, prep.relation.feature, side, live_q, exclude)
+    cand_q = q_of_row[at]
+    uniq, first_at = np.unique(cand_leaf, return_index=True)
+    n_c = uniq.size
+    union = _concat(
+        [_named(given, np.arange(n_q)), _named(cand.take(first_at), n_q + np.arange(n_c))]
+    )
+    pc = PairChecker(model, prep, union)
+    row = np.full(n_q + n_c, -1, dtype=np.int64)
+    row[pc.boxes.leaves] = np.arange(pc.boxes.size)
+    name = np.concatenate([np.asarray(ids, dtype=np.int64), uniq])
+    monotone = prep.rank is not None
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    # Given x tree: each (given, reached leaf) once, both ways round for monotone.
+    ra = row[cand_q]
+    rb = row[n_q + np.searchsorted(uniq, cand_leaf)]
+    both = (ra >= 0) & (rb >= 0)
+    ra, rb = ra[both], rb[both]
+    for a, b in ((ra, rb), (rb, ra)) if monotone else ((ra, rb),):
+        ok = pc.cells(0, 0, a, b)
+        found.append((a[ok], b[ok]))
+    # Given x given: ordered pairs for monotone, each unordered pair once otherwise.
+    rg = row[q_of_row]
+    rg = rg[rg >= 0]
+    ga, gb = np.meshgrid(rg, rg, indexing="ij")
+    ga, gb = ga.ravel(), gb.ravel()
+    keep = ga != gb if monotone else ga < gb
+    ga, gb = ga[keep], gb[keep]
+    ok = pc.cells(0, 0, ga, gb)
+    found.append((ga[ok], gb[ok]))
+    count = sum(int(a.size) for a, _ in found)
+    if not listed:
+        return Touching(count, none)
+    leaf_of_row = name[pc.boxes.leaves]
+    xa = np.concatenate([leaf_of_row[a] for a, _ in found])
+    xb = np.concatenate([leaf_of_row[b] for _, b in found])
+    if not monotone:
+        xa, xb = np.minimum(xa, xb), np.maximum(xa, xb)
+    order = np.lexsort((xb, xa))
+    return Touching(count, np.stack([xa[order], xb[order]], axis=1))
+
+
+def recount(
+    model: Model,
+    prep: Prepared,
+    old: PairCount,
+    counterexamples: int,
+    gone: LeafBoxes,
+    added: LeafBoxes,
+    to_new: Callable[[np.ndarray], np.ndarray],
+) -> PairCount | None:
+    """The pair count of *model* after an edit, from *old* (the count before it): *gone* are
+    the old leaves the edit replaced (their boxes in the old tree, their old node ids),
+    *added* the new leaves below the changed subtrees (sorted node ids), *to_new* maps the
+    other old leaves' node ids to the new ones (keeping their order).  None when the first
+    pairs to print cannot be told from *old*'s (a prefix of them went), or *old* does not
+    add up (a damaged row): then the tree is decided afresh."""
+    want = max(counterexamples, 1) + rl.EXTRA_CONFIRM
+    exclude = added.leaves
+    lost = touching(model, prep, gone, gone.leaves, exclude)
+    new = touching(model, prep, added, added.leaves, exclude, listed=True)
+    total = old.total - lost.count + new.count
+    if total < 0:
+        return None
+    gone_ids = np.sort(gone.leaves)
+    prefix = old.first
+    keep = ~(_among(prefix[:, 0], gone_ids) | _among(prefix[:, 1], gone_ids))
+    kept = to_new(prefix[keep].ravel()).reshape(-1, 2)
+    if kept.size and int(kept.min()) < 0:
+        return None
+    merged = np.concatenate([kept, new.pairs])
+    merged = merged[np.lexsort((merged[:, 1], merged[:, 0]))]
+    if old.total <= prefix.shape[0]:  # every old pair was listed: every new one is
+        if merged.shape[0] != total:
+            return None
+        known = total
+    else:
+        # The old pairs that were not listed come after the last listed one: the merged
+        # list is the new one up to the last kept pair.
+        if not kept.size:
+            return None
+        last = kept[-1]
+        known = int(
+            np.count_nonzero(
+                (merged[:, 0] < last[0]) | ((merged[:, 0] == last[0]) & (merged[:, 1] <= last[1]))
+            )
+        )
+        if known < min(want, total):
+            return None
+    return PairCount(total, merged[: min(known, max(want, rl.KEEP_PAIRS))])
+
+
+def counted_result(
+    model: Model,
+    prep: Prepared,
+    settings: CheckOptions,
+    counterexamples: int,
+    t0: float,
+    count: PairCount,
+    *,
+    paths_checked: int,
+    paths_reused: int,
+) -> InvariantResult | None:
+    """The result a fresh check prints for the pair count *count* of *model*: the first pairs
+    tried in order, each witness built from the two leaves' boxes as the fresh check builds
+    it (None if a listed pair is not a live pair of *model*: a damaged count)."""
+    want = max(counterexamples, 1) + rl.EXTRA_CONFIRM
+    nodes = np.unique(count.first[:want].ravel())
+    if nodes.size and (int(nodes[-1]) >= model.n_nodes or int(nodes[0]) < 0):
+        return None
+    if nodes.size and np.any(model.nodes["kind"][nodes] != NodeKind.LEAF):
+        return None
+    pc = PairChecker(model, prep, boxes_of(model, nodes))
+    row = {int(leaf): r for r, leaf in enumerate(pc.boxes.leaves.tolist())}
+    candidates: list[Candidate] = []
+    for a, b in count.first[:want].tolist():
+        if a not in row or b not in row:
+            return None
+        candidates.append((a, b, pc.witness, (row[a], row[b], 0)))
+    return confirmed_result(
+        model,
+        prep,
+        settings,
+        counterexamples,
+        t0,
+        count.total,
+        0,
+        candidates,
+        paths_checked=paths_checked,
+        paths_reused=paths_reused,
+    )
+
+
+def _reached(
+    model: Model, f: int, side: object, live_q: np.ndarray, exclude: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, LeafBoxes]:
+    """Every (narrowed box, leaf) such that the leaf's box meets the narrowed box (row
+    ``live_q[k]`` of *side*) on every feature but *f*, the leaf not in *exclude*: the
+    positions k, the leaves and the leaves' boxes (as ``leaf_boxes`` computes them)."""
+    rows = side.rows  # type: ignore[attr-defined]
+    feats = model.features
+    n_feat = len(feats)
+    num = np.array(
+        [g for g, ft in enumerate(feats) if g != f and ft.type is not FeatureType.CATEGORICAL],
+        dtype=np.int64,
+    )
+    q_lo, q_hi = rows.lo[live_q][:, num], rows.hi[live_q][:, num]
+    q_cats = {g: m[live_q] for g, m in rows.cats.items() if g != f}
+    kind = model.nodes["kind"]
+    dom = Box.domain(model)
+    split_cats = sorted(categorical_splits(model))
+    n = live_q.size
+    q = np.arange(n, dtype=np.int64)
+    fr = np.zeros(n, dtype=np.int64)
+    lo = np.empty((n, n_feat + 1))
+    hi = np.empty((n, n_feat + 1))
+    lo[:, :n_feat] = dom.lo
+    hi[:, :n_feat] = dom.hi
+    cats = {g: np.ones((n, dom.cats[g].size), dtype=bool) for g in split_cats}
+    out_q: list[np.ndarray] = []
+    out_leaf: list[np.ndarray] = []
+    out_lo: list[np.ndarray] = []
+    out_hi: list[np.ndarray] = []
+    out_cats: dict[int, list[np.ndarray]] = {g: [] for g in split_cats}
+    pending = [(q, fr, lo, hi, cats)]
+    while pending:
+        q, fr, lo, hi, cats = pending.pop()
+        meet = ~empty_rows(lo[:, :n_feat], hi[:, :n_feat], cats)
+        if num.size:
+            meet &= np.all(lo[:, num] <= q_hi[q], axis=1) & np.all(q_lo[q] <= hi[:, num], axis=1)
+        for g, m in q_cats.items():
+            if g in cats:
+                meet &= np.any(cats[g] & m[q], axis=1)
+        leaf = meet & (kind[fr] == NodeKind.LEAF)
+        if leaf.any():
+            keep = leaf.copy()
+            keep[leaf] = ~_among(fr[leaf], exclude)
+            out_q.append(q[keep])
+            out_leaf.append(fr[keep])
+            out_lo.append(lo[keep])
+            out_hi.append(hi[keep])
+            for g in split_cats:
+                out_cats[g].append(cats[g][keep])
+        inner = np.flatnonzero(meet & (kind[fr] != NodeKind.LEAF))
+        for s in range(0, inner.size, STEP_ENTRIES):
+            part = inner[s : s + STEP_ENTRIES]
+            children, lo2, hi2, cats2 = step_down(
+                model, fr[part], lo[part], hi[part], {g: m[part] for g, m in cats.items()}
+            )
+            pending.append((np.concatenate([q[part], q[part]]), children, lo2, hi2, cats2))
+    if out_leaf:
+        leaves = np.concatenate(out_leaf)
+        boxes = complete_boxes(
+            model,
+            leaves,
+            np.concatenate(out_lo),
+            np.concatenate(out_hi),
+            {g: np.concatenate(v) for g, v in out_cats.items()},
+        )
+        return np.concatenate(out_q), leaves, boxes
+    e = np.empty(0, dtype=np.int64)
+    return (
+        e,
+        e,
+        complete_boxes(
+            model,
+            e,
+            np.empty((0, n_feat + 1)),
+            np.empty((0, n_feat + 1)),
+            {g: np.empty((0, dom.cats[g].size), dtype=bool) for g in split_cats},
+        ),
+    )
+
+
+def _among(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    if not sorted_set.size:
+        return np.zeros(x.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
+    hit: np.ndarray = sorted_set[at] == x
+    return hit
+
+
+def _named(boxes: LeafBoxes, ids: np.ndarray) -> LeafBoxes:
+    """*boxes* with *ids* in place of their leaf nodes (rows keep their order)."""
+    return LeafBoxes(ids, boxes.lo, boxes.hi, boxes.cats, boxes.actions, boxes.feasible)
+
+
+def _concat(parts: list[LeafBoxes]) -> LeafBoxes:
+    """Rows of several :class:`LeafBoxes` in turn; a code mask absent from a part (its whole
+    vocabulary) is filled in where another part has one."""
+    keys = sorted({g for p in parts for g in p.cats})
+    cats = {}
+    for g in keys:
+        width = next(p.cats[g].shape[1] for p in parts if g in p.cats)
+        cats[g] = np.concatenate(
+            [p.cats[g] if g in p.cats else np.ones((p.size, width), dtype=bool) for p in parts]
+        )
+    return LeafBoxes(
+        np.concatenate([p.leaves for p in parts]),
+        np.concatenate([p.lo for p in parts]),
+        np.concatenate([p.hi for p in parts]),
+        cats,
+        np.concatenate([p.actions for p in parts]),
+        np.concatenate([p.feasible for p in parts]),
+    )
