@@ -13,7 +13,8 @@ Invariant sets: ``box`` = the five SPEC invariants and the issue's two-literal l
 (decided without a solver by the box and linear stages); ``z3`` = the five SPEC invariants and
 the holding two-literal invariant of ``--leafcache``, checked without the linear stage
 (``CheckOptions(linear=False)``), so that its leaves go to Z3 as they did before the linear
-stage (the case of the 197% first check of docs/performance.md).
+stage (the case of the 197% first check of docs/performance.md); ``monotone``, ``stable``,
+``independent`` = one relational invariant alone (bench_relational.py's SPEC §3 forms).
 
 With ``--against DIR`` (a checkout of another revision), every model and set is measured with
 that code and with this one, one after the other in subprocesses, and one table compares the
@@ -52,6 +53,17 @@ invariant slow_but_shallow_blocked:
   when client_rtt_ms - 100 * path_depth >= 2000 and client_rtt_ms + 500 * referer_entropy <= 1500
   ensure action == block
 """
+
+
+#: One relational invariant per set (bench_relational.py's three SPEC §3 forms), alone.
+REL_INV = {
+    name: "severity allow < challenge < rate_limit < block\n\ninvariant rel:\n  " + text + "\n"
+    for name, text in (
+        ("monotone", "ensure monotone(referer_entropy)"),
+        ("stable", "ensure stable(client_rtt_ms, 5)"),
+        ("independent", "ensure independent(ua_family)"),
+    )
+}
 
 
 def _comparable(rep: object) -> str:
@@ -112,10 +124,13 @@ def measure(model_path: str, set_name: str, repeat: int, cold_repeat: int) -> li
         tmp = Path(tmp_s)
         inv = tmp / "inv"
         inv.mkdir()
-        shutil.copy(ROOT / "invariants" / "edge.inv", inv / "edge.inv")
-        (inv / ("z3.inv" if set_name == "z3" else "linear.inv")).write_text(
-            Z3_INV if set_name == "z3" else BOX_INV
-        )
+        if set_name in REL_INV:
+            (inv / "rel.inv").write_text(REL_INV[set_name])
+        else:
+            shutil.copy(ROOT / "invariants" / "edge.inv", inv / "edge.inv")
+            (inv / ("z3.inv" if set_name == "z3" else "linear.inv")).write_text(
+                Z3_INV if set_name == "z3" else BOX_INV
+            )
         base = load_model(model_path)
         prog = load_invariants([str(inv)], base)
         colds, fills = [], []
@@ -171,7 +186,9 @@ def measure(model_path: str, set_name: str, repeat: int, cold_repeat: int) -> li
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", required=True, help=".clef model (repeatable)")
-    ap.add_argument("--set", action="append", choices=["box", "z3"], help="invariant set(s)")
+    ap.add_argument(
+        "--set", action="append", choices=["box", "z3", *REL_INV], help="invariant set(s)"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cold-repeat", type=int, default=3)
     ap.add_argument("--against", help="a checkout of the baseline revision")

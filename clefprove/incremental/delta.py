@@ -615,21 +615,51 @@ def gone_boxes(model: Model, old: TreeSnapshot, al: Alignment) -> LeafBoxes:
     """The boxes, in the snapshot's tree, of its leaves below the changed roots (those the
     edit replaced; sorted by their old node ids): each changed root's counterpart stepped
     down from the root's context box, which is the same in both trees (the path to it is
-    made of equal records)."""
-    view = dataclasses.replace(
-        model,
-        nodes=old.nodes,
-        membership=old.membership,
-        max_depth=int(old.nodes["depth"].max()) if old.size else 0,
-    )
-    parts = [
-        stepped_leaf_boxes(view, o, context_box(model, r))
-        for r, o in zip(al.changed_roots.tolist(), al.changed_old_roots.tolist(), strict=True)
-    ]
+    made of equal records).  With the same shape, only the old subtrees' records are read
+    (into a small tree of their own), not the snapshot's whole node array."""
+    parts = []
+    for r, o in zip(al.changed_roots.tolist(), al.changed_old_roots.tolist(), strict=True):
+        ctx = context_box(model, r)
+        if al.dirty is not None:
+            sub = _subtree(model, r)  # the same nodes in the snapshot (same shape)
+            view = _compact(model, old, sub)
+            b = stepped_leaf_boxes(view, int(np.searchsorted(sub, r)), ctx)
+            parts.append(dataclasses.replace(b, leaves=sub[b.leaves]))
+        else:
+            view = dataclasses.replace(model, nodes=old.nodes, membership=old.membership)
+            parts.append(stepped_leaf_boxes(view, o, ctx))
     if not parts:
         return boxes_of(model, np.empty(0, dtype=np.int64))
     keys = sorted({f for p in parts for f in p.cats} | categorical_splits(model))
     return concat_boxes([_with_masks(p, keys, model) for p in parts], keys)
+
+
+def _subtree(model: Model, root: int) -> np.ndarray:
+    """The nodes of *root*'s subtree, sorted."""
+    nodes = model.nodes
+    kind, left, right = nodes["kind"], nodes["left"], nodes["right"]
+    out = [np.array([root], dtype=np.int64)]
+    fr = out[0]
+    while fr.size:
+        inner = fr[kind[fr] != NodeKind.LEAF]
+        fr = np.concatenate([left[inner], right[inner]]).astype(np.int64)
+        out.append(fr)
+    return np.sort(np.concatenate(out))
+
+
+def _compact(model: Model, old: TreeSnapshot, sub: np.ndarray) -> Model:
+    """The snapshot's records at the nodes *sub* (a subtree, sorted) as a model of their own,
+    child links renumbered to positions in *sub*."""
+    recs = old.records_at(sub)
+    inner = recs["kind"] != NodeKind.LEAF
+    for side in ("left", "right"):
+        recs[side][inner] = np.searchsorted(sub, recs[side][inner])
+    return dataclasses.replace(
+        model,
+        nodes=recs,
+        membership=old.membership,
+        max_depth=int(recs["depth"].max()),
+    )
 
 
 def _with_masks(boxes: LeafBoxes, keys: list[int], model: Model) -> LeafBoxes:

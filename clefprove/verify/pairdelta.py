@@ -36,8 +36,8 @@ from clefprove.geometry.boxes import (
     step_down,
 )
 from clefprove.model.types import FeatureType, Model, NodeKind
-from clefprove.verify.options import CheckOptions
 from clefprove.verify import relational as rl
+from clefprove.verify.options import CheckOptions
 from clefprove.verify.relational import (
     Candidate,
     PairChecker,
@@ -72,58 +72,73 @@ def touching(
     """The violating pairs of *prep* (a counted invariant) with one leaf among *given* (boxes
     with their actions and confidences, named *ids*) and the other among *given* too or among
     *model*'s leaves that are not in *exclude* (sorted node ids)."""
-    n_q = given.size
+    return touching_groups(model, prep, [(given, ids, listed)], exclude)[0]
+
+
+def touching_groups(
+    model: Model,
+    prep: Prepared,
+    groups: list[tuple[LeafBoxes, np.ndarray, bool]],
+    exclude: np.ndarray,
+) -> list[Touching]:
+    """:func:`touching` of several groups ``(given, ids, listed)`` at once (one descent):
+    no pair across two groups is counted."""
     none = np.empty((0, 2), dtype=np.int64)
+    sizes = [g.size for g, _, _ in groups]
+    n_q = sum(sizes)
     if n_q == 0:
-        return Touching(0, none)
+        return [Touching(0, none) for _ in groups]
+    group_of = np.repeat(np.arange(len(groups)), sizes)
+    given = _concat([g for g, _, _ in groups])
     pcq = PairChecker(model, prep, _named(given, np.arange(n_q)))
     if not pcq.counted:
         raise ValueError("not an invariant whose pairs the cell test decides")
     side = pcq.sides[0]
     live_q = np.flatnonzero(side.ok)
-    if not live_q.size:
-        return Touching(0, none)
     q_of_row = pcq.boxes.leaves[live_q]  # rows of given
     at, cand_leaf, cand = _reached(model, prep.relation.feature, side, live_q, exclude)
     cand_q = q_of_row[at]
     uniq, first_at = np.unique(cand_leaf, return_index=True)
     n_c = uniq.size
-    union = _concat(
-        [_named(given, np.arange(n_q)), _named(cand.take(first_at), n_q + np.arange(n_c))]
-    )
-    pc = PairChecker(model, prep, union)
+    reached = _named(cand.take(first_at), n_q + np.arange(n_c))
+    pc = PairChecker(model, prep, _concat([_named(given, np.arange(n_q)), reached]))
     row = np.full(n_q + n_c, -1, dtype=np.int64)
     row[pc.boxes.leaves] = np.arange(pc.boxes.size)
-    name = np.concatenate([np.asarray(ids, dtype=np.int64), uniq])
+    name = np.concatenate([*(np.asarray(i, dtype=np.int64) for _, i, _ in groups), uniq])
+    leaf_of_row = name[pc.boxes.leaves]
     monotone = prep.rank is not None
-    found: list[tuple[np.ndarray, np.ndarray]] = []
     # Given x tree: each (given, reached leaf) once, both ways round for monotone.
     ra = row[cand_q]
     rb = row[n_q + np.searchsorted(uniq, cand_leaf)]
     both = (ra >= 0) & (rb >= 0)
-    ra, rb = ra[both], rb[both]
+    ra, rb, ga = ra[both], rb[both], group_of[cand_q[both]]
+    tree_pairs = []
     for a, b in ((ra, rb), (rb, ra)) if monotone else ((ra, rb),):
         ok = pc.cells(0, 0, a, b)
-        found.append((a[ok], b[ok]))
-    # Given x given: ordered pairs for monotone, each unordered pair once otherwise.
-    rg = row[q_of_row]
-    rg = rg[rg >= 0]
-    ga, gb = np.meshgrid(rg, rg, indexing="ij")
-    ga, gb = ga.ravel(), gb.ravel()
-    keep = ga != gb if monotone else ga < gb
-    ga, gb = ga[keep], gb[keep]
-    ok = pc.cells(0, 0, ga, gb)
-    found.append((ga[ok], gb[ok]))
-    count = sum(int(a.size) for a, _ in found)
-    if not listed:
-        return Touching(count, none)
-    leaf_of_row = name[pc.boxes.leaves]
-    xa = np.concatenate([leaf_of_row[a] for a, _ in found])
-    xb = np.concatenate([leaf_of_row[b] for _, b in found])
-    if not monotone:
-        xa, xb = np.minimum(xa, xb), np.maximum(xa, xb)
-    order = np.lexsort((xb, xa))
-    return Touching(count, np.stack([xa[order], xb[order]], axis=1))
+        tree_pairs.append((a[ok], b[ok], ga[ok]))
+    out = []
+    for g, (_, _, listed) in enumerate(groups):
+        found = [(a[w == g], b[w == g]) for a, b, w in tree_pairs]
+        # Given x given: ordered pairs for monotone, each unordered pair once otherwise.
+        rg = row[q_of_row[group_of[q_of_row] == g]]
+        rg = rg[rg >= 0]
+        xa, xb = np.meshgrid(rg, rg, indexing="ij")
+        xa, xb = xa.ravel(), xb.ravel()
+        keep = xa != xb if monotone else xa < xb
+        xa, xb = xa[keep], xb[keep]
+        ok = pc.cells(0, 0, xa, xb)
+        found.append((xa[ok], xb[ok]))
+        count = sum(int(a.size) for a, _ in found)
+        if not listed:
+            out.append(Touching(count, none))
+            continue
+        pa = np.concatenate([leaf_of_row[a] for a, _ in found])
+        pb = np.concatenate([leaf_of_row[b] for _, b in found])
+        if not monotone:
+            pa, pb = np.minimum(pa, pb), np.maximum(pa, pb)
+        order = np.lexsort((pb, pa))
+        out.append(Touching(count, np.stack([pa[order], pb[order]], axis=1)))
+    return out
 
 
 def recount(
@@ -143,8 +158,9 @@ def recount(
     add up (a damaged row): then the tree is decided afresh."""
     want = max(counterexamples, 1) + rl.EXTRA_CONFIRM
     exclude = added.leaves
-    lost = touching(model, prep, gone, gone.leaves, exclude)
-    new = touching(model, prep, added, added.leaves, exclude, listed=True)
+    lost, new = touching_groups(
+        model, prep, [(gone, gone.leaves, False), (added, added.leaves, True)], exclude
+    )
     total = old.total - lost.count + new.count
     if total < 0:
         return None

@@ -504,10 +504,16 @@ def box_pairs(
                 total //= 2
         first: list[tuple[int, int, int]] = []
         with_pairs = np.flatnonzero(totals > 0)
+        # Rows listed per descent: enough for the pairs still wanted by the rows' partner
+        # counts (exact for monotone; symmetric forms list a row's partners above it only).
+        reach = np.cumsum(totals[with_pairs])
         pos = 0
         while len(first) < want and pos < with_pairs.size:
-            batch = with_pairs[pos : pos + 8]
-            pos += 8
+            base = int(reach[pos - 1]) if pos else 0
+            end = int(np.searchsorted(reach, base + want - len(first))) + 1
+            end = max(end, pos + 8)
+            batch = with_pairs[pos:end]
+            pos = end
             pa, pb = sweep.pairs(0, 0, batch)
             if pc.symmetric:
                 keep = pa < pb
