@@ -73,15 +73,15 @@ from clefprove.verify import engine as eg
 from clefprove.verify import evidence as ev
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions, json_safe, verifier_identity
-
-if TYPE_CHECKING:
-    from clefprove.verify.relational import PairCount
 from clefprove.verify.verdicts import (
     HOLDS,
     Counterexample,
     InvariantResult,
     RelationalCounterexample,
 )
+
+if TYPE_CHECKING:
+    from clefprove.verify.relational import PairCount
 
 #: Proofs are stored for subtrees of at least this many leaves (and the root): smaller ones are
 #: re-decided in bulk faster than they are stored and looked up.
@@ -1172,23 +1172,25 @@ def _recounted(
     old_tree = run.snap.old[blob[:32]]
     old = run.snap.old_pairs(blob)
     limit = max(RECOUNT_LEAVES, model.n_leaves // RECOUNT_SHARE)
-    if added.size > limit or old_tree.leaves.size - al.clean_new.size > limit:
+    same_shape = al.dirty is not None
+    n_gone = al.dirty.size if al.dirty is not None else old_tree.leaves.size - al.clean_new.size
+    if added.size > limit or n_gone > limit:
         return None
-    if al.dirty is not None:
-        to_new: Callable[[np.ndarray], np.ndarray] = lambda ids: ids  # noqa: E731
-    elif al.old_rows_sorted:
-        old_ids = old_tree.leaves[al.clean_old_rows]
-        new_ids = al.clean_new
+    if not same_shape and not al.old_rows_sorted:
+        return None  # the clean leaves changed order: the kept pairs' order does not carry
+    old_ids = np.empty(0, np.int64) if same_shape else old_tree.leaves[al.clean_old_rows]
+    new_ids = np.empty(0, np.int64) if same_shape else al.clean_new
 
-        def to_new(ids: np.ndarray) -> np.ndarray:
-            at = np.minimum(np.searchsorted(old_ids, ids), max(0, old_ids.size - 1))
-            if not old_ids.size:
-                return np.full(ids.size, -1, dtype=np.int64)
-            out: np.ndarray = np.where(old_ids[at] == ids, new_ids[at], -1)
-            return out
+    def to_new(ids: np.ndarray) -> np.ndarray:
+        """The new node ids of clean old leaves (the same with the same shape), -1 else."""
+        if same_shape:
+            return ids
+        if not old_ids.size:
+            return np.full(ids.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(old_ids, ids), old_ids.size - 1)
+        out: np.ndarray = np.where(old_ids[at] == ids, new_ids[at], -1)
+        return out
 
-    else:
-        return None
     try:
         gone = delta.gone_boxes(model, old_tree, al)
     except ValueError as exc:  # a snapshot that does not fit the alignment
