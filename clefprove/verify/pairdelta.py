@@ -1,8 +1,8 @@
 """A relational invariant's violating pairs after an edit, from those before it.
 
-When every pair is decided by the cell test (:attr:`~clefprove.verify.relational.PairChecker.
-counted`: one conjunction of single-feature literals in ``when``), whether two leaves form a
-violating pair is a function of the two leaves alone (their boxes and actions).  An edit
+When every pair is decided by cell tests (:attr:`~clefprove.verify.relational.PairChecker.
+on_boxes`: the conjunctions of ``when`` made of single-feature literals), whether two leaves
+form a violating pair is a function of the two leaves alone (their boxes and actions).  An edit
 replaces some leaves (*gone*, with their old boxes) by others (*added*) and keeps the rest
 (*common*: the same path records, so the same box and action).  So
 
@@ -69,7 +69,7 @@ def touching(
     exclude: np.ndarray,
     listed: bool = False,
 ) -> Touching:
-    """The violating pairs of *prep* (a counted invariant) with one leaf among *given* (boxes
+    """The violating pairs of *prep* (decided on boxes) with one leaf among *given* (boxes
     with their actions and confidences, named *ids*) and the other among *given* too or among
     *model*'s leaves that are not in *exclude* (sorted node ids)."""
     return touching_groups(model, prep, [(given, ids, listed)], exclude)[0]
@@ -91,12 +91,11 @@ def touching_groups(
     group_of = np.repeat(np.arange(len(groups)), sizes)
     given = _concat([g for g, _, _ in groups])
     pcq = PairChecker(model, prep, _named(given, np.arange(n_q)))
-    if not pcq.counted:
-        raise ValueError("not an invariant whose pairs the cell test decides")
-    side = pcq.sides[0]
-    live_q = np.flatnonzero(side.ok)
+    if not pcq.on_boxes:
+        raise ValueError("not an invariant whose pairs cell tests decide")
+    live_q = np.flatnonzero(np.logical_or.reduce([s.ok for s in pcq.sides]))
     q_of_row = pcq.boxes.leaves[live_q]  # rows of given
-    at, cand_leaf, cand = _reached(model, prep.relation.feature, side, live_q, exclude)
+    at, cand_leaf, cand = _reached(model, prep.relation.feature, _hull(pcq, live_q), exclude)
     cand_q = q_of_row[at]
     uniq, first_at = np.unique(cand_leaf, return_index=True)
     n_c = uniq.size
@@ -114,7 +113,7 @@ def touching_groups(
     ra, rb, ga = ra[both], rb[both], group_of[cand_q[both]]
     tree_pairs = []
     for a, b in ((ra, rb), (rb, ra)) if monotone else ((ra, rb),):
-        ok = pc.cells(0, 0, a, b)
+        ok = pc.first_cell(a, b) >= 0
         tree_pairs.append((a[ok], b[ok], ga[ok]))
     out = []
     for g, (_, _, listed) in enumerate(groups):
@@ -126,7 +125,7 @@ def touching_groups(
         xa, xb = xa.ravel(), xb.ravel()
         keep = xa != xb if monotone else xa < xb
         xa, xb = xa[keep], xb[keep]
-        ok = pc.cells(0, 0, xa, xb)
+        ok = pc.first_cell(xa, xb) >= 0
         found.append((xa[ok], xb[ok]))
         count = sum(int(a.size) for a, _ in found)
         if not listed:
@@ -214,11 +213,19 @@ def counted_result(
         return None
     pc = PairChecker(model, prep, boxes_of(model, nodes))
     row = {int(leaf): r for r, leaf in enumerate(pc.boxes.leaves.tolist())}
-    candidates: list[Candidate] = []
-    for a, b in count.first[:want].tolist():
-        if a not in row or b not in row:
-            return None
-        candidates.append((a, b, pc.witness, (row[a], row[b], 0)))
+    pairs = count.first[:want].tolist()
+    if any(a not in row or b not in row for a, b in pairs):
+        return None
+    ra = np.array([row[a] for a, _ in pairs], dtype=np.int64)
+    rb = np.array([row[b] for _, b in pairs], dtype=np.int64)
+    # The conjunction pair a fresh run builds the witness from: the first that violates.
+    cells = pc.first_cell(ra, rb)
+    if np.any(cells < 0):
+        return None
+    candidates: list[Candidate] = [
+        (a, b, pc.witness, (int(x), int(y), int(c)))
+        for (a, b), x, y, c in zip(pairs, ra, rb, cells, strict=True)
+    ]
     return confirmed_result(
         model,
         prep,
@@ -233,25 +240,54 @@ def counted_result(
     )
 
 
+#: Per given row: ``lo``, ``hi`` (rows, F + 1) and code masks of a box.
+Hull = tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]
+
+
+def _hull(pc: PairChecker, live: np.ndarray) -> Hull:
+    """Per row in *live*: the smallest box holding its narrowed boxes of every side where
+    it is not empty (``lo``, ``hi`` and code masks; a partner must meet one of them)."""
+    n_feat = len(pc.model.features)
+    lo = np.full((live.size, n_feat + 1), np.inf)
+    hi = np.full((live.size, n_feat + 1), -np.inf)
+    cats: dict[int, np.ndarray] = {}
+    for side in pc.sides:
+        ok = side.ok[live]
+        r = live[ok]
+        lo[ok] = np.minimum(lo[ok], side.rows.lo[r])
+        hi[ok] = np.maximum(hi[ok], side.rows.hi[r])
+        for g, m in side.rows.cats.items():
+            c = cats.setdefault(g, np.zeros((live.size, m.shape[1]), dtype=bool))
+            c[ok] |= m[r]
+    for side in pc.sides:  # a side without a mask for g allows every code
+        for g, c in cats.items():
+            if g not in side.rows.cats:
+                c[side.ok[live]] = True
+    return lo, hi, cats
+
+
 def _reached(
-    model: Model, f: int, side: object, live_q: np.ndarray, exclude: np.ndarray
+    model: Model,
+    f: int,
+    hull: Hull,
+    exclude: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, LeafBoxes]:
-    """Every (narrowed box, leaf) such that the leaf's box meets the narrowed box (row
-    ``live_q[k]`` of *side*) on every feature but *f*, the leaf not in *exclude*: the
-    positions k, the leaves and the leaves' boxes (as ``leaf_boxes`` computes them)."""
-    rows = side.rows  # type: ignore[attr-defined]
+    """Every (given box, leaf) such that the leaf's box meets the given box (a row of
+    *hull*) on every feature but *f*, the leaf not in *exclude*: the given rows, the
+    leaves and the leaves' boxes (as ``leaf_boxes`` computes them)."""
+    h_lo, h_hi, h_cats = hull
     feats = model.features
     n_feat = len(feats)
     num = np.array(
         [g for g, ft in enumerate(feats) if g != f and ft.type is not FeatureType.CATEGORICAL],
         dtype=np.int64,
     )
-    q_lo, q_hi = rows.lo[live_q][:, num], rows.hi[live_q][:, num]
-    q_cats = {g: m[live_q] for g, m in rows.cats.items() if g != f}
+    q_lo, q_hi = h_lo[:, num], h_hi[:, num]
+    q_cats = {g: m for g, m in h_cats.items() if g != f}
     kind = model.nodes["kind"]
     dom = Box.domain(model)
     split_cats = sorted(categorical_splits(model))
-    n = live_q.size
+    n = h_lo.shape[0]
     q = np.arange(n, dtype=np.int64)
     fr = np.zeros(n, dtype=np.int64)
     lo = np.empty((n, n_feat + 1))

@@ -241,10 +241,30 @@ class PairChecker:
 
     @property
     def counted(self) -> bool:
-        """Whether every pair is decided on the boxes alone, by one cell test (one conjunction
-        of single-feature literals): the case the descent counts without listing pairs, and
-        the one a re-check after an edit re-counts (:mod:`clefprove.verify.pairdelta`)."""
+        """Whether every pair is decided by one cell test (one conjunction of single-feature
+        literals): the case the descent counts without listing pairs."""
         return self.exact and len(self.sides) == 1 and not self.sides[0].lins
+
+    @property
+    def on_boxes(self) -> bool:
+        """Whether every pair is decided by cell tests alone (each conjunction of ``when``
+        made of single-feature literals; a pair violates when some (Ci, Cj) cell test says
+        so): what a re-check after an edit re-counts (:mod:`clefprove.verify.pairdelta`)."""
+        return self.exact and not any(s.lins for s in self.sides)
+
+    def first_cell(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per pair of rows (a, b): the index i * k + j of the first conjunction pair (Ci for
+        x, Cj for x') whose cell test says it violates, -1 for none (:attr:`on_boxes`)."""
+        k = len(self.sides)
+        out = np.full(a.size, -1, dtype=np.int64)
+        for i in range(k):
+            for j in range(k):
+                todo = np.flatnonzero(out < 0)
+                if not todo.size:
+                    return out
+                hit = self.cells(i, j, a[todo], b[todo])
+                out[todo[hit]] = i * k + j
+        return out
 
     def cells(self, i: int, j: int, pa: np.ndarray, pb: np.ndarray) -> np.ndarray:
         """The pair matrix's cell test for rows (pa, pb), x in pa narrowed by side i and x' in
@@ -690,7 +710,7 @@ def check_relational(
     keep: Callable[[PairCount], None] | None = None,
 ) -> InvariantResult:
     """The verdict on one relational invariant (see module docstring); *keep* hears the
-    pair count when every pair was decided by the cell test (:attr:`PairChecker.counted`),
+    pair count when every pair was decided by cell tests (:attr:`PairChecker.on_boxes`),
     what a re-check after an edit starts from (:mod:`clefprove.verify.pairdelta`)."""
     t0 = time.perf_counter()
     settings = settings or CheckOptions()
@@ -705,10 +725,10 @@ def check_relational(
         def fan_out(count: Callable[[Part], Counts], parts: list[Part]) -> list[Counts]:
             return forked_map(count, parts, jobs)
 
-    listed = max(want, KEEP_PAIRS) if keep is not None and pc.counted else want
+    listed = max(want, KEEP_PAIRS) if keep is not None and pc.on_boxes else want
     n_sat, first, undecided = box_pairs(pc, listed, fan_out=fan_out)
     leaves = pc.boxes.leaves
-    if keep is not None and pc.counted:
+    if keep is not None and pc.on_boxes:
         pairs = np.array([(leaves[a], leaves[b]) for a, b, _ in first], dtype=np.int64)
         keep(PairCount(n_sat, pairs.reshape(-1, 2)))
     first = first[:want]

@@ -45,10 +45,11 @@ POOL = {
 }
 
 
-#: Relational invariants: four whose pairs the cell test decides (re-counted after an edit),
-#: one with a linear 'when' (decided afresh).
+#: Relational invariants: five whose pairs cell tests decide (re-counted after an edit), one
+#: with a linear 'when' (decided afresh).
 RELATIONAL = {
     "mono_x": "ensure monotone(x)",
+    "stable_x_or": 'when x <= 2.5 or c in {"b"} ensure stable(x, 0.5)',
     "stable_n": "ensure stable(n, 1)",
     "indep_c_when": "when x <= 7.5 and b ensure independent(c)",
     "indep_b": "ensure independent(b)",

@@ -29,7 +29,7 @@ from tests.incremental.test_leaf_outcomes import _clean_leaves, edit_versions
 from tests.verify.test_relational import SPEC_RELATIONAL
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNTED = ["mono_x", "stable_n", "indep_c_when", "indep_b"]
+COUNTED = ["mono_x", "stable_x_or", "stable_n", "indep_c_when", "indep_b"]
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
