@@ -1214,6 +1214,21 @@ def _recounted(
     return res
 
 
+def _rows_of_kind(
+    rows: dict[bytes, tuple[str, bytes]], keys: dict[int, bytes], kind: str, least: int
+) -> dict[int, bytes]:
+    """Per invariant, its row among *rows* (by *keys*), which must be of *kind* and at least
+    *least* bytes long."""
+    out: dict[int, bytes] = {}
+    for i, key in keys.items():
+        if key in rows:
+            got, blob = rows[key]
+            if got != kind or len(blob) < least:
+                raise CacheCorrupt("a snapshot row has the wrong kind")
+            out[i] = blob
+    return out
+
+
 def _check_program(
     cache: CacheStore,
     model: Model,
@@ -1265,20 +1280,8 @@ def _check_program(
         rows = cache.lookup_snapshots(
             [*okeys.values(), *pkeys.values(), snap.key], referenced=True, stream=snap.reader
         )
-        found: dict[int, bytes] = {}
-        for i in todo:
-            if okeys[i] in rows:
-                kind, blob = rows[okeys[i]]
-                if kind != "outcomes" or len(blob) < 64:
-                    raise CacheCorrupt("a snapshot row has the wrong kind")
-                found[i] = blob
-        found_pairs: dict[int, bytes] = {}
-        for i in pairs:
-            if pkeys[i] in rows:
-                kind, blob = rows[pkeys[i]]
-                if kind != "pairs" or len(blob) < 32:
-                    raise CacheCorrupt("a snapshot row has the wrong kind")
-                found_pairs[i] = blob
+        found = _rows_of_kind(rows, okeys, "outcomes", 64)
+        found_pairs = _rows_of_kind(rows, pkeys, "pairs", 32)
         own = {*okeys.values(), *pkeys.values()}
         snap.load({k: v for k, v in rows.items() if k not in own})
         wanted = snap.bases_wanted(found)

@@ -163,9 +163,8 @@ def recount(
     total = old.total - lost.count + new.count
     if total < 0:
         return None
-    gone_ids = np.sort(gone.leaves)
     prefix = old.first
-    keep = ~(_among(prefix[:, 0], gone_ids) | _among(prefix[:, 1], gone_ids))
+    keep = ~np.isin(prefix, gone.leaves).any(axis=1)
     kept = to_new(prefix[keep].ravel()).reshape(-1, 2)
     if kept.size and int(kept.min()) < 0:
         return None
@@ -312,7 +311,7 @@ def _reached(
         leaf = meet & (kind[fr] == NodeKind.LEAF)
         if leaf.any():
             keep = leaf.copy()
-            keep[leaf] = ~_among(fr[leaf], exclude)
+            keep[leaf] = ~np.isin(fr[leaf], exclude)
             out_q.append(q[keep])
             out_leaf.append(fr[keep])
             out_lo.append(lo[keep])
@@ -348,14 +347,6 @@ def _reached(
             {g: np.empty((0, dom.cats[g].size), dtype=bool) for g in split_cats},
         ),
     )
-
-
-def _among(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    if not sorted_set.size:
-        return np.zeros(x.size, dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
-    hit: np.ndarray = sorted_set[at] == x
-    return hit
 
 
 def _named(boxes: LeafBoxes, ids: np.ndarray) -> LeafBoxes:
