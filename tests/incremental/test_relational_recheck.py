@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -25,7 +26,8 @@ from clefprove.model.source import compile_source
 from clefprove.verify import relational
 from clefprove.verify.api import check
 from tests.incremental import models as M
-from tests.incremental.test_leaf_outcomes import _clean_leaves, edit_versions
+from tests.incremental.test_leaf_outcomes import _clean_leaves, _edit, edit_versions
+from tests.verify.test_pairsweep import _breadth_first
 from tests.verify.test_relational import SPEC_RELATIONAL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,3 +110,21 @@ def _program(model):
     from clefprove.dsl.loader import parse_text
 
     return parse_text(SPEC_RELATIONAL, model, "inv/rel.inv")
+
+
+@SETTINGS
+@given(st.data())
+def test_breadth_first_layouts_recount_as_fresh_runs(data) -> None:
+    """Trees numbered breadth first (not pre-order): an edit that changes the node count
+    renumbers the clean leaves, the general alignment pairs them, and the kept pairs are
+    renumbered (or, where their order changed, the invariant is decided afresh)."""
+    names = data.draw(st.lists(st.sampled_from(COUNTED), min_size=1, max_size=3, unique=True))
+    src = data.draw(M.sources())
+    with tempfile.TemporaryDirectory() as tmp, ProofCache(tmp) as cache:
+        for _ in range(3):
+            model = _breadth_first(M.compile_(src))
+            prog = M.program(names, model)
+            got = check(model, prog, cache=cache)
+            assert M.comparable(got) == M.comparable(check(model, prog))
+            event("re-counted" if any(r.paths_reused for r in got.results) else "afresh")
+            src = _edit(data.draw, src)
