@@ -796,27 +796,41 @@ class _Snapshots:
             except ValueError as exc:
                 raise CacheCorrupt(str(exc)) from exc
 
-    def old_pairs(self, pointer: bytes) -> PairCount:
+    def old_pairs(self, pointer: bytes, symmetric: bool) -> PairCount:
         """A relational invariant's pair count from its row (the version's tree key, then
-        the count as JSON), its pairs checked to be leaves of that version's tree (which
-        :meth:`against` found in the cache)."""
+        the count as JSON), checked to be one that a count gives on that version's tree
+        (which :meth:`against` found in the cache): no more pairs listed than counted nor
+        counted than there are leaf pairs, the listed ones distinct leaves in print order
+        (rows sorted, unique; a symmetric form's smaller leaf first)."""
         try:
             row = json.loads(pointer[32:])
             total = row["total"]
-            first = np.array(row["first"], dtype=np.int64).reshape(-1, 2)
-            ok = isinstance(total, int) and first.shape[0] <= total
-        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            first = np.array(row["first"], dtype=np.int64)
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
             raise CacheCorrupt(f"a pair count row is damaged ({exc})") from exc
-        if not ok:
-            raise CacheCorrupt("a pair count row does not add up")
         from clefprove.verify.relational import PairCount  # only for such a program
 
         leaves = self.old[pointer[:32]].leaves
+        if first.size == 0:
+            first = first.reshape(0, 2)
+        if (
+            type(total) is not int
+            or first.ndim != 2
+            or first.shape[1] != 2
+            or not first.shape[0] <= total <= leaves.size * leaves.size
+        ):
+            raise CacheCorrupt("a pair count row does not add up")
+        a, b = first[:, 0], first[:, 1]
+        ordered = bool(np.all((a < b) if symmetric else (a != b)))
+        da, db = np.diff(a), np.diff(b)
         at = np.searchsorted(leaves, first.ravel())
         if first.size and (
-            int(at.max()) >= leaves.size or not np.array_equal(leaves[at], first.ravel())
+            not ordered
+            or bool(np.any((da < 0) | ((da == 0) & (db <= 0))))
+            or int(at.max()) >= leaves.size
+            or not np.array_equal(leaves[at], first.ravel())
         ):
-            raise CacheCorrupt("a pair count row names nodes that are not leaves")
+            raise CacheCorrupt("a pair count row names pairs that no count lists")
         return PairCount(total, first)
 
     def bases_wanted(self, found: dict[int, bytes]) -> list[bytes]:
@@ -1170,7 +1184,10 @@ def _recounted(
         return None
     al, added = hit
     old_tree = run.snap.old[blob[:32]]
-    old = run.snap.old_pairs(blob)
+    prep = prepare(model, inv, severity)
+    if not prep.on_boxes:
+        raise CacheCorrupt("a pair count row for an invariant that is not counted on boxes")
+    old = run.snap.old_pairs(blob, not isinstance(prep.relation, ck.Monotone))
     limit = max(RECOUNT_LEAVES, model.n_leaves // RECOUNT_SHARE)
     same_shape = al.dirty is not None
     n_gone = al.dirty.size if al.dirty is not None else old_tree.leaves.size - al.clean_new.size
@@ -1195,7 +1212,6 @@ def _recounted(
         gone = delta.gone_boxes(model, old_tree, al)
     except ValueError as exc:  # a snapshot that does not fit the alignment
         raise CacheCorrupt(str(exc)) from exc
-    prep = prepare(model, inv, severity)
     count = pairdelta.recount(model, prep, old, run.counterexamples, gone, added, to_new)
     if count is None:
         return None

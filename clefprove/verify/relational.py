@@ -120,6 +120,14 @@ class Prepared:
     conjuncts: list[tuple[object, ...]] | None
     rank: np.ndarray | None  # severity rank per action (monotone)
 
+    @property
+    def on_boxes(self) -> bool:
+        """Whether every conjunction of ``when`` is made of single-feature literals, so that
+        cell tests alone decide every pair (:attr:`PairChecker.on_boxes`)."""
+        return self.conjuncts is not None and not any(
+            isinstance(lit, nm.Lin) for conj in self.conjuncts for lit in conj
+        )
+
 
 def prepare(
     model: Model | Ensemble, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None
@@ -250,7 +258,7 @@ class PairChecker:
         """Whether every pair is decided by cell tests alone (each conjunction of ``when``
         made of single-feature literals; a pair violates when some (Ci, Cj) cell test says
         so): what a re-check after an edit re-counts (:mod:`clefprove.verify.pairdelta`)."""
-        return self.exact and not any(s.lins for s in self.sides)
+        return self.prep.on_boxes
 
     def first_cell(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Per pair of rows (a, b): the index i * k + j of the first conjunction pair (Ci for
