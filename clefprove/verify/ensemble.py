@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import concurrent.futures as cf
 import dataclasses
+import heapq
 import io
 import itertools
 import math
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from clefprove.dsl import checked as ck
-from clefprove.eval.ensemble import EnsembleEvaluator, decide_proba
+from clefprove.eval.ensemble import EnsembleDecision, EnsembleEvaluator, decide_proba
 from clefprove.frozen import frozen
 from clefprove.geometry.boxes import Box, LeafBoxes, cat_mask, integral_features, split_bounds
 from clefprove.geometry.measure import box_shares
@@ -831,7 +832,6 @@ def search(
     tab = ensemble_tables(model)
     res = SearchResult()
     roots: list[tuple[Region, object]] = []
-    known: dict[int, Step] = {}  # the roots' first steps, from the bounds of that pass
     base_reach = tab.feasible.copy()
     mentions_conf = _mentions_confidence(prep.violation, n_feat)
     if boxes is None:
@@ -850,15 +850,20 @@ def search(
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
             roots.append((g, formula))
-            if got is not None and len(boxes) < ITEMS:  # (else _items does not step roots)
-                known[id(g)] = _after(model, tab, g, got[1], mentions_conf)
             res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
     res.seeded = seeds is not None
+    known: dict[int, Step] = {}  # the first steps of the regions the items start from
+    if seeds is None:
+        found = _falsify(
+            model, tab, prep, settings, want, roots, mentions_conf, res, deadline, record
+        )
+        if found is None:
+            return res  # violated: enough violations found
+        roots, known = found
     items = _items(
-        model, tab, seeds if seeds is not None else roots, mentions_conf, res, record,
-        known if seeds is None else {},
-    )  # fmt: skip
+        model, tab, seeds if seeds is not None else roots, mentions_conf, res, record, known
+    )
     parts = _search_items(model, prep, settings, want, items, deadline, record)
     _merge(res, items, parts, want)
     return res
@@ -1130,15 +1135,19 @@ def _steps(
     tab: Tables,
     regions: list[tuple[Region, object]],
     mentions_conf: bool,
+    promise: list[tuple[float, int]] | None = None,
 ) -> list[tuple[int, float, bool] | list[Region] | None]:
     """:func:`_step` of every region, the bounds of all at once: the per-tree extremes in
     one pass; each region's sums on its own slice of them (the same arrays, shapes and
     order as :func:`_score_bounds` sums); the logistic link's outcomes for all regions'
     ends in one call (:func:`outcomes`' arithmetic, element by element); the violation's
     three-valued test once per formula.  The same results as :func:`_step` region by region
-    (tests/ensembles/test_fixed_costs.py)."""
+    (tests/ensembles/test_fixed_costs.py).  With *promise*, it receives per region how
+    strongly a decision that can violate is possible there (:func:`_promise`)."""
     c = len(regions)
-    if c < 2:
+    if promise is not None and c:
+        promise.extend([(-math.inf, -1)] * c)
+    elif c < 2:
         return [_step(model, tab, g, formula, mentions_conf) for g, formula in regions]
     reach = np.stack([g.reach for g, _ in regions])
     n_all = np.add.reduceat(reach.astype(np.int64), tab.starts, axis=1)  # (c, T)
@@ -1200,6 +1209,8 @@ def _steps(
         for r in rs:
             k = ocs[r].actions.size
             cans[r] = bool(can[at : at + k].any())
+            if promise is not None:
+                promise[r] = _promise(ocs[r], can[at : at + k])
             at += k
     out: list[tuple[int, float, bool] | list[Region] | None] = [None] * c
     for r in live:
@@ -1208,6 +1219,151 @@ def _steps(
             model, tab, g, ocs[r], cans[r], n_all[r], mins_all[r], maxs_all[r], mentions_conf
         )
     return out
+
+
+def _promise(oc: Outcomes, can: np.ndarray) -> tuple[float, int]:
+    """How strongly a region can violate, and with which decision: the greatest confidence
+    bound of the decisions for which the violation can be true there (-inf for none), the
+    best-first order of the falsifier (for ``ensure action == c`` the upper bound of another
+    class's probability, Veritas's output heuristic)."""
+    hi = np.where(can, oc.conf_hi, -math.inf)
+    if not hi.size or not np.any(hi > -math.inf):
+        return -math.inf, -1
+    r = int(np.nanargmax(hi)) if not np.isnan(hi).all() else 0
+    return float(hi[r]) if hi[r] == hi[r] else -math.inf, int(oc.actions[r])
+
+
+def _leaf_scores(model: Ensemble, tab: Tables, action: int) -> np.ndarray:
+    """Per leaf, how much its values favour decision *action* (the single score's sign for
+    a binary model, else its class's value against the mean of the others)."""
+    v = tab.values
+    if v.shape[1] == 1:
+        out: np.ndarray = v[:, 0] if action == 1 else -v[:, 0]
+        return out
+    k = v.shape[1]
+    out = v[:, action] - (v.sum(axis=1) - v[:, action]) / max(1, k - 1)
+    return out
+
+
+def _dive(model: Ensemble, tab: Tables, g: Region, action: int) -> np.ndarray | None:
+    """An input of region *g* in the leaves that favour decision *action* most, tree by tree
+    (the trees whose reachable values spread most first), each leaf chosen among those that
+    still meet the box narrowed by the leaves before; None when a tree has none left.  A
+    candidate only: the evaluator decides whether it violates."""
+    score = _leaf_scores(model, tab, action)
+    lo, hi = g.lo.copy(), g.hi.copy()
+    cats = {f: m.copy() for f, m in g.cats.items()}
+    ends = np.append(tab.starts, tab.values.shape[0])
+    live = g.reach
+    spread = np.maximum.reduceat(np.where(live, score, -np.inf), tab.starts) - np.minimum.reduceat(
+        np.where(live, score, np.inf), tab.starts
+    )
+    for t in np.argsort(-spread, kind="stable").tolist():
+        a, b = int(ends[t]), int(ends[t + 1])
+        ok = live[a:b] & np.all(tab.lo[a:b] <= hi, axis=1) & np.all(tab.hi[a:b] >= lo, axis=1)
+        for f, m in cats.items():
+            ok &= (tab.cats[f][a:b] & m).any(axis=1)
+        if not ok.any():
+            return None
+        j = a + int(np.argmax(np.where(ok, score[a:b], -np.inf)))
+        np.maximum(lo, tab.lo[j], out=lo)
+        np.minimum(hi, tab.hi[j], out=hi)
+        for f in cats:
+            cats[f] &= tab.cats[f][j]
+    return _probe(model, Region(lo, hi, cats, live, 0.0, g.root))
+
+
+#: Regions the best-first falsifier takes from its queue before the depth-first search.
+FALSIFY_STEPS = 48
+
+#: Greedy dives (:func:`_dive`) the falsifier tries, one per region taken, from the first.
+FALSIFY_DIVES = 8
+
+
+def _violates(model: Ensemble, prep: eg.Prepared, x: np.ndarray) -> EnsembleDecision | None:
+    """The evaluator's decision at the encoded input *x* when *x* is an input (every value
+    in its feature's domain, the round trip through a record exact) where that decision
+    violates the invariant (what :func:`decide_ensemble_invariant` confirms of every
+    witness), else None."""
+    from clefprove.verify.evidence import decode, encode
+
+    inv = prep.invariant
+    xe = encode(model, decode(model, x))
+    if not np.array_equal(xe, x) or not all(
+        f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
+    ):
+        return None
+    d = _evaluator(model).evaluate_one(xe)
+    xs = xe.tolist()
+    if ck.evaluate(inv.when, xs, d.action, d.confidence) and not ck.evaluate(
+        inv.ensure_formula, xs, d.action, d.confidence
+    ):
+        return d
+    return None
+
+
+def _falsify(
+    model: Ensemble,
+    tab: Tables,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    want: int,
+    roots: list[tuple[Region, object]],
+    mentions_conf: bool,
+    res: SearchResult,
+    deadline: float,
+    record: bool,
+) -> tuple[list[tuple[Region, object]], dict[int, Step]] | None:
+    """A best-first start of the search (the region where a violating decision is most
+    strongly possible first, :func:`_promise`), for at most :data:`FALSIFY_STEPS` regions:
+    a violation is usually found in a few steps where the depth-first order would reach it
+    late.  Regions settled here count as the search's; None when *want* violations were
+    found (the regions left count as unsettled), else the regions left in depth-first order
+    (the order of their paths from the roots) with their steps, where the depth-first
+    search goes on.  Deterministic, in this process, whatever ``--jobs``: every ``--jobs``
+    gives the same items afterwards."""
+    heap: list[tuple[float, tuple[int, ...], int, Region, object, Step]] = []
+    order = itertools.count()
+    target: dict[int, int] = {}  # id(region) -> the decision its promise is for
+    found: set[bytes] = set()
+    dives = 0
+
+    def push(batch: list[tuple[Region, object]], paths: list[tuple[int, ...]]) -> None:
+        promise: list[tuple[float, int]] = []
+        steps = _steps(model, tab, batch, mentions_conf, promise)
+        for (g, formula), path, step, (p, a) in zip(batch, paths, steps, promise, strict=True):
+            if step is None:
+                res.settle(g, record)
+            else:
+                target[id(g)] = a
+                heapq.heappush(heap, (-p, path, next(order), g, formula, step))
+
+    push(roots, [(k,) for k in range(len(roots))])
+    taken = 0
+    while heap and taken < FALSIFY_STEPS and time.monotonic() <= deadline:
+        _, path, _, g, formula, step = heapq.heappop(heap)
+        taken += 1
+        if dives < FALSIFY_DIVES and target[id(g)] >= 0:
+            dives += 1
+            x = _dive(model, tab, g, target[id(g)])
+            d = None if x is None or x.tobytes() in found else _violates(model, prep, x)
+            if x is not None and d is not None:
+                found.add(x.tobytes())
+                res.n_violating += 1
+                res.violating.append((x, d.action, d.confidence))
+                if len(res.violating) >= max(want, 1):
+                    res.unsettled += g.weight + sum(e[3].weight for e in heap)
+                    return None
+        if isinstance(step, list):
+            push([(kid, formula) for kid in step], [(*path, i) for i in range(len(step))])
+            continue
+        assert step is not None
+        _decide_exact(model, tab, prep, settings, [(g, *step)], res, want, deadline, record)
+        if res.n_violating and len(res.violating) >= max(want, 1):
+            res.unsettled += sum(e[3].weight for e in heap)
+            return None
+    left = sorted(heap, key=lambda e: e[1])
+    return [(e[3], e[4]) for e in left], {id(e[3]): e[5] for e in left}
 
 
 def _items(
@@ -1250,6 +1406,51 @@ def _items(
     return [[item] for item in frontier]
 
 
+def _decide_exact(
+    model: Ensemble,
+    tab: Tables,
+    prep: eg.Prepared,
+    settings: CheckOptions,
+    exact: list[tuple[Region, int, float, bool]],
+    res: SearchResult,
+    want: int,
+    deadline: float,
+    record: bool,
+) -> None:
+    """Regions with one possible decision each ``(region, action, conf, conf is exact)``,
+    decided exactly like leaves by the per-path engine, into *res*."""
+    regions = [e[0] for e in exact]
+    acts = np.array([e[1] for e in exact])
+    conf = np.array([e[2] for e in exact])
+    boxes = _rows(
+        model,
+        regions,
+        acts,
+        np.where([e[3] for e in exact], conf, 0.0),
+        np.where([e[3] for e in exact], conf, 1.0),
+    )
+    # The solver's per-query limit is cut to what is left of the budget, so that a batch
+    # cannot run the invariant far past it (docs/ensembles.md, "Budget overrun").
+    left = max(1e-3, deadline - time.monotonic())
+    limited = settings
+    if settings.timeout is None or settings.timeout > left:
+        limited = dataclasses.replace(settings, timeout=left)
+    pv = eg.decide(tab.flat, prep, boxes, limited)
+    res.solver_paths += pv.solver_paths
+    res.regions += len(regions)
+    for r in range(len(regions)):
+        if record and pv.status[r] == eg.SAFE:
+            res.settled.append(_settled(regions[r]))
+        if pv.status[r] == eg.VIOLATED:
+            res.n_violating += 1
+            if len(res.violating) < want + 2:
+                x = eg.witness(tab.flat, prep, pv, r, limited)
+                res.violating.append((x, int(acts[r]), float(conf[r])))
+        elif pv.status[r] == eg.UNKNOWN:
+            res.n_unknown += 1
+            res.unsettled += regions[r].weight
+
+
 def _search_stack(
     model: Ensemble,
     prep: eg.Prepared,
@@ -1270,39 +1471,9 @@ def _search_stack(
     exact: list[tuple[Region, int, float, bool]] = []  # (region, action, conf, conf is exact)
 
     def flush() -> None:
-        if not exact:
-            return
-        regions = [e[0] for e in exact]
-        acts = np.array([e[1] for e in exact])
-        conf = np.array([e[2] for e in exact])
-        boxes = _rows(
-            model,
-            regions,
-            acts,
-            np.where([e[3] for e in exact], conf, 0.0),
-            np.where([e[3] for e in exact], conf, 1.0),
-        )
-        # The solver's per-query limit is cut to what is left of the budget, so that a batch
-        # cannot run the invariant far past it (docs/ensembles.md, "Budget overrun").
-        left = max(1e-3, deadline - time.monotonic())
-        limited = settings
-        if settings.timeout is None or settings.timeout > left:
-            limited = dataclasses.replace(settings, timeout=left)
-        pv = eg.decide(tab.flat, prep, boxes, limited)
-        res.solver_paths += pv.solver_paths
-        res.regions += len(regions)
-        for r in range(len(regions)):
-            if record and pv.status[r] == eg.SAFE:
-                res.settled.append(_settled(regions[r]))
-            if pv.status[r] == eg.VIOLATED:
-                res.n_violating += 1
-                if len(res.violating) < want + 2:
-                    x = eg.witness(tab.flat, prep, pv, r, limited)
-                    res.violating.append((x, int(acts[r]), float(conf[r])))
-            elif pv.status[r] == eg.UNKNOWN:
-                res.n_unknown += 1
-                res.unsettled += regions[r].weight
-        exact.clear()
+        if exact:
+            _decide_exact(model, tab, prep, settings, exact, res, want, deadline, record)
+            exact.clear()
 
     while stack:
         if time.monotonic() > deadline:
