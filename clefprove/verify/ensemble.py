@@ -479,7 +479,10 @@ def _clip01(a: np.ndarray) -> np.ndarray:
 class SearchResult:
     """What the search found for one invariant."""
 
-    violating: list[tuple[np.ndarray, int, float]] = field(default_factory=list)  # (x, a, c)
+    # (x, action, confidence, the evaluator's decision when x is already confirmed)
+    violating: list[tuple[np.ndarray, int, float, EnsembleDecision | None]] = field(
+        default_factory=list
+    )
     n_violating: int = 0
     n_unknown: int = 0
     regions: int = 0
@@ -832,6 +835,7 @@ def search(
     tab = ensemble_tables(model)
     res = SearchResult()
     roots: list[tuple[Region, object]] = []
+    root_bounds: dict[int, Bounded] = {}  # id(root) -> its bounds, where the descent found them
     base_reach = tab.feasible.copy()
     mentions_conf = _mentions_confidence(prep.violation, n_feat)
     if boxes is None:
@@ -849,6 +853,8 @@ def search(
                     reach &= (tab.cats[f] & m).any(axis=1)
             g = Region(lo, hi, cats, reach, 0.0, j)
             g.weight = _weight(tab, model, lo, hi, cats)
+            if got is not None:
+                root_bounds[id(g)] = got[1]
             roots.append((g, formula))
             res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
@@ -856,7 +862,17 @@ def search(
     known: dict[int, Step] = {}  # the first steps of the regions the items start from
     if seeds is None:
         found = _falsify(
-            model, tab, prep, settings, want, roots, mentions_conf, res, deadline, record
+            model,
+            tab,
+            prep,
+            settings,
+            want,
+            roots,
+            root_bounds,
+            mentions_conf,
+            res,
+            deadline,
+            record,
         )
         if found is None:
             return res  # violated: enough violations found
@@ -955,9 +971,14 @@ class _Leaves:
     starts: np.ndarray  # (T,)
 
 
+#: What :func:`_bounds` finds of a region: its score bounds, the possible outcomes (None when
+#: the region is empty) and per outcome whether the violation can be true for it.
+Bounded = tuple[tuple[np.ndarray, ...], Outcomes | None, np.ndarray]
+
+
 #: A root's reachable leaves and its bounds (:func:`_bounds`), as :func:`_settled_roots`
 #: found them.
-_RootBounds = tuple[np.ndarray, tuple[tuple[np.ndarray, ...], Outcomes | None, bool]]
+_RootBounds = tuple[np.ndarray, Bounded]
 #: What a region's step is (:func:`_step`).
 Step = tuple[int, float, bool] | list[Region] | None
 
@@ -992,7 +1013,7 @@ def _settled_roots(
         g = Region(lo, hi, cats, reach, 0.0, j)
         bounds = _bounds(model, tab, g, formula)
         passed.append((reach, bounds))
-        if settled and (bounds[1] is None or not bounds[2]):
+        if settled and (bounds[1] is None or not bounds[2].any()):
             res.settle(g, record)
             res.probes.append(_probe(model, g))
         else:
@@ -1046,19 +1067,17 @@ def _descend(
     return reach
 
 
-def _bounds(
-    model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object
-) -> tuple[tuple[np.ndarray, ...], Outcomes | None, bool]:
-    """The bounds of region *g*: (score bounds, the possible outcomes, whether the violation
-    can be true for one of them); outcomes None when the region is empty."""
+def _bounds(model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object) -> Bounded:
+    """The bounds of region *g* (:data:`Bounded`)."""
     bounds = _score_bounds(model, tab, g.reach)
     if np.any(bounds[2] == 0):
-        return bounds, None, False  # no input reaches some tree's leaves: the region is empty
+        # no input reaches some tree's leaves: the region is empty
+        return bounds, None, np.zeros(0, dtype=bool)
     oc = outcomes(model, bounds[0], bounds[1])
     box_lo, box_hi, cats = _outcome_boxes(g, oc)
     # (the rows :func:`_rows` makes of ``[g] * k``, without its leaf-box fields)
     can, _ = nm.tri(formula, nm.Rows(box_lo, box_hi, cats, oc.actions.astype(np.int64)))
-    return bounds, oc, bool(can.any())
+    return bounds, oc, can
 
 
 def _step(
@@ -1074,14 +1093,14 @@ def _after(
     model: Ensemble,
     tab: Tables,
     g: Region,
-    bounded: tuple[tuple[np.ndarray, ...], Outcomes | None, bool],
+    bounded: Bounded,
     mentions_conf: bool,
 ) -> tuple[int, float, bool] | list[Region] | None:
     """:func:`_step` of *g* from its bounds (:func:`_bounds`)."""
     (_, _, n_reach, mins, maxs), oc, can = bounded
     if oc is None:
         return None
-    return _after_bounds(model, tab, g, oc, can, n_reach, mins, maxs, mentions_conf)
+    return _after_bounds(model, tab, g, oc, bool(can.any()), n_reach, mins, maxs, mentions_conf)
 
 
 def _outcome_boxes(g: Region, oc: Outcomes) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
@@ -1280,14 +1299,12 @@ FALSIFY_STEPS = 48
 FALSIFY_DIVES = 8
 
 
-def _violates(model: Ensemble, prep: eg.Prepared, x: np.ndarray) -> EnsembleDecision | None:
+def _violates(model: Ensemble, inv: ck.CheckedInvariant, x: np.ndarray) -> EnsembleDecision | None:
     """The evaluator's decision at the encoded input *x* when *x* is an input (every value
     in its feature's domain, the round trip through a record exact) where that decision
-    violates the invariant (what :func:`decide_ensemble_invariant` confirms of every
-    witness), else None."""
+    violates *inv*, else None: the confirmation of every witness."""
     from clefprove.verify.evidence import decode, encode
 
-    inv = prep.invariant
     xe = encode(model, decode(model, x))
     if not np.array_equal(xe, x) or not all(
         f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
@@ -1309,6 +1326,7 @@ def _falsify(
     settings: CheckOptions,
     want: int,
     roots: list[tuple[Region, object]],
+    root_bounds: dict[int, Bounded],
     mentions_conf: bool,
     res: SearchResult,
     deadline: float,
@@ -1321,7 +1339,8 @@ def _falsify(
     found (the regions left count as unsettled), else the regions left in depth-first order
     (the order of their paths from the roots) with their steps, where the depth-first
     search goes on.  Deterministic, in this process, whatever ``--jobs``: every ``--jobs``
-    gives the same items afterwards."""
+    gives the same items afterwards.  *root_bounds*: the roots' bounds where
+    :func:`_settled_roots` found them (the same as :func:`_steps` finds)."""
     heap: list[tuple[float, tuple[int, ...], int, Region, object, Step]] = []
     order = itertools.count()
     target: dict[int, int] = {}  # id(region) -> the decision its promise is for
@@ -1329,8 +1348,22 @@ def _falsify(
     dives = 0
 
     def push(batch: list[tuple[Region, object]], paths: list[tuple[int, ...]]) -> None:
+        todo = [(g, formula) for g, formula in batch if id(g) not in root_bounds]
+        found_promise: list[tuple[float, int]] = []
+        stepped = _steps(model, tab, todo, mentions_conf, found_promise)
+        fresh = iter(zip(stepped, found_promise, strict=True))
+        steps: list[Step] = []
         promise: list[tuple[float, int]] = []
-        steps = _steps(model, tab, batch, mentions_conf, promise)
+        for g, _ in batch:
+            bounded = root_bounds.get(id(g))
+            if bounded is None:
+                step, best = next(fresh)
+            else:
+                step = _after(model, tab, g, bounded, mentions_conf)
+                oc = bounded[1]
+                best = (-math.inf, -1) if oc is None else _promise(oc, bounded[2])
+            steps.append(step)
+            promise.append(best)
         for (g, formula), path, step, (p, a) in zip(batch, paths, steps, promise, strict=True):
             if step is None:
                 res.settle(g, record)
@@ -1346,11 +1379,11 @@ def _falsify(
         if dives < FALSIFY_DIVES and target[id(g)] >= 0:
             dives += 1
             x = _dive(model, tab, g, target[id(g)])
-            d = None if x is None or x.tobytes() in found else _violates(model, prep, x)
+            d = None if x is None or x.tobytes() in found else _violates(model, prep.invariant, x)
             if x is not None and d is not None:
                 found.add(x.tobytes())
                 res.n_violating += 1
-                res.violating.append((x, d.action, d.confidence))
+                res.violating.append((x, d.action, d.confidence, d))
                 if len(res.violating) >= max(want, 1):
                     res.unsettled += g.weight + sum(e[3].weight for e in heap)
                     return None
@@ -1445,7 +1478,7 @@ def _decide_exact(
             res.n_violating += 1
             if len(res.violating) < want + 2:
                 x = eg.witness(tab.flat, prep, pv, r, limited)
-                res.violating.append((x, int(acts[r]), float(conf[r])))
+                res.violating.append((x, int(acts[r]), float(conf[r]), None))
         elif pv.status[r] == eg.UNKNOWN:
             res.n_unknown += 1
             res.unsettled += regions[r].weight
@@ -1779,7 +1812,7 @@ def decide_ensemble_invariant(
     A *path* of an ensemble is a settled region of the search: ``paths_checked`` counts the
     regions settled in this run, ``paths_reused`` those of *start* that the bounds re-proved
     as they were (no split, no solver)."""
-    from clefprove.verify.evidence import decode, encode
+    from clefprove.verify.evidence import decode
     from clefprove.verify.verdicts import Counterexample, settled_result
 
     t0 = time.perf_counter()
@@ -1787,39 +1820,25 @@ def decide_ensemble_invariant(
     budget = budget_of(settings)
     deadline = time.monotonic() + budget
     res = search(model, prep, settings, counterexamples, budget, start, record=True)
-    evaluator = _evaluator(model) if res.violating else None  # (built for witnesses only)
     warnings: list[str] = []
     cexs: list[Counterexample] = []
     confirmed = 0
-    for x, _, _ in res.violating:
+    for x, _, _, known in res.violating:
         if confirmed >= max(counterexamples, 1):
             break
-        record = decode(model, x)
-        xe = encode(model, record)
-        ok = np.array_equal(xe, x) and all(
-            f.min <= xe[i] <= f.max for i, f in enumerate(model.features)
-        )
-        d = evaluator.evaluate_one(xe) if ok and evaluator is not None else None
-        xs = xe.tolist()
-        if (
-            d is None
-            or not ck.evaluate(inv.when, xs, d.action, d.confidence)
-            or ck.evaluate(
-                inv.ensure_formula,
-                xs,
-                d.action,
-                d.confidence,
-            )
-        ):
+        # (a falsifier's witness was confirmed by the same test when it was found)
+        d = known if known is not None else _violates(model, inv, x)
+        if d is None:
             warnings.append("internal: an unconfirmed ensemble witness was dropped")
             continue
         confirmed += 1
         if len(cexs) < counterexamples:
             cexs.append(
                 Counterexample(
-                    record, model.actions[d.action], d.confidence, -1, (), leaves=d.leaves
+                    decode(model, x), model.actions[d.action], d.confidence, -1, (),
+                    leaves=d.leaves,
                 )
-            )
+            )  # fmt: skip
     n_violating, n_unknown, share = tally(
         inv, res.n_violating, res.n_unknown, res.unsettled, res.timed_out, confirmed,
         "the input domain", warnings,

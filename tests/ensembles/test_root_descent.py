@@ -92,7 +92,7 @@ def _same(a: ve.SearchResult, b: ve.SearchResult) -> None:
     assert len(a.probes) == len(b.probes)
     assert all(np.array_equal(p, q) for p, q in zip(a.probes, b.probes, strict=True))
     assert len(a.violating) == len(b.violating)
-    for (x, act, conf), (y, act2, conf2) in zip(a.violating, b.violating, strict=True):
+    for (x, act, conf, _), (y, act2, conf2, _) in zip(a.violating, b.violating, strict=True):
         assert np.array_equal(x, y) and act == act2 and (conf == conf2 or conf != conf)
 
 
