@@ -191,22 +191,7 @@ def _tables(model: Ensemble) -> Tables:
     rows = nodes["aux"][leaves].astype(np.int64)
     assert np.array_equal(rows, np.arange(rows.size))  # validated by the loader
     tree = np.searchsorted(model.roots + model.sizes, leaves, side="right")
-    # per feature the distinct thresholds ``np.unique(left_hi[numeric & (feat == i)])`` inside
-    # [min, max), from one sort of all (feature, threshold) pairs (thresholds are finite: the
-    # loader checks; equal values are one cut, whichever sign a zero has)
-    split_nodes = np.flatnonzero(numeric)
-    fs, vs = feat[split_nodes], left_hi[split_nodes]
-    order = np.lexsort((vs, fs))
-    fs, vs = fs[order], vs[order]
-    first = np.ones(fs.size, dtype=bool)
-    first[1:] = (fs[1:] != fs[:-1]) | (vs[1:] != vs[:-1])
-    fs, vs = fs[first], vs[first]
-    f_min = np.array([f.min for f in model.features], dtype=np.float64)
-    f_max = np.array([f.max for f in model.features], dtype=np.float64)
-    inside = (vs >= f_min[fs]) & (vs < f_max[fs])
-    fs, vs = fs[inside], vs[inside]
-    bounds = np.searchsorted(fs, np.arange(len(model.features) + 1)).tolist()
-    cuts = [vs[bounds[i] : bounds[i + 1]] for i in range(len(model.features))]
+    cuts = ensemble_cuts(model)
     flat = Model(
         name=model.name,
         version=model.version,
@@ -227,12 +212,47 @@ def _tables(model: Ensemble) -> Tables:
         tree,
         starts,
         feasible,
-        tuple(cuts),
+        cuts.cuts,
         flat,
-        tuple(c.tolist() for c in cuts),
+        cuts.cut_lists,
         left_hi,
         right_lo,
     )
+
+
+@frozen(eq=False)
+class Cuts:
+    """Per feature the sorted distinct cuts of the splits on it (left-child hi bounds) inside
+    [min, max): the grid whose cells weigh regions (:func:`_coverage`)."""
+
+    cuts: tuple[np.ndarray, ...]
+    cut_lists: tuple[list[float], ...]  # ``cuts`` as lists (bisect)
+
+
+def ensemble_cuts(model: Ensemble) -> Cuts:
+    """The :class:`Cuts` of *model* (computed once, kept in ``model.derived``)."""
+
+    def make() -> Cuts:
+        kind, feat, _, _, left_hi, _, _ = walk_arrays(model)
+        # per feature the distinct thresholds ``np.unique(left_hi[numeric & (feat == i)])``
+        # inside [min, max), from one sort of all (feature, threshold) pairs (thresholds are
+        # finite: the loader checks; equal values are one cut, whichever sign a zero has)
+        split_nodes = np.flatnonzero(kind == NUMERIC_CODE)
+        fs, vs = feat[split_nodes], left_hi[split_nodes]
+        order = np.lexsort((vs, fs))
+        fs, vs = fs[order], vs[order]
+        first = np.ones(fs.size, dtype=bool)
+        first[1:] = (fs[1:] != fs[:-1]) | (vs[1:] != vs[:-1])
+        fs, vs = fs[first], vs[first]
+        f_min = np.array([f.min for f in model.features], dtype=np.float64)
+        f_max = np.array([f.max for f in model.features], dtype=np.float64)
+        inside = (vs >= f_min[fs]) & (vs < f_max[fs])
+        fs, vs = fs[inside], vs[inside]
+        bounds = np.searchsorted(fs, np.arange(len(model.features) + 1)).tolist()
+        cuts = tuple(vs[bounds[i] : bounds[i + 1]] for i in range(len(model.features)))
+        return Cuts(cuts, tuple(c.tolist() for c in cuts))
+
+    return model.derived.get(("verify.ensemble_cuts",), make)
 
 
 @dataclass(eq=False)
@@ -524,7 +544,7 @@ def _rows(
 
 
 def _coverage(
-    tab: Tables,
+    tab: Tables | Cuts,
     model: Ensemble,
     i: int,
     lo: np.ndarray,
@@ -542,7 +562,11 @@ def _coverage(
 
 
 def _weight(
-    tab: Tables, model: Ensemble, lo: np.ndarray, hi: np.ndarray, cats: dict[int, np.ndarray]
+    tab: Tables | Cuts,
+    model: Ensemble,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cats: dict[int, np.ndarray],
 ) -> float:
     return math.prod(_coverage(tab, model, i, lo, hi, cats) for i in range(len(model.features)))
 
@@ -828,14 +852,20 @@ def search(
     conjuncts = prep.conjuncts if prep.conjuncts is not None else None
     boxes = None if conjuncts is None else _root_boxes(model, conjuncts, dom, dom_cats)
     passed: list[_RootBounds | None] = []
+    dived = -1  # the root whose dive :func:`_first_dive` tried in vain
     if start is None and boxes is not None and not dom_cats:
         quick, passed = _settled_roots(model, boxes, record)
         if quick is not None:
             return quick
+        if max(want, 1) == 1 and passed and all(p is not None for p in passed):
+            quick, dived = _first_dive(model, prep, boxes, passed, record)  # type: ignore[arg-type]
+            if quick is not None:
+                return quick
     tab = ensemble_tables(model)
     res = SearchResult()
     roots: list[tuple[Region, object]] = []
     root_bounds: dict[int, Bounded] = {}  # id(root) -> its bounds, where the descent found them
+    tried: set[int] = set()  # id(root) of the root whose dive was tried
     base_reach = tab.feasible.copy()
     mentions_conf = _mentions_confidence(prep.violation, n_feat)
     if boxes is None:
@@ -846,7 +876,7 @@ def search(
         for k, (j, lo, hi, cats, formula) in enumerate(boxes):
             got = passed[k] if k < len(passed) else None
             if got is not None:
-                reach = got[0]  # (the reach below, found by the descent)
+                reach = got[0].reach  # (the reach below, found by the descent)
             else:
                 reach = base_reach & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
                 for f, m in cats.items():
@@ -855,6 +885,8 @@ def search(
             g.weight = _weight(tab, model, lo, hi, cats)
             if got is not None:
                 root_bounds[id(g)] = got[1]
+            if k == dived:
+                tried.add(id(g))
             roots.append((g, formula))
             res.probes.append(_probe(model, g))
     seeds = _seeds(model, tab, roots, n_roots, start, res, record) if start is not None else None
@@ -869,6 +901,7 @@ def search(
             want,
             roots,
             root_bounds,
+            tried,
             mentions_conf,
             res,
             deadline,
@@ -971,6 +1004,28 @@ class _Leaves:
     starts: np.ndarray  # (T,)
 
 
+@frozen(eq=False)
+class _Descent:
+    """What descending the trees with a box found (:func:`_descend_leaves`)."""
+
+    reach: np.ndarray  # (L,) the leaves whose boxes meet the box
+    rows: np.ndarray  # (R,) those leaves' value rows, ascending
+    lo: np.ndarray  # (R, F) their boxes cut to the box, as the tables' boxes are cut to it
+    hi: np.ndarray  # (R, F)
+
+
+def _leaves_of(model: Ensemble) -> _Leaves:
+    """The :class:`_Leaves` of *model* (kept in ``model.derived``)."""
+
+    def make() -> _Leaves:
+        leaf = model.nodes["kind"] == LEAF_CODE
+        per_tree = np.add.reduceat(leaf.astype(np.int64), model.roots)
+        starts = np.concatenate(([0], np.cumsum(per_tree)))
+        return _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
+
+    return model.derived.get(("verify.ensemble_leaves",), make)
+
+
 #: What :func:`_bounds` finds of a region: its score bounds, the possible outcomes (None when
 #: the region is empty) and per outcome whether the violation can be true for it.
 Bounded = tuple[tuple[np.ndarray, ...], Outcomes | None, np.ndarray]
@@ -978,7 +1033,7 @@ Bounded = tuple[tuple[np.ndarray, ...], Outcomes | None, np.ndarray]
 
 #: A root's reachable leaves and its bounds (:func:`_bounds`), as :func:`_settled_roots`
 #: found them.
-_RootBounds = tuple[np.ndarray, Bounded]
+_RootBounds = tuple[_Descent, Bounded]
 #: What a region's step is (:func:`_step`).
 Step = tuple[int, float, bool] | list[Region] | None
 
@@ -997,22 +1052,20 @@ def _settled_roots(
     kind = nodes["kind"]
     if np.any(kind == CATEGORICAL_CODE):
         return None, []
-    leaf = kind == LEAF_CODE
-    starts = np.concatenate(([0], np.cumsum(np.add.reduceat(leaf.astype(np.int64), model.roots))))
-    tab = _Leaves(np.asarray(model.values, dtype=np.float64), starts[:-1].astype(np.int64))
+    tab = _leaves_of(model)
     walk = walk_arrays(model)
     res = SearchResult()
     passed: list[_RootBounds | None] = []
     settled = True
     for j, lo, hi, cats, formula in boxes:
-        reach = _descend(model, walk, lo, hi)
-        if reach is None:
+        descent = _descend_leaves(model, walk, lo, hi)
+        if descent is None:
             passed.append(None)
             settled = False
             continue
-        g = Region(lo, hi, cats, reach, 0.0, j)
+        g = Region(lo, hi, cats, descent.reach, 0.0, j)
         bounds = _bounds(model, tab, g, formula)
-        passed.append((reach, bounds))
+        passed.append((descent, bounds))
         if settled and (bounds[1] is None or not bounds[2].any()):
             res.settle(g, record)
             res.probes.append(_probe(model, g))
@@ -1021,9 +1074,69 @@ def _settled_roots(
     return (res if settled else None), passed
 
 
+def _first_dive(
+    model: Ensemble,
+    prep: eg.Prepared,
+    boxes: list[RootBox],
+    passed: list[_RootBounds],
+    record: bool,
+) -> tuple[SearchResult | None, int]:
+    """The falsifier's first step (:func:`_falsify`) when one violation is wanted, from the
+    roots' descents, before the leaf tables of every tree are built: the root of greatest
+    promise dived into on its descent's leaf boxes (the tables' boxes cut to the root's box:
+    the same dive).  (the search's result, -1) when it found a violation: the same result
+    as the falsifier's (tests/ensembles/test_root_descent.py); else (None, the root dived
+    into, or -1 for none)."""
+    cuts = ensemble_cuts(model)
+    heap: list[tuple[float, tuple[int, ...], int, float]] = []
+    res = SearchResult()
+    best: tuple[float, int, int] | None = None  # (-promise, root, decision)
+    for k, ((j, lo, hi, cats, _), (descent, bounded)) in enumerate(
+        zip(boxes, passed, strict=True)
+    ):
+        g = Region(lo, hi, cats, descent.reach, 0.0, j)
+        g.weight = _weight(cuts, model, lo, hi, cats)
+        res.probes.append(_probe(model, g))
+        oc, can = bounded[1], bounded[2]
+        if oc is None or not can.any():
+            res.settle(g, record)  # (where the falsifier's first steps settle it)
+            continue
+        p, a = _promise(oc, can)
+        heapq.heappush(heap, (-p, (k,), k, g.weight))
+        if best is None or (-p, k) < best[:2]:
+            best = (-p, k, a)
+    if best is None or best[2] < 0:
+        return None, -1
+    k = best[1]
+    descent = passed[k][0]
+    leaves = _leaves_of(model)
+    ends = np.append(np.searchsorted(descent.rows, leaves.starts), descent.rows.size)
+    score = _leaf_scores(leaves.values[descent.rows], best[2])
+    lo, hi = boxes[k][1], boxes[k][2]
+    g = Region(lo, hi, {}, descent.reach, 0.0, boxes[k][0])
+    live = np.ones(descent.rows.size, dtype=bool)
+    x = _dive_in(model, g, score, descent.lo, descent.hi, {}, ends, live)
+    d = None if x is None else _violates(model, prep.invariant, x)
+    if x is None or d is None:
+        return None, k
+    popped = heapq.heappop(heap)
+    res.n_violating += 1
+    res.violating.append((x, d.action, d.confidence, d))
+    res.unsettled += popped[3] + sum(e[3] for e in heap)
+    return res, -1
+
+
 def _descend(
     model: Ensemble, walk: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray
 ) -> np.ndarray | None:
+    """:func:`_descend_leaves`' reach."""
+    got = _descend_leaves(model, walk, lo, hi)
+    return None if got is None else got.reach
+
+
+def _descend_leaves(
+    model: Ensemble, walk: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray
+) -> _Descent | None:
     """(L,) the leaves whose boxes meet the box [lo, hi] (inside the domain, not empty), as
     ``Tables``' ``feasible & all(tab.lo <= hi) & all(tab.hi >= lo)`` gives them: every tree
     descended at once with the box tightened by the splits on the way (a child whose
@@ -1039,6 +1152,8 @@ def _descend(
     rlo = lo[None, :].repeat(node.size, axis=0)
     rhi = hi[None, :].repeat(node.size, axis=0)
     found: list[np.ndarray] = []
+    found_lo: list[np.ndarray] = []
+    found_hi: list[np.ndarray] = []
     limit, seen = max(64, kind.size // 2), 0
     while node.size:
         seen += node.size
@@ -1046,6 +1161,8 @@ def _descend(
             return None
         leaf = kind[node] == LEAF_CODE
         found.append(node[leaf])
+        found_lo.append(rlo[leaf])
+        found_hi.append(rhi[leaf])
         inner = (~leaf).nonzero()[0]
         if not inner.size:
             break
@@ -1063,8 +1180,12 @@ def _descend(
         rlo = np.concatenate((blo[il], rlo2))
         rhi = np.concatenate((lhi, bhi[ir]))
     reach = np.zeros(model.values.shape[0], dtype=bool)
-    reach[aux[np.concatenate(found)]] = True  # a leaf's aux is its value row (the loader's)
-    return reach
+    rows = aux[np.concatenate(found)]  # a leaf's aux is its value row (the loader's)
+    reach[rows] = True
+    order = np.argsort(rows, kind="stable")
+    return _Descent(
+        reach, rows[order], np.concatenate(found_lo)[order], np.concatenate(found_hi)[order]
+    )
 
 
 def _bounds(model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object) -> Bounded:
@@ -1252,10 +1373,10 @@ def _promise(oc: Outcomes, can: np.ndarray) -> tuple[float, int]:
     return float(hi[r]) if hi[r] == hi[r] else -math.inf, int(oc.actions[r])
 
 
-def _leaf_scores(model: Ensemble, tab: Tables, action: int) -> np.ndarray:
-    """Per leaf, how much its values favour decision *action* (the single score's sign for
-    a binary model, else its class's value against the mean of the others)."""
-    v = tab.values
+def _leaf_scores(v: np.ndarray, action: int) -> np.ndarray:
+    """Per leaf (a row of values *v*), how much its values favour decision *action* (the
+    single score's sign for a binary model, else its class's value against the mean of the
+    others)."""
     if v.shape[1] == 1:
         out: np.ndarray = v[:, 0] if action == 1 else -v[:, 0]
         return out
@@ -1269,27 +1390,42 @@ def _dive(model: Ensemble, tab: Tables, g: Region, action: int) -> np.ndarray | 
     (the trees whose reachable values spread most first), each leaf chosen among those that
     still meet the box narrowed by the leaves before; None when a tree has none left.  A
     candidate only: the evaluator decides whether it violates."""
-    score = _leaf_scores(model, tab, action)
+    ends = np.append(tab.starts, tab.values.shape[0])
+    score = _leaf_scores(tab.values, action)
+    return _dive_in(model, g, score, tab.lo, tab.hi, tab.cats, ends, g.reach)
+
+
+def _dive_in(
+    model: Ensemble,
+    g: Region,
+    score: np.ndarray,
+    leaf_lo: np.ndarray,
+    leaf_hi: np.ndarray,
+    leaf_cats: dict[int, np.ndarray],
+    ends: np.ndarray,
+    live: np.ndarray,
+) -> np.ndarray | None:
+    """:func:`_dive` on the leaf rows given: their scores, boxes, each tree's first row and
+    the end (*ends*, T + 1), and which rows are reachable (*live*; every tree has one)."""
     lo, hi = g.lo.copy(), g.hi.copy()
     cats = {f: m.copy() for f, m in g.cats.items()}
-    ends = np.append(tab.starts, tab.values.shape[0])
-    live = g.reach
-    spread = np.maximum.reduceat(np.where(live, score, -np.inf), tab.starts) - np.minimum.reduceat(
-        np.where(live, score, np.inf), tab.starts
+    starts = ends[:-1]
+    spread = np.maximum.reduceat(np.where(live, score, -np.inf), starts) - np.minimum.reduceat(
+        np.where(live, score, np.inf), starts
     )
     for t in np.argsort(-spread, kind="stable").tolist():
         a, b = int(ends[t]), int(ends[t + 1])
-        ok = live[a:b] & np.all(tab.lo[a:b] <= hi, axis=1) & np.all(tab.hi[a:b] >= lo, axis=1)
+        ok = live[a:b] & np.all(leaf_lo[a:b] <= hi, axis=1) & np.all(leaf_hi[a:b] >= lo, axis=1)
         for f, m in cats.items():
-            ok &= (tab.cats[f][a:b] & m).any(axis=1)
+            ok &= (leaf_cats[f][a:b] & m).any(axis=1)
         if not ok.any():
             return None
         j = a + int(np.argmax(np.where(ok, score[a:b], -np.inf)))
-        np.maximum(lo, tab.lo[j], out=lo)
-        np.minimum(hi, tab.hi[j], out=hi)
+        np.maximum(lo, leaf_lo[j], out=lo)
+        np.minimum(hi, leaf_hi[j], out=hi)
         for f in cats:
-            cats[f] &= tab.cats[f][j]
-    return _probe(model, Region(lo, hi, cats, live, 0.0, g.root))
+            cats[f] &= leaf_cats[f][j]
+    return _probe(model, Region(lo, hi, cats, g.reach, 0.0, g.root))
 
 
 #: Regions the best-first falsifier takes from its queue before the depth-first search.
@@ -1327,6 +1463,7 @@ def _falsify(
     want: int,
     roots: list[tuple[Region, object]],
     root_bounds: dict[int, Bounded],
+    tried: set[int],
     mentions_conf: bool,
     res: SearchResult,
     deadline: float,
@@ -1340,7 +1477,8 @@ def _falsify(
     (the order of their paths from the roots) with their steps, where the depth-first
     search goes on.  Deterministic, in this process, whatever ``--jobs``: every ``--jobs``
     gives the same items afterwards.  *root_bounds*: the roots' bounds where
-    :func:`_settled_roots` found them (the same as :func:`_steps` finds)."""
+    :func:`_settled_roots` found them (the same as :func:`_steps` finds); *tried*: the roots
+    whose dive :func:`_first_dive` found no violation with (not tried again)."""
     heap: list[tuple[float, tuple[int, ...], int, Region, object, Step]] = []
     order = itertools.count()
     target: dict[int, int] = {}  # id(region) -> the decision its promise is for
@@ -1378,7 +1516,7 @@ def _falsify(
         taken += 1
         if dives < FALSIFY_DIVES and target[id(g)] >= 0:
             dives += 1
-            x = _dive(model, tab, g, target[id(g)])
+            x = None if id(g) in tried else _dive(model, tab, g, target[id(g)])
             d = None if x is None or x.tobytes() in found else _violates(model, prep.invariant, x)
             if x is not None and d is not None:
                 found.add(x.tobytes())
