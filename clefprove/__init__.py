@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from clefprove.dsl.loader import load_invariants
     from clefprove.errors import ClefproveError
     from clefprove.eval.evaluator import Evaluator
-    from clefprove.model.clef import load, load_bytes
+    from clefprove.model.clef import load, load_bytes, save
     from clefprove.model.importers import import_model
     from clefprove.model.sklearn import from_sklearn
     from clefprove.model.source import compile_source, load_source
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 _API = {
     "load": "clefprove.model.clef",
     "load_bytes": "clefprove.model.clef",
+    "save": "clefprove.model.clef",
     "compile_source": "clefprove.model.source",
     "load_source": "clefprove.model.source",
     "from_sklearn": "clefprove.model.sklearn",
@@ -53,6 +54,7 @@ __all__ = [
     "load_bytes",
     "load_invariants",
     "load_source",
+    "save",
 ]
 
 

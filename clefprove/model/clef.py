@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from clefprove.errors import ClefFormatError, ClefproveError
+from clefprove.fileio import write_atomic
 from clefprove.model.ensemble import Arithmetic, Combine, Ensemble, Link, Rule
 from clefprove.model.types import (
     CATEGORICAL_CODE,
@@ -190,6 +191,12 @@ def _tree_table(
         )
         for a, k, d in zip(starts, sizes, depths, strict=True)
     )
+
+
+def save(model: Model | Ensemble, path: str | os.PathLike[str]) -> None:
+    """Write *model* (what ``from_sklearn``, ``import_model``, ``compile_source`` or ``load``
+    return) to *path* as a `.clef` file, whole or not at all: the bytes it was loaded from."""
+    write_atomic(path, write_clef(model))
 
 
 def write_clef(model: Model | Ensemble) -> bytes:
