@@ -1009,9 +1009,18 @@ class _Descent:
     """What descending the trees with a box found (:func:`_descend_leaves`)."""
 
     reach: np.ndarray  # (L,) the leaves whose boxes meet the box
-    rows: np.ndarray  # (R,) those leaves' value rows, ascending
-    lo: np.ndarray  # (R, F) their boxes cut to the box, as the tables' boxes are cut to it
-    hi: np.ndarray  # (R, F)
+    rows: np.ndarray  # (R,) those leaves' value rows, level by level
+    # per level: the boxes of the nodes entered there (cut to the box, as the tables' boxes
+    # are cut to it) and which of them are leaves
+    levels: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+
+    def leaf_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, lo, hi): the reached leaves' value rows, ascending, and their boxes (only
+        a dive reads them: gathered here, not on every descent)."""
+        order = np.argsort(self.rows, kind="stable")
+        lo = np.concatenate([rlo[leaf] for rlo, _, leaf in self.levels])
+        hi = np.concatenate([rhi[leaf] for _, rhi, leaf in self.levels])
+        return self.rows[order], lo[order], hi[order]
 
 
 def _leaves_of(model: Ensemble) -> _Leaves:
@@ -1091,9 +1100,7 @@ def _first_dive(
     heap: list[tuple[float, tuple[int, ...], int, float]] = []
     res = SearchResult()
     best: tuple[float, int, int] | None = None  # (-promise, root, decision)
-    for k, ((j, lo, hi, cats, _), (descent, bounded)) in enumerate(
-        zip(boxes, passed, strict=True)
-    ):
+    for k, ((j, lo, hi, cats, _), (descent, bounded)) in enumerate(zip(boxes, passed, strict=True)):
         g = Region(lo, hi, cats, descent.reach, 0.0, j)
         g.weight = _weight(cuts, model, lo, hi, cats)
         res.probes.append(_probe(model, g))
@@ -1110,12 +1117,13 @@ def _first_dive(
     k = best[1]
     descent = passed[k][0]
     leaves = _leaves_of(model)
-    ends = np.append(np.searchsorted(descent.rows, leaves.starts), descent.rows.size)
-    score = _leaf_scores(leaves.values[descent.rows], best[2])
+    rows, leaf_lo, leaf_hi = descent.leaf_boxes()
+    ends = np.append(np.searchsorted(rows, leaves.starts), rows.size)
+    score = _leaf_scores(leaves.values[rows], best[2])
     lo, hi = boxes[k][1], boxes[k][2]
     g = Region(lo, hi, {}, descent.reach, 0.0, boxes[k][0])
-    live = np.ones(descent.rows.size, dtype=bool)
-    x = _dive_in(model, g, score, descent.lo, descent.hi, {}, ends, live)
+    live = np.ones(rows.size, dtype=bool)
+    x = _dive_in(model, g, score, leaf_lo, leaf_hi, {}, ends, live)
     d = None if x is None else _violates(model, prep.invariant, x)
     if x is None or d is None:
         return None, k
@@ -1152,8 +1160,7 @@ def _descend_leaves(
     rlo = lo[None, :].repeat(node.size, axis=0)
     rhi = hi[None, :].repeat(node.size, axis=0)
     found: list[np.ndarray] = []
-    found_lo: list[np.ndarray] = []
-    found_hi: list[np.ndarray] = []
+    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     limit, seen = max(64, kind.size // 2), 0
     while node.size:
         seen += node.size
@@ -1161,8 +1168,7 @@ def _descend_leaves(
             return None
         leaf = kind[node] == LEAF_CODE
         found.append(node[leaf])
-        found_lo.append(rlo[leaf])
-        found_hi.append(rhi[leaf])
+        levels.append((rlo, rhi, leaf))
         inner = (~leaf).nonzero()[0]
         if not inner.size:
             break
@@ -1182,10 +1188,7 @@ def _descend_leaves(
     reach = np.zeros(model.values.shape[0], dtype=bool)
     rows = aux[np.concatenate(found)]  # a leaf's aux is its value row (the loader's)
     reach[rows] = True
-    order = np.argsort(rows, kind="stable")
-    return _Descent(
-        reach, rows[order], np.concatenate(found_lo)[order], np.concatenate(found_hi)[order]
-    )
+    return _Descent(reach, rows, tuple(levels))
 
 
 def _bounds(model: Ensemble, tab: Tables | _Leaves, g: Region, formula: object) -> Bounded:
