@@ -1035,3 +1035,226 @@ Ltac clef_iff :=
   | |- _ <-> sem (FNot _) _ _ _ => apply sem_not_iff; clef_iff
   | |- _ => clef_atom
   end.
+
+(** ** Relational invariants, checked by two walks
+
+    [rel_check] walks the tree with the box of each leaf that an input [x] can reach
+    ([rel_walk]).  At a leaf of action [a], every input [x'] related to an [x] of that box lies
+    in the box relaxed on the relation's feature ([relax_box]: monotone keeps the lower bound
+    and takes the domain's upper one, stable widens both bounds by [delta], independent takes
+    the domain's bounds), and a second walk from that box ([check_pruned]: the walk of [check]
+    that skips a subtree whose box is empty on the feature its split narrowed) shows that every decision there which meets
+    [when] is one the relation allows after [a].  [when] at [x] is not used: leaving out a
+    hypothesis can only make the check fail, never wrong. *)
+
+(** Whether the box [bx] is empty on feature [f] (the one a split just narrowed: the rest of
+    the box was not empty, or the walk would not have come here).  The walks below test it
+    with [if], not [||] or [&&]: [vm_compute] evaluates a function's arguments first, and
+    would walk the subtree it prunes. *)
+Definition feat_empty (bx : box) (f : nat) : bool :=
+  match nth_error bx f with Some b => fbox_empty b | None => false end.
+
+Lemma feat_empty_sound : forall bx f x, in_box bx x -> feat_empty bx f = false.
+Proof.
+  intros bx f x H; unfold feat_empty.
+  destruct (nth_error bx f) as [b|] eqn:E; auto.
+  apply fbox_empty_sound with (x f); apply H; auto.
+Qed.
+
+Fixpoint check_pruned (w e : formula) (bx : box) (t : tree) : bool :=
+  match t with
+  | Leaf a c => leaf_ok bx w e a c
+  | Split f th l r =>
+      let bl := upd bx f (cut_hi th false) in
+      let br := upd bx f (cut_lo th true) in
+      if (if feat_empty bl f then true else check_pruned w e bl l)
+      then (if feat_empty br f then true else check_pruned w e br r) else false
+  | CSplit f cs l r =>
+      let bl := upd bx f (keep_codes cs) in
+      let br := upd bx f (drop_codes cs) in
+      if (if feat_empty bl f then true else check_pruned w e bl l)
+      then (if feat_empty br f then true else check_pruned w e br r) else false
+  end.
+
+Lemma check_pruned_sound : forall w e t bx x, in_box bx x -> check_pruned w e bx t = true ->
+  evalf w x (fst (eval t x)) (snd (eval t x)) = true ->
+  evalf e x (fst (eval t x)) (snd (eval t x)) = true.
+Proof.
+  intros w e; induction t as [a c|f th l IHl r IHr|f cs l IHl r IHr]; intros bx x Hb H;
+    simpl in H.
+  - apply leaf_ok_sound with bx; auto.
+  - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
+    destruct (Qle_bool (x f) th) eqn:E.
+    + assert (Hb' : in_box (upd bx f (cut_hi th false)) x).
+      { apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
+        apply Qle_bool_iff; auto. }
+      rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      apply IHl with (upd bx f (cut_hi th false)); auto.
+    + assert (Hb' : in_box (upd bx f (cut_lo th true)) x).
+      { apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
+        apply Qle_bool_false; auto. }
+      rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      apply IHr with (upd bx f (cut_lo th true)); auto.
+  - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
+    destruct (mem_q (x f) cs) eqn:E.
+    + assert (Hb' : in_box (upd bx f (keep_codes cs)) x).
+      { apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi). }
+      rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      apply IHl with (upd bx f (keep_codes cs)); auto.
+    + assert (Hb' : in_box (upd bx f (drop_codes cs)) x).
+      { apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi). }
+      rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      apply IHr with (upd bx f (drop_codes cs)); auto.
+Qed.
+
+Lemma nth_error_upd : forall bx i g j,
+  nth_error (upd bx i g) j = if Nat.eqb i j then option_map g (nth_error bx j) else nth_error bx j.
+Proof.
+  induction bx as [|b r IH]; intros i g j.
+  - simpl; destruct (Nat.eqb i j); destruct j; reflexivity.
+  - destruct i as [|i]; destruct j as [|j]; simpl; auto.
+Qed.
+
+Lemma in_fbox_compat : forall b q q', q == q' -> in_fbox b q -> in_fbox b q'.
+Proof.
+  intros b q q' E [H1 [H2 [H3 H4]]]; unfold lo_ok, hi_ok in *.
+  repeat split; unfold lo_ok, hi_ok.
+  - destruct (b_los b); lra.
+  - destruct (b_his b); lra.
+  - intros Hi; destruct (H3 Hi) as [z Hz]; exists z.
+    apply Qeq_trans with q; [apply Qeq_sym|]; auto.
+  - intros cs Hc; destruct (H4 cs Hc) as [z [Hz Ez]]; exists z; split; auto.
+    apply Qeq_trans with q; [apply Qeq_sym|]; auto.
+Qed.
+
+(** The box of the related inputs [x'] on the relation's feature, from the box [b] of [x] there
+    and the domain's box [df] of that feature (stable: [b]'s bounds rounded to whole numbers
+    first for an integral feature, so that the widened box holds no more whole numbers than
+    the related ones). *)
+Definition relax_fbox (r : relation) (df b : fbox) : fbox :=
+  match r with
+  | RMonotone _ _ => FBox (b_int df) (b_lo b) (b_los b) (b_hi df) (b_his df) (b_codes df)
+  | RStable _ dl =>
+      let tb := tight b in
+      cut_lo (b_lo df) (b_los df) (cut_hi (b_hi df) (b_his df)
+        (FBox (b_int df) (lo tb - dl) (los tb) (hi tb + dl) (his tb) (b_codes df)))
+  | RIndependent _ => df
+  end.
+
+Definition relax_box (r : relation) (df : fbox) (bx : box) : box :=
+  upd bx (rel_feature r) (relax_fbox r df).
+
+Lemma relax_box_sound : forall r df bx x x', in_box bx x -> in_fbox df (x' (rel_feature r)) ->
+  related r x x' -> in_box (relax_box r df bx) x'.
+Proof.
+  intros r df bx x x' Hb Hdf [Hoff Hon] j b Hj.
+  unfold relax_box in Hj; rewrite nth_error_upd in Hj.
+  destruct (Nat.eqb (rel_feature r) j) eqn:E.
+  - apply Nat.eqb_eq in E; subst j.
+    destruct (nth_error bx (rel_feature r)) as [b0|] eqn:Eb; simpl in Hj; [|discriminate].
+    injection Hj as <-.
+    pose proof (Hb _ _ Eb) as H0.
+    destruct Hdf as [D1 [D2 [D3 D4]]]; destruct H0 as [B1 [B2 [B3 B4]]].
+    destruct r as [f ranks|f dl|f]; simpl in *.
+    + repeat split; simpl; auto; unfold lo_ok in *; destruct (b_los b0); lra.
+    + assert (T : in_bnds (tight b0) (x f)) by (apply tight_sound; repeat split; auto).
+      destruct T as [T1 T2].
+      apply cut_lo_sound; [apply cut_hi_sound|]; auto.
+      repeat split; simpl; auto; unfold lo_ok, hi_ok in *;
+        [destruct (los (tight b0)) | destruct (his (tight b0))]; lra.
+    + repeat split; auto.
+  - apply Nat.eqb_neq in E.
+    apply in_fbox_compat with (x j); [apply Hoff; auto | apply Hb; auto].
+Qed.
+
+Definition rel_okb (r : relation) (a a' : N) : bool :=
+  match r with
+  | RMonotone _ ranks => N.leb (rank ranks a) (rank ranks a')
+  | _ => N.eqb a a'
+  end.
+
+Lemma rel_okb_sound : forall r a a', rel_okb r a a' = true -> rel_ok r a a'.
+Proof.
+  intros [f ranks|f dl|f] a a' H; simpl in *; [apply N.leb_le | apply N.eqb_eq | apply N.eqb_eq];
+    auto.
+Qed.
+
+Fixpoint rel_walk (w : formula) (r : relation) (df : fbox) (acts : list N) (t0 : tree)
+    (bx : box) (t : tree) : bool :=
+  match t with
+  | Leaf a _ =>
+      let bx' := relax_box r df bx in
+      if feat_empty bx' (rel_feature r) then true
+      else check_pruned w (FAct (filter (rel_okb r a) acts)) bx' t0
+  | Split f th l rt =>
+      let bl := upd bx f (cut_hi th false) in
+      let br := upd bx f (cut_lo th true) in
+      if (if feat_empty bl f then true else rel_walk w r df acts t0 bl l)
+      then (if feat_empty br f then true else rel_walk w r df acts t0 br rt) else false
+  | CSplit f cs l rt =>
+      let bl := upd bx f (keep_codes cs) in
+      let br := upd bx f (drop_codes cs) in
+      if (if feat_empty bl f then true else rel_walk w r df acts t0 bl l)
+      then (if feat_empty br f then true else rel_walk w r df acts t0 br rt) else false
+  end.
+
+Lemma rel_walk_sound : forall w r df acts t0 t bx x, in_box bx x ->
+  rel_walk w r df acts t0 bx t = true ->
+  forall x', in_fbox df (x' (rel_feature r)) -> related r x x' ->
+  evalf w x' (fst (eval t0 x')) (snd (eval t0 x')) = true ->
+  rel_ok r (fst (eval t x)) (fst (eval t0 x')).
+Proof.
+  intros w r df acts t0; induction t as [a c|f th l IHl rt IHr|f cs l IHl rt IHr];
+    intros bx x Hb H x' Hdf Hrel Hw; simpl in H.
+  - simpl.
+    pose proof (relax_box_sound r df bx x x' Hb Hdf Hrel) as Hb'.
+    rewrite (feat_empty_sound _ (rel_feature r) x' Hb') in H; simpl in H.
+    pose proof (check_pruned_sound _ _ t0 _ x' Hb' H Hw) as He.
+    simpl in He; apply existsb_exists in He; destruct He as [b [Hin Eb]].
+    apply N.eqb_eq in Eb; subst b; apply filter_In in Hin; destruct Hin as [_ Hok].
+    apply rel_okb_sound; auto.
+  - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
+    destruct (Qle_bool (x f) th) eqn:E.
+    + assert (Hb' : in_box (upd bx f (cut_hi th false)) x).
+      { apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
+        apply Qle_bool_iff; auto. }
+      rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      apply IHl with (upd bx f (cut_hi th false)); auto.
+    + assert (Hb' : in_box (upd bx f (cut_lo th true)) x).
+      { apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
+        apply Qle_bool_false; auto. }
+      rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      apply IHr with (upd bx f (cut_lo th true)); auto.
+  - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
+    destruct (mem_q (x f) cs) eqn:E.
+    + assert (Hb' : in_box (upd bx f (keep_codes cs)) x).
+      { apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi). }
+      rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      apply IHl with (upd bx f (keep_codes cs)); auto.
+    + assert (Hb' : in_box (upd bx f (drop_codes cs)) x).
+      { apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi). }
+      rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      apply IHr with (upd bx f (drop_codes cs)); auto.
+Qed.
+
+(** The domain's box of feature [i] (a placeholder beyond the domain: [rel_check] asks that
+    the relation's feature is one of the domain's). *)
+Definition dom_fbox (d : domain) (i : nat) : fbox :=
+  nth i (dom_box d) (FBox false 0 false 0 false None).
+
+Definition rel_check (d : domain) (t : tree) (w : formula) (r : relation) (acts : list N)
+    : bool :=
+  Nat.ltb (rel_feature r) (length d) &&
+  rel_walk w r (dom_fbox d (rel_feature r)) acts t (dom_box d) t.
+
+(** The soundness theorem of relational invariants, proved once. *)
+Theorem rel_check_sound : forall d t w r acts, rel_check d t w r acts = true -> rel_valid d t w r.
+Proof.
+  intros d t w r acts H x x' Hx Hx' Hrel _ Hw'.
+  unfold rel_check in H; apply andb_true_iff in H; destruct H as [Hlt H].
+  apply Nat.ltb_lt in Hlt.
+  apply (rel_walk_sound w r _ acts t t (dom_box d) x (dom_box_sound d x Hx) H x'); auto.
+  - apply (dom_box_sound d x' Hx'); unfold dom_fbox; apply nth_error_nth'.
+    unfold dom_box; rewrite map_length; auto.
+  - apply evalf_sem; auto.
+Qed.

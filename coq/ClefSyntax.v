@@ -156,3 +156,44 @@ Definition holds (w e : formula) (x : input) (d : N * Q) : Prop :=
 (** The invariant holds for the tree [t] on the whole domain [d]. *)
 Definition valid (d : domain) (t : tree) (w e : formula) : Prop :=
   forall x, in_domain d x -> holds w e x (eval t x).
+
+(** ** Relational invariants
+
+    Two inputs that differ in one feature [f] only (SPEC section 3): [monotone f] (raising
+    [f] never lowers the severity: the action's rank in the [severity] line, [ranks] giving
+    the rank of each action index), [stable f delta] (moving [f] by at most [delta] never
+    changes the action), [independent f] (changing [f] never changes the action); [when]
+    must hold for both inputs, each with its own decision. *)
+
+Inductive relation : Type :=
+| RMonotone (f : nat) (ranks : list N)
+| RStable (f : nat) (delta : Q)
+| RIndependent (f : nat).
+
+Definition rel_feature (r : relation) : nat :=
+  match r with RMonotone f _ | RStable f _ | RIndependent f => f end.
+
+Definition rank (ranks : list N) (a : N) : N := nth (N.to_nat a) ranks 0%N.
+
+(** [x'] equals [x] on every feature but the relation's, and is related to it there. *)
+Definition related (r : relation) (x x' : input) : Prop :=
+  (forall i, i <> rel_feature r -> x i == x' i) /\
+  match r with
+  | RMonotone f _ => x f <= x' f
+  | RStable f dl => x f - dl <= x' f /\ x' f <= x f + dl
+  | RIndependent _ => True
+  end.
+
+(** What the relation asks of the two actions. *)
+Definition rel_ok (r : relation) (a a' : N) : Prop :=
+  match r with
+  | RMonotone _ ranks => (rank ranks a <= rank ranks a')%N
+  | _ => a = a'
+  end.
+
+(** The relational invariant [when w ensure r] holds for the tree [t] on the domain [d]. *)
+Definition rel_valid (d : domain) (t : tree) (w : formula) (r : relation) : Prop :=
+  forall x x', in_domain d x -> in_domain d x' -> related r x x' ->
+    sem w x (fst (eval t x)) (snd (eval t x)) ->
+    sem w x' (fst (eval t x')) (snd (eval t x')) ->
+    rel_ok r (fst (eval t x)) (fst (eval t x')).

@@ -36,6 +36,7 @@ from clefprove.coq_export.render import (
     prop,
     prop_arg,
     q_term,
+    relation_term,
     tree_term,
     used_features,
 )
@@ -50,6 +51,7 @@ from clefprove.coq_export.terms import (
     in_domain,
     model_domain,
     model_tree,
+    relation_of,
 )
 from clefprove.dsl import checked as ck
 from clefprove.errors import ClefproveError
@@ -170,14 +172,17 @@ def export_coq(
     *,
     verify: bool = True,
     counterexamples: dict[str, Sequence[Fraction]] | None = None,
+    severity: tuple[int, ...] | None = None,
 ) -> Export:
     """The Coq development for *model* and *invariants* (nothing is written yet).
 
     *counterexamples* maps invariant names to known encoded inputs (tests); otherwise, when
     *verify* is true, the verifier is asked for a counterexample of what the checker cannot
-    prove.
+    prove.  *severity* (action indices, lowest first) is the program's when *invariants* is a
+    checked program: ``monotone`` needs it.
     """
     if isinstance(invariants, ck.CheckedProgram):
+        severity = invariants.severity
         invariants = invariants.invariants
     domain = model_domain(model)
     tree = model_tree(model)
@@ -188,7 +193,10 @@ def export_coq(
     results: list[InvariantExport] = []
     for inv in invariants:
         ident = namer.name_group(inv.name, "inv", SUFFIXES)
-        res, block = _one(model, domain, tree, names, inv, ident, verify, counterexamples or {})
+        if inv.is_relational:
+            res, block = _relational(model, domain, tree, inv, ident, severity)
+        else:
+            res, block = _one(model, domain, tree, names, inv, ident, verify, counterexamples or {})
         results.append(res)
         blocks.append(block)
 
@@ -217,14 +225,7 @@ def _one(
     verify: bool,
     known: dict[str, Sequence[Fraction]],
 ) -> tuple[InvariantExport, str]:
-    where = f"{inv.file}:{inv.line}"
-    head = f"(** ** Invariant [{comment(inv.name)}] ({comment(where)})"
-    if inv.description:
-        head += f"\n    {comment(repr(inv.description))}"
-    if inv.is_relational:
-        reason = "relational invariants are not supported by the Coq export"
-        res = InvariantExport(inv.name, SKIPPED, reason=reason)
-        return res, f"{head}\n    Not exported: {reason}. *)"
+    head = _head(inv)
     w = from_checked(inv.when)
     e = from_checked(inv.ensure_formula)
     if mirror.check(domain, tree, w, e):
@@ -248,6 +249,61 @@ def _one(
     reason = _why_not(w, e, verdict, verify)
     res = InvariantExport(inv.name, SKIPPED, reason=reason)
     return res, f"{head}\n    Not exported: {comment(reason)}. *)"
+
+
+def _head(inv: ck.CheckedInvariant) -> str:
+    where = f"{inv.file}:{inv.line}"
+    head = f"(** ** Invariant [{comment(inv.name)}] ({comment(where)})"
+    if inv.description:
+        head += f"\n    {comment(repr(inv.description))}"
+    return head
+
+
+def _relational(
+    model: Model,
+    domain: tuple[FDom, ...],
+    tree: CTree,
+    inv: ck.CheckedInvariant,
+    ident: str,
+    severity: tuple[int, ...] | None,
+) -> tuple[InvariantExport, str]:
+    """A relational invariant: proved when the mirror of ``rel_check`` accepts it; otherwise
+    not exported (no refutation of a pair is written)."""
+    head = _head(inv)
+    assert isinstance(inv.ensure, ck.Relational)
+    rel = relation_of(inv.ensure, severity)
+    if rel is None:
+        reason = "monotone(...) needs the severity order, which was not given to the export"
+        return InvariantExport(
+            inv.name, SKIPPED, reason=reason
+        ), f"{head}\n    Not exported: {reason}. *)"
+    w = from_checked(inv.when)
+    acts = tuple(range(len(model.actions)))
+    if not mirror.rel_check(domain, tree, w, rel, acts):
+        reason = (
+            "the Coq checker of relational invariants cannot prove it (it may be violated: "
+            "see clefprove check; the checker leaves out 'when' at the first input and does "
+            "not write refutations of pairs)"
+        )
+        return InvariantExport(
+            inv.name, SKIPPED, reason=reason
+        ), f"{head}\n    Not exported: {comment(reason)}. *)"
+    acts_term = "[" + "; ".join(f"{a}%N" for a in acts) + "]"
+    block = (
+        f"Definition {ident}_w : formula :=\n  {formula_term(w)}.\n\n"
+        f"Definition {ident}_r : relation :=\n  {relation_term(rel)}.\n\n"
+        f"(** The reflective computation: the relational checker accepts the invariant. *)\n"
+        f"Lemma {ident}_checked :\n"
+        f"  rel_check model_domain model_tree {ident}_w {ident}_r {acts_term} = true.\n"
+        f"Proof. vm_cast_no_check (eq_refl true). Qed.\n\n"
+        f"(** Any two inputs of the domain that differ as [{ident}_r] says, both meeting\n"
+        f"    [{ident}_w] with their own decisions, have decisions the relation allows\n"
+        f"    ([rel_valid] in ClefSyntax.v). *)\n"
+        f"Theorem {ident} : rel_valid model_domain model_tree {ident}_w {ident}_r.\n"
+        f"Proof. exact (rel_check_sound _ _ _ _ _ {ident}_checked). Qed."
+    )
+    res = InvariantExport(inv.name, PROVED, theorem=ident)
+    return res, f"{head}\n    Proved. *)\n\n{block}"
 
 
 def _why_not(w: CFormula, e: CFormula, verdict: str, verify: bool) -> str:

@@ -20,6 +20,7 @@ from clefprove.coq_export.terms import (
     CONF,
     CFormula,
     CLeaf,
+    CRelation,
     CSplitNum,
     CTree,
     FAct,
@@ -30,6 +31,9 @@ from clefprove.coq_export.terms import (
     FIn,
     FNot,
     FOr,
+    RIndependent,
+    RMonotone,
+    RStable,
 )
 from clefprove.frozen import frozen
 
@@ -354,6 +358,91 @@ def check(
             stack.append((node.right, upd(bx, node.feature, lambda b, cs=cs: drop_codes(cs, b))))
             stack.append((node.left, upd(bx, node.feature, lambda b, cs=cs: keep_codes(cs, b))))
     return ok
+
+
+def _children(node: CTree, bx: list[FBox]) -> list[tuple[CTree, list[FBox]]]:
+    """The two children of a split with their boxes, right first (a stack pops left first),
+    without those whose box is empty on the split's feature (``feat_empty``)."""
+    if isinstance(node, CSplitNum):
+        th = node.threshold
+        kids = [
+            (node.right, upd(bx, node.feature, lambda b: cut_lo(th, True, b))),
+            (node.left, upd(bx, node.feature, lambda b: cut_hi(th, False, b))),
+        ]
+    else:
+        assert not isinstance(node, CLeaf)
+        cs = node.codes
+        kids = [
+            (node.right, upd(bx, node.feature, lambda b: drop_codes(cs, b))),
+            (node.left, upd(bx, node.feature, lambda b: keep_codes(cs, b))),
+        ]
+    return [(kid, b) for kid, b in kids if not feat_empty(b, node.feature)]
+
+
+def feat_empty(bx: list[FBox], f: int) -> bool:
+    """``feat_empty`` of ClefCheck.v."""
+    return fbox_empty(bx[f]) if f < len(bx) else False
+
+
+def check_pruned(tree: CTree, bx: list[FBox], w: CFormula, e: CFormula) -> bool:
+    """``check_pruned`` of ClefCheck.v: the walk of ``check`` from box *bx*, a child whose
+    box is empty on its split's feature skipped."""
+    stack: list[tuple[CTree, list[FBox]]] = [(tree, bx)]
+    while stack:
+        node, b = stack.pop()
+        if isinstance(node, CLeaf):
+            if not leaf_ok(b, w, e, node.action, node.confidence):
+                return False
+            continue
+        stack.extend(_children(node, b))
+    return True
+
+
+def relax_fbox(r: CRelation, df: FBox, b: FBox) -> FBox:
+    """``relax_fbox`` of ClefCheck.v: the box of the related inputs on the relation's feature."""
+    match r:
+        case RMonotone():
+            return FBox(df.integral, b.lo, b.los, df.hi, df.his, df.codes)
+        case RStable(_, dl):
+            lo, los, hi, his = tight(b)
+            wide = FBox(df.integral, lo - dl, los, hi + dl, his, df.codes)
+            return cut_lo(df.lo, df.los, cut_hi(df.hi, df.his, wide))
+        case RIndependent():
+            return df
+    raise TypeError(r)
+
+
+def rel_okb(r: CRelation, a: int, a2: int) -> bool:
+    if isinstance(r, RMonotone):
+        return _rank(r.ranks, a) <= _rank(r.ranks, a2)
+    return a == a2
+
+
+def _rank(ranks: tuple[int, ...], a: int) -> int:
+    """``rank`` of ClefSyntax.v (``nth`` with default 0)."""
+    return ranks[a] if a < len(ranks) else 0
+
+
+def rel_check(
+    domain: tuple[FDom, ...], tree: CTree, w: CFormula, r: CRelation, acts: tuple[int, ...]
+) -> bool:
+    """``rel_check`` of ClefCheck.v: for the box of every leaf an input can reach, the second
+    walk from the box relaxed on the relation's feature."""
+    f = r.feature
+    if not f < len(domain):
+        return False
+    df = dom_box(domain)[f]
+    stack: list[tuple[CTree, list[FBox]]] = [(tree, dom_box(domain))]
+    while stack:
+        node, bx = stack.pop()
+        if isinstance(node, CLeaf):
+            allowed = FAct(tuple(b for b in acts if rel_okb(r, node.action, b)))
+            relaxed = upd(bx, f, lambda b: relax_fbox(r, df, b))
+            if not feat_empty(relaxed, f) and not check_pruned(tree, relaxed, w, allowed):
+                return False
+            continue
+        stack.extend(_children(node, bx))
+    return True
 
 
 def uses_fm(w: CFormula, e: CFormula) -> bool:

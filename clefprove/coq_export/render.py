@@ -12,6 +12,7 @@ from clefprove.coq_export.terms import (
     CONF,
     CFormula,
     CLeaf,
+    CRelation,
     CSplitNum,
     CTree,
     FAct,
@@ -22,6 +23,9 @@ from clefprove.coq_export.terms import (
     FIn,
     FNot,
     FOr,
+    RIndependent,
+    RMonotone,
+    RStable,
 )
 from clefprove.frozen import frozen
 from clefprove.model.types import FeatureType, Model
@@ -189,6 +193,17 @@ def formula_term(p: CFormula) -> str:
         case FOr(left, right):
             return f"(FOr {formula_term(left)} {formula_term(right)})"
     raise TypeError(p)
+
+
+def relation_term(r: CRelation) -> str:
+    match r:
+        case RMonotone(f, ranks):
+            return f"(RMonotone {f}%nat [{'; '.join(f'{k}%N' for k in ranks)}])"
+        case RStable(f, delta):
+            return f"(RStable {f}%nat {q_plain(delta)})"
+        case RIndependent(f):
+            return f"(RIndependent {f}%nat)"
+    raise TypeError(r)
 
 
 def domain_term(domain: tuple[FDom, ...], names: Names) -> str:

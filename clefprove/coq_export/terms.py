@@ -134,6 +134,47 @@ class FOr:
 CFormula = FConst | FCmp | FIn | FAct | FNot | FAnd | FOr
 
 
+# ----------------------------------------------------------------------------- relations
+
+
+@frozen
+class RMonotone:
+    feature: int
+    ranks: tuple[int, ...]  # the severity rank of each action index
+
+
+@frozen
+class RStable:
+    feature: int
+    delta: Fraction
+
+
+@frozen
+class RIndependent:
+    feature: int
+
+
+CRelation = RMonotone | RStable | RIndependent
+
+
+def relation_of(rel: ck.Relational, severity: tuple[int, ...] | None) -> CRelation | None:
+    """The Coq relation of a relational ``ensure``; None for ``monotone`` without a severity
+    order (*severity*: action indices, lowest first)."""
+    match rel:
+        case ck.Monotone(f):
+            if severity is None:
+                return None
+            ranks = [0] * len(severity)
+            for position, action in enumerate(severity):
+                ranks[action] = position
+            return RMonotone(f, tuple(ranks))
+        case ck.Stable(f, delta):
+            return RStable(f, Fraction(delta))
+        case ck.Independent(f):
+            return RIndependent(f)
+    raise TypeError(f"not a relational form: {rel!r}")
+
+
 def from_checked(f: ck.Formula) -> CFormula:
     """A checked formula as a Coq-level formula (n-ary And/Or folded to the right)."""
     match f:

@@ -25,7 +25,7 @@ def test_names_are_valid_distinct_and_clear_of_the_library() -> None:
     assert names[0] == "client_rtt" and names[1] == "f_client_rtt"
 
 
-def test_relational_invariants_are_listed_not_exported() -> None:
+def test_monotone_needs_the_severity_order() -> None:
     src = {
         "name": "m",
         "version": "1",
@@ -42,6 +42,11 @@ def test_relational_invariants_are_listed_not_exported() -> None:
     assert "Theorem mono" not in export.files["Invariants.v"]
     assert "Theorem always" in export.files["Invariants.v"]
     assert export.exit_code == 3
+    # With the severity order (what a checked program carries) the same monotone is proved:
+    # one leaf, one action.
+    ordered = export_coq(model, [rel, plain], verify=False, severity=(0, 1))
+    assert {r.name: r.status for r in ordered.results} == {"mono": "proved", "always": "proved"}
+    assert "Theorem mono : rel_valid model_domain model_tree" in ordered.files["Invariants.v"]
 
 
 def test_invariant_names_and_their_derived_names_do_not_clash() -> None:
