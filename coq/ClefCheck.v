@@ -1258,3 +1258,82 @@ Proof.
     unfold dom_box; rewrite map_length; auto.
   - apply evalf_sem; auto.
 Qed.
+
+(** ** Refuting a relational invariant at a concrete pair of inputs
+
+    The inputs are lists of values ([input_of]: the value of feature [i] is the [i]-th, 0
+    beyond the list); [rel_refute] computes that both are in the domain, related, meet
+    [when] with their own decisions, and that the two actions break the relation. *)
+
+Definition input_of (l : list Q) : input := fun i => nth i l 0.
+
+Fixpoint same_off (f i : nat) (l l' : list Q) : bool :=
+  match l, l' with
+  | [], [] => true
+  | q :: r, q' :: r' => (if Nat.eqb i f then true else Qeq_bool q q') && same_off f (S i) r r'
+  | _, _ => false
+  end.
+
+Lemma same_off_sound : forall l l' f i, same_off f i l l' = true ->
+  forall j, (i + j)%nat <> f -> nth j l 0 == nth j l' 0.
+Proof.
+  induction l as [|q r IH]; intros l' f i H j Hj; destruct l' as [|q' r'];
+    simpl in H; try discriminate.
+  - destruct j; apply Qeq_refl.
+  - apply andb_true_iff in H; destruct H as [H1 H2].
+    destruct j as [|j]; simpl.
+    + destruct (Nat.eqb i f) eqn:E.
+      * apply Nat.eqb_eq in E; lia.
+      * apply Qeq_bool_iff; auto.
+    + apply (IH r' f (S i) H2 j); lia.
+Qed.
+
+Definition related_b (r : relation) (l l' : list Q) : bool :=
+  same_off (rel_feature r) 0 l l' &&
+  match r with
+  | RMonotone f _ => Qle_bool (nth f l 0) (nth f l' 0)
+  | RStable f dl => Qle_bool (nth f l 0 - dl) (nth f l' 0) && Qle_bool (nth f l' 0) (nth f l 0 + dl)
+  | RIndependent _ => true
+  end.
+
+Lemma related_b_sound : forall r l l', related_b r l l' = true ->
+  related r (input_of l) (input_of l').
+Proof.
+  intros r l l' H; unfold related_b in H; apply andb_true_iff in H; destruct H as [H1 H2].
+  split.
+  - intros i Hi; unfold input_of; apply (same_off_sound l l' (rel_feature r) 0 H1 i); simpl; auto.
+  - destruct r as [f ranks|f dl|f]; simpl in *; unfold input_of.
+    + apply Qle_bool_iff; auto.
+    + apply andb_true_iff in H2; destruct H2; split; apply Qle_bool_iff; auto.
+    + auto.
+Qed.
+
+Lemma rel_okb_complete : forall r a a', rel_ok r a a' -> rel_okb r a a' = true.
+Proof.
+  intros [f ranks|f dl|f] a a' H; simpl in *; [apply N.leb_le | apply N.eqb_eq | apply N.eqb_eq];
+    auto.
+Qed.
+
+Definition rel_refute (d : domain) (t : tree) (w : formula) (r : relation) (l l' : list Q)
+    : bool :=
+  let x := input_of l in
+  let x' := input_of l' in
+  in_domain_b d x && in_domain_b d x' && related_b r l l' &&
+  evalf w x (fst (eval t x)) (snd (eval t x)) &&
+  evalf w x' (fst (eval t x')) (snd (eval t x')) &&
+  negb (rel_okb r (fst (eval t x)) (fst (eval t x'))).
+
+Theorem rel_refute_sound : forall d t w r l l', rel_refute d t w r l l' = true ->
+  ~ rel_valid d t w r.
+Proof.
+  intros d t w r l l' H V; unfold rel_refute in H.
+  apply andb_true_iff in H; destruct H as [H Hok].
+  apply andb_true_iff in H; destruct H as [H Hw'].
+  apply andb_true_iff in H; destruct H as [H Hw].
+  apply andb_true_iff in H; destruct H as [H Hrel].
+  apply andb_true_iff in H; destruct H as [Hx Hx'].
+  pose proof (V _ _ (in_domain_b_sound _ _ Hx) (in_domain_b_sound _ _ Hx')
+    (related_b_sound _ _ _ Hrel) (proj1 (evalf_sem _ _ _ _) Hw)
+    (proj1 (evalf_sem _ _ _ _) Hw')) as Ok.
+  apply rel_okb_complete in Ok; rewrite Ok in Hok; discriminate.
+Qed.

@@ -194,7 +194,7 @@ def export_coq(
     for inv in invariants:
         ident = namer.name_group(inv.name, "inv", SUFFIXES)
         if inv.is_relational:
-            res, block = _relational(model, domain, tree, inv, ident, severity)
+            res, block = _relational(model, domain, tree, names, inv, ident, severity, verify)
         else:
             res, block = _one(model, domain, tree, names, inv, ident, verify, counterexamples or {})
         results.append(res)
@@ -263,12 +263,15 @@ def _relational(
     model: Model,
     domain: tuple[FDom, ...],
     tree: CTree,
+    names: Names,
     inv: ck.CheckedInvariant,
     ident: str,
     severity: tuple[int, ...] | None,
+    verify: bool,
 ) -> tuple[InvariantExport, str]:
-    """A relational invariant: proved when the mirror of ``rel_check`` accepts it; otherwise
-    not exported (no refutation of a pair is written)."""
+    """A relational invariant: proved when the mirror of ``rel_check`` accepts it; refuted at
+    a pair of the verifier's that the mirror of ``rel_refute`` confirms; otherwise not
+    exported."""
     head = _head(inv)
     assert isinstance(inv.ensure, ck.Relational)
     rel = relation_of(inv.ensure, severity)
@@ -279,19 +282,36 @@ def _relational(
         ), f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
     acts = tuple(range(len(model.actions)))
+    defs = (
+        f"Definition {ident}_w : formula :=\n  {formula_term(w)}.\n\n"
+        f"Definition {ident}_r : relation :=\n  {relation_term(rel)}."
+    )
     if not mirror.rel_check(domain, tree, w, rel, acts):
-        reason = (
-            "the Coq checker of relational invariants cannot prove it (it may be violated: "
-            "see clefprove check; the checker leaves out 'when' at the first input and does "
-            "not write refutations of pairs)"
-        )
-        return InvariantExport(
-            inv.name, SKIPPED, reason=reason
-        ), f"{head}\n    Not exported: {comment(reason)}. *)"
+        verdict, pairs = _ask_relational(model, inv, severity) if verify else ("", [])
+        for x, y in pairs:
+            if mirror.rel_refute(domain, tree, w, rel, x, y):
+                thm = f"{ident}_fails"
+                proof = _pair_refutation(model.features, names, ident, thm, x, y)
+                res = InvariantExport(inv.name, REFUTED, theorem=thm, counterexample=tuple(x))
+                text = f"{head}\n    Violated: refuted below at a concrete pair. *)"
+                return res, f"{text}\n\n{defs}\n\n{proof}"
+        if verdict == "holds":
+            reason = (
+                "the verifier proves it but the Coq checker of relational invariants cannot "
+                "(it leaves out 'when' at the first input; float features range over the "
+                "rationals)"
+            )
+        elif verdict == "violated":
+            reason = "the verifier finds it violated but no pair was confirmed exactly"
+        elif verify:
+            reason = "the Coq checker cannot prove it and the verifier cannot decide it (unknown)"
+        else:
+            reason = "the Coq checker cannot prove it and no counterexample was asked for"
+        res = InvariantExport(inv.name, SKIPPED, reason=reason)
+        return res, f"{head}\n    Not exported: {comment(reason)}. *)"
     acts_term = "[" + "; ".join(f"{a}%N" for a in acts) + "]"
     block = (
-        f"Definition {ident}_w : formula :=\n  {formula_term(w)}.\n\n"
-        f"Definition {ident}_r : relation :=\n  {relation_term(rel)}.\n\n"
+        f"{defs}\n\n"
         f"(** The reflective computation: the relational checker accepts the invariant. *)\n"
         f"Lemma {ident}_checked :\n"
         f"  rel_check model_domain model_tree {ident}_w {ident}_r {acts_term} = true.\n"
@@ -304,6 +324,49 @@ def _relational(
     )
     res = InvariantExport(inv.name, PROVED, theorem=ident)
     return res, f"{head}\n    Proved. *)\n\n{block}"
+
+
+def _ask_relational(
+    model: Model, inv: ck.CheckedInvariant, severity: tuple[int, ...] | None
+) -> tuple[str, list[tuple[list[Fraction], list[Fraction]]]]:
+    """The verifier's verdict on a relational invariant and its pairs as exact inputs."""
+    from clefprove.eval.inputs import encode_record
+    from clefprove.verify.relational import check_relational
+    from clefprove.verify.verdicts import RelationalCounterexample
+
+    result = check_relational(model, inv, severity, counterexamples=3)
+    pairs = []
+    for cex in result.counterexamples:
+        assert isinstance(cex, RelationalCounterexample)
+        x, y = (encode_record(model, r) for r in cex.inputs)
+        pairs.append(([Fraction(float(v)) for v in x], [Fraction(float(v)) for v in y]))
+    return result.status, pairs
+
+
+def _pair_refutation(
+    features: Sequence[Feature],
+    names: Names,
+    ident: str,
+    thm: str,
+    x: list[Fraction],
+    y: list[Fraction],
+) -> str:
+    def values(v: list[Fraction]) -> str:
+        rows = ";\n   ".join(
+            f"{q_term(q)} (* {names.features[i]} = {comment(_shown(f, q))} *)"
+            for i, (f, q) in enumerate(zip(features, v, strict=True))
+        )
+        return f"[{rows}]"
+
+    return (
+        f"(** A counterexample: two inputs of the domain related as [{ident}_r] says, both\n"
+        f"    meeting [{ident}_w], whose actions break the relation. *)\n"
+        f"Definition {ident}_x : list Q :=\n  {values(x)}.\n\n"
+        f"Definition {ident}_y : list Q :=\n  {values(y)}.\n\n"
+        f"Theorem {thm} : ~ rel_valid model_domain model_tree {ident}_w {ident}_r.\n"
+        f"Proof.\n  apply (rel_refute_sound model_domain model_tree {ident}_w {ident}_r "
+        f"{ident}_x {ident}_y); vm_compute; reflexivity.\nQed."
+    )
 
 
 def _why_not(w: CFormula, e: CFormula, verdict: str, verify: bool) -> str:

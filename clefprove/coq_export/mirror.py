@@ -34,6 +34,9 @@ from clefprove.coq_export.terms import (
     RIndependent,
     RMonotone,
     RStable,
+    eval_tree,
+    evalf,
+    in_domain,
 )
 from clefprove.frozen import frozen
 
@@ -443,6 +446,35 @@ def rel_check(
             continue
         stack.extend(_children(node, bx))
     return True
+
+
+def rel_refute(
+    domain: tuple[FDom, ...],
+    tree: CTree,
+    w: CFormula,
+    r: CRelation,
+    x: list[Fraction],
+    y: list[Fraction],
+) -> bool:
+    """``rel_refute`` of ClefCheck.v on the inputs given as lists: both in the domain,
+    related, meeting *w* with their own decisions, and actions that break *r*."""
+    if len(x) != len(y) or not (in_domain(domain, x) and in_domain(domain, y)):
+        return False
+    f = r.feature
+    if any(i != f and a != b for i, (a, b) in enumerate(zip(x, y, strict=True))):
+        return False
+    xf = x[f] if f < len(x) else ZERO
+    yf = y[f] if f < len(y) else ZERO
+    match r:
+        case RMonotone():
+            related = xf <= yf
+        case RStable(_, dl):
+            related = xf - dl <= yf <= xf + dl
+        case _:
+            related = True
+    a, c, _ = eval_tree(tree, x)
+    b, c2, _ = eval_tree(tree, y)
+    return related and evalf(w, x, a, c) and evalf(w, y, b, c2) and not rel_okb(r, a, b)
 
 
 def uses_fm(w: CFormula, e: CFormula) -> bool:

@@ -1,6 +1,7 @@
 """Relational invariants in the Coq export: the mirror of ``rel_check`` against enumeration
 (sound always; exact without ``when`` on whole-number domains), against Coq's own
-``rel_check`` (one coqc run), and an export that ``coqc`` checks end to end."""
+``rel_check`` (one coqc run), refutations at the verifier's pairs, and an export that
+``coqc`` checks end to end."""
 
 from __future__ import annotations
 
@@ -179,7 +180,7 @@ EXPECTED = {
     "tor_raises_severity": "proved",
     "slow_ignores_depth": "proved",
     "slow_ignores_tls": "proved",
-    "rtt_raises_severity": "not exported",
+    "rtt_raises_severity": "refuted",
     "depth_shift": "proved",
 }
 
@@ -205,7 +206,10 @@ def test_relational_export_agrees_with_the_verifier() -> None:
     verdicts = {r.invariant: r.status for r in report.results}
     for name, status in EXPECTED.items():
         assert (verdicts[name] == "holds") == (status == "proved"), name
-    assert export.exit_code == 3
+    assert export.exit_code == 1
+    # The refuting pair differs in the relation's feature only, and the evaluator agrees.
+    (refuted,) = [r for r in export.results if r.status == "refuted"]
+    assert refuted.counterexample is not None
 
 
 @pytest.mark.coq
@@ -218,13 +222,44 @@ def test_relational_export_checks_and_a_changed_leaf_does_not(coq_dir: Path) -> 
     export = export_coq(model, program)  # type: ignore[arg-type]
     export.write(coq_dir)
     assert build(coq_dir) == ""
-    proved = sum(1 for s in EXPECTED.values() if s == "proved")
-    assert assumptions(coq_dir) == ["Closed under the global context"] * proved
+    assert assumptions(coq_dir) == ["Closed under the global context"] * len(EXPECTED)
     text = (coq_dir / "Invariants.v").read_text()
     assert "Theorem tor_raises_severity : rel_valid model_domain model_tree" in text
+    assert "Theorem rtt_raises_severity_fails : ~ rel_valid model_domain model_tree" in text
     # The tor leaf (rate_limit) becomes allow: raising is_tor now lowers the severity, and
     # the kernel's computation of rel_check fails (the proof was computed, not trusted).
     model_v = (coq_dir / "Model.v").read_text()
     assert model_v.count("(Leaf 2%N") == 1
     (coq_dir / "Model.v").write_text(model_v.replace("(Leaf 2%N", "(Leaf 0%N"))
     assert "rel_check model_domain model_tree tor_raises_severity_w" in build(coq_dir)
+
+
+def test_a_refuting_pair_breaks_the_invariant_on_every_check() -> None:
+    """Every pair the mirror of ``rel_refute`` accepts is a violation by enumeration's own
+    reading (in the domain, related, both meeting when, actions the relation does not
+    allow); and a pair that is not related is never accepted."""
+    accepted = 0
+    rng = random.Random(5)
+    for model, w, r in _cases(99, 120, with_when=True):
+        dom, tree = model_domain(model), model_tree(model)
+        axes = [_values(d) for d in dom]
+        for _ in range(30):
+            x = [rng.choice(a) for a in axes]
+            y = list(x)
+            y[r.feature] = rng.choice(axes[r.feature])
+            if rng.random() < 0.2:  # another feature differs too
+                g = (r.feature + 1) % len(axes)
+                y[g] = rng.choice(axes[g])
+            got = mirror.rel_refute(dom, tree, w, r, x, y)  # type: ignore[arg-type]
+            a, c, _ = eval_tree(tree, x)
+            b, c2, _ = eval_tree(tree, y)
+            want = (
+                all(i == r.feature or p == q for i, (p, q) in enumerate(zip(x, y, strict=True)))
+                and _related(r, x[r.feature], y[r.feature])
+                and evalf(w, x, a, c)  # type: ignore[arg-type]
+                and evalf(w, y, b, c2)  # type: ignore[arg-type]
+                and not _ok(r, a, b)
+            )
+            assert got == want
+            accepted += got
+    assert accepted >= 20
