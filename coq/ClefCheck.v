@@ -1044,8 +1044,10 @@ Ltac clef_iff :=
     and takes the domain's upper one, stable widens both bounds by [delta], independent takes
     the domain's bounds), and a second walk from that box ([check_pruned]: the walk of [check]
     that skips a subtree whose box is empty on the feature its split narrowed) shows that every decision there which meets
-    [when] is one the relation allows after [a].  [when] at [x] is not used: leaving out a
-    hypothesis can only make the check fail, never wrong. *)
+    [when] is one the relation allows after [a].  A leaf where [when] cannot hold at [x]
+    (with the leaf's decision, in its box: [leaf_ok] of [when => false]) is skipped; [when]
+    at [x] narrows nothing else (leaving out a hypothesis can only make the check fail,
+    never wrong). *)
 
 (** Whether the box [bx] is empty on feature [f] (the one a split just narrowed: the rest of
     the box was not empty, or the walk would not have come here).  The walks below test it
@@ -1182,9 +1184,10 @@ Qed.
 Fixpoint rel_walk (w : formula) (r : relation) (df : fbox) (acts : list N) (t0 : tree)
     (bx : box) (t : tree) : bool :=
   match t with
-  | Leaf a _ =>
+  | Leaf a c =>
       let bx' := relax_box r df bx in
       if feat_empty bx' (rel_feature r) then true
+      else if leaf_ok bx w (FConst false) a c then true
       else check_pruned w (FAct (filter (rel_okb r a) acts)) bx' t0
   | Split f th l rt =>
       let bl := upd bx f (cut_hi th false) in
@@ -1200,15 +1203,18 @@ Fixpoint rel_walk (w : formula) (r : relation) (df : fbox) (acts : list N) (t0 :
 
 Lemma rel_walk_sound : forall w r df acts t0 t bx x, in_box bx x ->
   rel_walk w r df acts t0 bx t = true ->
+  evalf w x (fst (eval t x)) (snd (eval t x)) = true ->
   forall x', in_fbox df (x' (rel_feature r)) -> related r x x' ->
   evalf w x' (fst (eval t0 x')) (snd (eval t0 x')) = true ->
   rel_ok r (fst (eval t x)) (fst (eval t0 x')).
 Proof.
   intros w r df acts t0; induction t as [a c|f th l IHl rt IHr|f cs l IHl rt IHr];
-    intros bx x Hb H x' Hdf Hrel Hw; simpl in H.
+    intros bx x Hb H Hwx x' Hdf Hrel Hw; simpl in H.
   - simpl.
     pose proof (relax_box_sound r df bx x x' Hb Hdf Hrel) as Hb'.
     rewrite (feat_empty_sound _ (rel_feature r) x' Hb') in H; simpl in H.
+    destruct (leaf_ok bx w (FConst false) a c) eqn:Ew.
+    { simpl in Hwx; pose proof (leaf_ok_sound _ _ _ _ _ _ Hb Ew Hwx) as F; discriminate. }
     pose proof (check_pruned_sound _ _ t0 _ x' Hb' H Hw) as He.
     simpl in He; apply existsb_exists in He; destruct He as [b [Hin Eb]].
     apply N.eqb_eq in Eb; subst b; apply filter_In in Hin; destruct Hin as [_ Hok].
@@ -1219,21 +1225,25 @@ Proof.
       { apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
         apply Qle_bool_iff; auto. }
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      simpl in Hwx; rewrite E in Hwx.
       apply IHl with (upd bx f (cut_hi th false)); auto.
     + assert (Hb' : in_box (upd bx f (cut_lo th true)) x).
       { apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
         apply Qle_bool_false; auto. }
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      simpl in Hwx; rewrite E in Hwx.
       apply IHr with (upd bx f (cut_lo th true)); auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (mem_q (x f) cs) eqn:E.
     + assert (Hb' : in_box (upd bx f (keep_codes cs)) x).
       { apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi). }
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
+      simpl in Hwx; rewrite E in Hwx.
       apply IHl with (upd bx f (keep_codes cs)); auto.
     + assert (Hb' : in_box (upd bx f (drop_codes cs)) x).
       { apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi). }
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
+      simpl in Hwx; rewrite E in Hwx.
       apply IHr with (upd bx f (drop_codes cs)); auto.
 Qed.
 
@@ -1250,10 +1260,11 @@ Definition rel_check (d : domain) (t : tree) (w : formula) (r : relation) (acts 
 (** The soundness theorem of relational invariants, proved once. *)
 Theorem rel_check_sound : forall d t w r acts, rel_check d t w r acts = true -> rel_valid d t w r.
 Proof.
-  intros d t w r acts H x x' Hx Hx' Hrel _ Hw'.
+  intros d t w r acts H x x' Hx Hx' Hrel Hw Hw'.
   unfold rel_check in H; apply andb_true_iff in H; destruct H as [Hlt H].
   apply Nat.ltb_lt in Hlt.
-  apply (rel_walk_sound w r _ acts t t (dom_box d) x (dom_box_sound d x Hx) H x'); auto.
+  apply (rel_walk_sound w r _ acts t t (dom_box d) x (dom_box_sound d x Hx) H); auto.
+  - apply evalf_sem; auto.
   - apply (dom_box_sound d x' Hx'); unfold dom_fbox; apply nth_error_nth'.
     unfold dom_box; rewrite map_length; auto.
   - apply evalf_sem; auto.

@@ -298,8 +298,8 @@ def _relational(
         if verdict == "holds":
             reason = (
                 "the verifier proves it but the Coq checker of relational invariants cannot "
-                "(it leaves out 'when' at the first input; float features range over the "
-                "rationals)"
+                "(it does not narrow the first input's box by 'when'; float features range "
+                "over the rationals)"
             )
         elif verdict == "violated":
             reason = "the verifier finds it violated but no pair was confirmed exactly"

@@ -441,7 +441,11 @@ def rel_check(
         if isinstance(node, CLeaf):
             allowed = FAct(tuple(b for b in acts if rel_okb(r, node.action, b)))
             relaxed = upd(bx, f, lambda b: relax_fbox(r, df, b))
-            if not feat_empty(relaxed, f) and not check_pruned(tree, relaxed, w, allowed):
+            if feat_empty(relaxed, f):
+                continue
+            if leaf_ok(bx, w, FConst(False), node.action, node.confidence):
+                continue  # ``when`` cannot hold at x here
+            if not check_pruned(tree, relaxed, w, allowed):
                 return False
             continue
         stack.extend(_children(node, bx))
