@@ -826,6 +826,35 @@ Proof.
   rewrite (term_infeasible_sound bx t x Hb Ht) in Hi; discriminate.
 Qed.
 
+(** The box of the child an input goes to contains it (the four ways a walk narrows). *)
+Lemma in_box_left : forall bx f th x, in_box bx x -> Qle_bool (x f) th = true ->
+  in_box (upd bx f (cut_hi th false)) x.
+Proof.
+  intros bx f th x Hb E; apply upd_sound; auto; intros b Hbi.
+  apply cut_hi_sound; [apply (Hb f b Hbi) | apply Qle_bool_iff; auto].
+Qed.
+
+Lemma in_box_right : forall bx f th x, in_box bx x -> Qle_bool (x f) th = false ->
+  in_box (upd bx f (cut_lo th true)) x.
+Proof.
+  intros bx f th x Hb E; apply upd_sound; auto; intros b Hbi.
+  apply cut_lo_sound; [apply (Hb f b Hbi) | apply Qle_bool_false; auto].
+Qed.
+
+Lemma in_box_keep : forall bx f cs x, in_box bx x -> mem_q (x f) cs = true ->
+  in_box (upd bx f (keep_codes cs)) x.
+Proof.
+  intros bx f cs x Hb E; apply upd_sound; auto; intros b Hbi.
+  apply keep_codes_sound; auto; apply (Hb f b Hbi).
+Qed.
+
+Lemma in_box_drop : forall bx f cs x, in_box bx x -> mem_q (x f) cs = false ->
+  in_box (upd bx f (drop_codes cs)) x.
+Proof.
+  intros bx f cs x Hb E; apply upd_sound; auto; intros b Hbi.
+  apply drop_codes_sound; auto; apply (Hb f b Hbi).
+Qed.
+
 Fixpoint check_tree (w e : formula) (bx : box) (t : tree) : bool :=
   match t with
   | Leaf a c => leaf_ok bx w e a c
@@ -846,18 +875,12 @@ Proof.
   - apply leaf_ok_sound with bx; auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (Qle_bool (x f) th) eqn:E.
-    + apply IHl with (upd bx f (cut_hi th false)); auto.
-      apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
-      apply Qle_bool_iff; auto.
-    + apply IHr with (upd bx f (cut_lo th true)); auto.
-      apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
-      apply Qle_bool_false; auto.
+    + apply IHl with (upd bx f (cut_hi th false)); auto; apply in_box_left; auto.
+    + apply IHr with (upd bx f (cut_lo th true)); auto; apply in_box_right; auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (mem_q (x f) cs) eqn:E.
-    + apply IHl with (upd bx f (keep_codes cs)); auto.
-      apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi).
-    + apply IHr with (upd bx f (drop_codes cs)); auto.
-      apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi).
+    + apply IHl with (upd bx f (keep_codes cs)); auto; apply in_box_keep; auto.
+    + apply IHr with (upd bx f (drop_codes cs)); auto; apply in_box_drop; auto.
 Qed.
 
 Definition check (d : domain) (t : tree) (w e : formula) : bool :=
@@ -1087,24 +1110,18 @@ Proof.
   - apply leaf_ok_sound with bx; auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (Qle_bool (x f) th) eqn:E.
-    + assert (Hb' : in_box (upd bx f (cut_hi th false)) x).
-      { apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
-        apply Qle_bool_iff; auto. }
+    + pose proof (in_box_left bx f th x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
       apply IHl with (upd bx f (cut_hi th false)); auto.
-    + assert (Hb' : in_box (upd bx f (cut_lo th true)) x).
-      { apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
-        apply Qle_bool_false; auto. }
+    + pose proof (in_box_right bx f th x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
       apply IHr with (upd bx f (cut_lo th true)); auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (mem_q (x f) cs) eqn:E.
-    + assert (Hb' : in_box (upd bx f (keep_codes cs)) x).
-      { apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi). }
+    + pose proof (in_box_keep bx f cs x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
       apply IHl with (upd bx f (keep_codes cs)); auto.
-    + assert (Hb' : in_box (upd bx f (drop_codes cs)) x).
-      { apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi). }
+    + pose proof (in_box_drop bx f cs x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
       apply IHr with (upd bx f (drop_codes cs)); auto.
 Qed.
@@ -1221,27 +1238,21 @@ Proof.
     apply rel_okb_sound; auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (Qle_bool (x f) th) eqn:E.
-    + assert (Hb' : in_box (upd bx f (cut_hi th false)) x).
-      { apply upd_sound; auto; intros b Hbi; apply cut_hi_sound; [apply (Hb f b Hbi)|].
-        apply Qle_bool_iff; auto. }
+    + pose proof (in_box_left bx f th x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
       simpl in Hwx; rewrite E in Hwx.
       apply IHl with (upd bx f (cut_hi th false)); auto.
-    + assert (Hb' : in_box (upd bx f (cut_lo th true)) x).
-      { apply upd_sound; auto; intros b Hbi; apply cut_lo_sound; [apply (Hb f b Hbi)|].
-        apply Qle_bool_false; auto. }
+    + pose proof (in_box_right bx f th x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
       simpl in Hwx; rewrite E in Hwx.
       apply IHr with (upd bx f (cut_lo th true)); auto.
   - apply andb_true_iff in H; destruct H as [Hl Hr]; simpl.
     destruct (mem_q (x f) cs) eqn:E.
-    + assert (Hb' : in_box (upd bx f (keep_codes cs)) x).
-      { apply upd_sound; auto; intros b Hbi; apply keep_codes_sound; auto; apply (Hb f b Hbi). }
+    + pose proof (in_box_keep bx f cs x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hl; simpl in Hl.
       simpl in Hwx; rewrite E in Hwx.
       apply IHl with (upd bx f (keep_codes cs)); auto.
-    + assert (Hb' : in_box (upd bx f (drop_codes cs)) x).
-      { apply upd_sound; auto; intros b Hbi; apply drop_codes_sound; auto; apply (Hb f b Hbi). }
+    + pose proof (in_box_drop bx f cs x Hb E) as Hb'.
       rewrite (feat_empty_sound _ f x Hb') in Hr; simpl in Hr.
       simpl in Hwx; rewrite E in Hwx.
       apply IHr with (upd bx f (drop_codes cs)); auto.
