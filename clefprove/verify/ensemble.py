@@ -857,8 +857,9 @@ def search(
         quick, passed = _settled_roots(model, boxes, record)
         if quick is not None:
             return quick
-        if max(want, 1) == 1 and passed and all(p is not None for p in passed):
-            quick, dived = _first_dive(model, prep, boxes, passed, record)  # type: ignore[arg-type]
+        descended = [p for p in passed if p is not None]
+        if max(want, 1) == 1 and passed and len(descended) == len(passed):
+            quick, dived = _first_dive(model, prep, boxes, descended, record)
             if quick is not None:
                 return quick
     tab = ensemble_tables(model)
