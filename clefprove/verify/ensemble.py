@@ -1098,9 +1098,10 @@ def _first_dive(
     as the falsifier's (tests/ensembles/test_root_descent.py); else (None, the root dived
     into, or -1 for none)."""
     cuts = ensemble_cuts(model)
-    heap: list[tuple[float, tuple[int, ...], int, float]] = []
+    # the falsifier's queue of the roots, (-promise, path, order, weight, decision): the same
+    # order, so the same root first and the same sum of what is left unsettled
+    heap: list[tuple[float, tuple[int, ...], int, float, int]] = []
     res = SearchResult()
-    best: tuple[float, int, int] | None = None  # (-promise, root, decision)
     for k, ((j, lo, hi, cats, _), (descent, bounded)) in enumerate(zip(boxes, passed, strict=True)):
         g = Region(lo, hi, cats, descent.reach, 0.0, j)
         g.weight = _weight(cuts, model, lo, hi, cats)
@@ -1110,17 +1111,15 @@ def _first_dive(
             res.settle(g, record)  # (where the falsifier's first steps settle it)
             continue
         p, a = _promise(oc, can)
-        heapq.heappush(heap, (-p, (k,), k, g.weight))
-        if best is None or (-p, k) < best[:2]:
-            best = (-p, k, a)
-    if best is None or best[2] < 0:
+        heapq.heappush(heap, (-p, (k,), k, g.weight, a))
+    if not heap or heap[0][4] < 0:
         return None, -1
-    k = best[1]
+    k, action = heap[0][2], heap[0][4]
     descent = passed[k][0]
     leaves = _leaves_of(model)
     rows, leaf_lo, leaf_hi = descent.leaf_boxes()
     ends = np.append(np.searchsorted(rows, leaves.starts), rows.size)
-    score = _leaf_scores(leaves.values[rows], best[2])
+    score = _leaf_scores(leaves.values[rows], action)
     lo, hi = boxes[k][1], boxes[k][2]
     g = Region(lo, hi, {}, descent.reach, 0.0, boxes[k][0])
     live = np.ones(rows.size, dtype=bool)
@@ -1133,14 +1132,6 @@ def _first_dive(
     res.violating.append((x, d.action, d.confidence, d))
     res.unsettled += popped[3] + sum(e[3] for e in heap)
     return res, -1
-
-
-def _descend(
-    model: Ensemble, walk: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray | None:
-    """:func:`_descend_leaves`' reach."""
-    got = _descend_leaves(model, walk, lo, hi)
-    return None if got is None else got.reach
 
 
 def _descend_leaves(

@@ -64,9 +64,14 @@ def test_descent_reach_is_the_tables_reach(data) -> None:
         if np.any(lo > hi):
             continue
         want = tab.feasible & np.all(tab.lo <= hi, axis=1) & np.all(tab.hi >= lo, axis=1)
-        got = ve._descend(model, walk, lo, hi)
+        got = ve._descend_leaves(model, walk, lo, hi)
         if got is not None:  # (None: the box meets more than half the nodes)
-            assert np.array_equal(got, want)
+            assert np.array_equal(got.reach, want)
+            # the reached leaves' boxes are the tables' boxes cut to the box
+            rows, blo, bhi = got.leaf_boxes()
+            assert np.array_equal(rows, np.flatnonzero(want))
+            assert np.array_equal(blo, np.maximum(tab.lo[rows], lo))
+            assert np.array_equal(bhi, np.minimum(tab.hi[rows], hi))
 
 
 def _search(model: Any, prep: Any, quick: bool) -> ve.SearchResult:
