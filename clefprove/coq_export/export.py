@@ -277,9 +277,8 @@ def _relational(
     rel = relation_of(inv.ensure, severity)
     if rel is None:
         reason = "monotone(...) needs the severity order, which was not given to the export"
-        return InvariantExport(
-            inv.name, SKIPPED, reason=reason
-        ), f"{head}\n    Not exported: {reason}. *)"
+        res = InvariantExport(inv.name, SKIPPED, reason=reason)
+        return res, f"{head}\n    Not exported: {reason}. *)"
     w = from_checked(inv.when)
     acts = tuple(range(len(model.actions)))
     defs = (

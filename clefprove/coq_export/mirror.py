@@ -352,20 +352,14 @@ def check(
                         return False
                     break
             continue
-        if isinstance(node, CSplitNum):
-            th = node.threshold
-            stack.append((node.right, upd(bx, node.feature, lambda b, th=th: cut_lo(th, True, b))))
-            stack.append((node.left, upd(bx, node.feature, lambda b, th=th: cut_hi(th, False, b))))
-        else:
-            cs = node.codes
-            stack.append((node.right, upd(bx, node.feature, lambda b, cs=cs: drop_codes(cs, b))))
-            stack.append((node.left, upd(bx, node.feature, lambda b, cs=cs: keep_codes(cs, b))))
+        stack.extend(_children(node, bx, prune=False))
     return ok
 
 
-def _children(node: CTree, bx: list[FBox]) -> list[tuple[CTree, list[FBox]]]:
-    """The two children of a split with their boxes, right first (a stack pops left first),
-    without those whose box is empty on the split's feature (``feat_empty``)."""
+def _children(node: CTree, bx: list[FBox], prune: bool = True) -> list[tuple[CTree, list[FBox]]]:
+    """The two children of a split with their boxes, right first (a stack pops left first);
+    with *prune*, without those whose box is empty on the split's feature (``feat_empty``:
+    the pruned walks), else both (``check_tree``)."""
     if isinstance(node, CSplitNum):
         th = node.threshold
         kids = [
@@ -379,7 +373,7 @@ def _children(node: CTree, bx: list[FBox]) -> list[tuple[CTree, list[FBox]]]:
             (node.right, upd(bx, node.feature, lambda b: drop_codes(cs, b))),
             (node.left, upd(bx, node.feature, lambda b: keep_codes(cs, b))),
         ]
-    return [(kid, b) for kid, b in kids if not feat_empty(b, node.feature)]
+    return [(kid, b) for kid, b in kids if not (prune and feat_empty(b, node.feature))]
 
 
 def feat_empty(bx: list[FBox], f: int) -> bool:
@@ -439,12 +433,12 @@ def rel_check(
     while stack:
         node, bx = stack.pop()
         if isinstance(node, CLeaf):
-            allowed = FAct(tuple(b for b in acts if rel_okb(r, node.action, b)))
             relaxed = upd(bx, f, lambda b: relax_fbox(r, df, b))
             if feat_empty(relaxed, f):
                 continue
             if leaf_ok(bx, w, FConst(False), node.action, node.confidence):
                 continue  # ``when`` cannot hold at x here
+            allowed = FAct(tuple(b for b in acts if rel_okb(r, node.action, b)))
             if not check_pruned(tree, relaxed, w, allowed):
                 return False
             continue
