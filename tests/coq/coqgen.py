@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 from fractions import Fraction
@@ -119,3 +120,17 @@ def coqc(directory: Path, *files: str, timeout: float = 600) -> subprocess.Compl
             return out
     assert out is not None
     return out
+
+
+#: The first lines of a Coq file that computes with the library's checkers.
+LIBRARY_HEADER = [
+    "From Coq Require Import QArith ZArith List.",
+    "From Clef Require Import ClefSyntax ClefCheck.",
+    "Import ListNotations.",
+    "Local Open Scope Q_scope.",
+]
+
+
+def computed_booleans(stdout: str) -> list[bool]:
+    """The values of the ``Eval vm_compute in ... : bool`` lines that coqc printed, in order."""
+    return [v == "true" for v in re.findall(r"=\s*(true|false)\s*:\s*bool", stdout)]

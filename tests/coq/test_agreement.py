@@ -7,7 +7,6 @@ theorem only when the mirror says ``check`` is ``true``.
 from __future__ import annotations
 
 import random
-import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,15 @@ from clefprove.coq_export.render import (
 )
 from clefprove.coq_export.terms import from_checked, model_domain, model_tree
 
-from .coqgen import MIXED_FEATURES, SMALL_FEATURES, coqc, random_formula, random_model
+from .coqgen import (
+    LIBRARY_HEADER,
+    MIXED_FEATURES,
+    SMALL_FEATURES,
+    computed_booleans,
+    coqc,
+    random_formula,
+    random_model,
+)
 
 pytestmark = pytest.mark.coq
 
@@ -32,12 +39,7 @@ CASES = 80
 @pytest.mark.slow
 def test_mirror_equals_coq_check(coq_dir: Path) -> None:
     rng = random.Random(20261129)
-    lines = [
-        "From Coq Require Import QArith ZArith List.",
-        "From Clef Require Import ClefSyntax ClefCheck.",
-        "Import ListNotations.",
-        "Local Open Scope Q_scope.",
-    ]
+    lines = list(LIBRARY_HEADER)
     expected = []
     for i in range(CASES):
         features = SMALL_FEATURES if i % 2 else MIXED_FEATURES
@@ -57,7 +59,7 @@ def test_mirror_equals_coq_check(coq_dir: Path) -> None:
     (coq_dir / "Agree.v").write_text("\n".join(lines) + "\n")
     out = coqc(coq_dir, "Agree.v")
     assert out.returncode == 0, out.stderr
-    got = [v == "true" for v in re.findall(r"=\s*(true|false)\s*:\s*bool", out.stdout)]
+    got = computed_booleans(out.stdout)
     assert len(got) == CASES
     assert got == expected
     # The sample exercises both outcomes.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -38,7 +37,15 @@ from clefprove.coq_export.terms import (
 )
 from clefprove.model.types import Model
 
-from .coqgen import ACTIONS, SMALL_FEATURES, coqc, random_formula, random_model
+from .coqgen import (
+    ACTIONS,
+    LIBRARY_HEADER,
+    SMALL_FEATURES,
+    computed_booleans,
+    coqc,
+    random_formula,
+    random_model,
+)
 
 ACTS = tuple(range(len(ACTIONS)))
 
@@ -130,12 +137,7 @@ def test_without_when_the_relational_checker_is_exact_on_whole_numbers() -> None
 @pytest.mark.coq
 @pytest.mark.slow
 def test_mirror_equals_coq_rel_check(coq_dir: Path) -> None:
-    lines = [
-        "From Coq Require Import QArith ZArith List.",
-        "From Clef Require Import ClefSyntax ClefCheck.",
-        "Import ListNotations.",
-        "Local Open Scope Q_scope.",
-    ]
+    lines = list(LIBRARY_HEADER)
     expected = []
     for i, (model, w, r) in enumerate(_cases(31, 40, with_when=True)):
         dom, tree = model_domain(model), model_tree(model)
@@ -152,7 +154,7 @@ def test_mirror_equals_coq_rel_check(coq_dir: Path) -> None:
     (coq_dir / "AgreeRel.v").write_text("\n".join(lines) + "\n")
     out = coqc(coq_dir, "AgreeRel.v")
     assert out.returncode == 0, out.stderr
-    got = [v == "true" for v in re.findall(r"=\s*(true|false)\s*:\s*bool", out.stdout)]
+    got = computed_booleans(out.stdout)
     assert got == expected
     assert any(expected) and not all(expected)
 
