@@ -175,10 +175,11 @@ class ServedEnsemble(_Inputs):
             k = self._keys.get(key)
             if k is None:
                 k = self._keys[key] = len(self._answers)
+                per_tree = json.dumps(leaves, allow_nan=False)  # SPEC's "leaf", one per tree
                 self._answers.append(
                     (
                         f'{{"action": {json.dumps(self.model.actions[a], allow_nan=False)}, '
-                        f'"confidence": {c!r}, "leaves": {json.dumps(leaves, allow_nan=False)}, '
+                        f'"confidence": {c!r}, "leaf": {per_tree}, "leaves": {per_tree}, '
                         f'"model": {self.identity}}}'
                     ).encode()
                 )

@@ -201,6 +201,7 @@ def _ensemble_line(
     out: dict[str, Any] = {
         "action": model.actions[action],
         "confidence": conf,
+        "leaf": leaves,  # SPEC's key; one leaf per tree, as "leaves"
         "leaves": leaves,
     }
     if explain:

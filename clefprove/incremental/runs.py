@@ -202,6 +202,7 @@ def _counterexample(c: Counterexample | RelationalCounterexample) -> dict[str, A
             "paths": [list(p) for p in c.paths],
             "feature": c.feature,
             "regions": [list(r) for r in c.regions],
+            "tree_leaves": None if c.tree_leaves is None else [list(x) for x in c.tree_leaves],
         }
     return {
         "input": c.input,
@@ -274,6 +275,11 @@ def _decode_counterexample(d: dict[str, Any]) -> Counterexample | RelationalCoun
         leaves = _list(d["leaves"], 2)
         paths = _list(d["paths"], 2)
         regions = _list(d["regions"], 2)
+        per_tree = d["tree_leaves"]
+        tree_leaves = None
+        if per_tree is not None:
+            rows = _list(per_tree, 2)
+            tree_leaves = (_ints(rows[0]), _ints(rows[1]))
         return RelationalCounterexample(
             (_input(inputs[0]), _input(inputs[1])),
             (_str(actions[0]), _str(actions[1])),
@@ -282,6 +288,7 @@ def _decode_counterexample(d: dict[str, Any]) -> Counterexample | RelationalCoun
             (_texts(paths[0]), _texts(paths[1])),
             _str(d["feature"]),
             (_texts(regions[0]), _texts(regions[1])),
+            tree_leaves,
         )
     leaves = d["leaves"]
     return Counterexample(
@@ -291,7 +298,7 @@ def _decode_counterexample(d: dict[str, Any]) -> Counterexample | RelationalCoun
         _int(d["leaf"]),
         _texts(d["path"]),
         _texts(d["region"]),
-        None if leaves is None else tuple(_int(x) for x in _list(leaves)),
+        None if leaves is None else _ints(leaves),
     )
 
 
@@ -329,6 +336,10 @@ def _float(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Bad("not a number")
     return value  # as stored: an int stays an int, as it was printed
+
+
+def _ints(value: object) -> tuple[int, ...]:
+    return tuple(_int(x) for x in _list(value))
 
 
 def _texts(value: object) -> tuple[str, ...]:

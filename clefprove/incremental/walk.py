@@ -364,6 +364,7 @@ def _counterexample_json(c: Counterexample | RelationalCounterexample) -> dict[s
             "paths": [list(c.paths[0]), list(c.paths[1])],
             "feature": c.feature,
             "regions": [list(c.regions[0]), list(c.regions[1])],
+            **({} if c.tree_leaves is None else {"tree_leaves": [list(x) for x in c.tree_leaves]}),
         }
     return {
         "input": c.input,
@@ -397,6 +398,7 @@ def _counterexample(c: dict[str, Any]) -> Counterexample | RelationalCounterexam
             (tuple(c["paths"][0]), tuple(c["paths"][1])),
             c["feature"],
             _regions(c.get("regions")),
+            None if c.get("tree_leaves") is None else _tree_leaves(c["tree_leaves"]),
         )
     return Counterexample(
         c["input"],
@@ -407,6 +409,10 @@ def _counterexample(c: dict[str, Any]) -> Counterexample | RelationalCounterexam
         tuple(c.get("region", ())),
         leaves=None if c.get("leaves") is None else tuple(c["leaves"]),
     )
+
+
+def _tree_leaves(got: list[list[int]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return (tuple(got[0]), tuple(got[1]))
 
 
 def _regions(got: list[list[str]] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from clefprove.model.types import FeatureType, Model, Node, NodeKind
+from clefprove.model.types import Feature, FeatureType, Model, Node, NodeKind
 
 
 def format_number(x: float) -> str:
@@ -54,9 +54,29 @@ def region_conditions(model: Model, path: Sequence[int]) -> list[str]:
     narrows, in declaration order: ``300 < client_rtt_ms <= 5000``, ``tls_version <= 771.5``,
     ``ua_family in {curl}`` (the bounds are the path's own thresholds; a condition the domain
     already implies is still shown, since it is on the path)."""
+    return joint_region_conditions([(model, path)])
+
+
+def joint_region_conditions(routes: Sequence[tuple[Model, Sequence[int]]]) -> list[str]:
+    """:func:`region_conditions` of several root-to-leaf paths taken together, each in its
+    own tree over the same features (an ensemble's trees): the box where every tree reaches
+    the leaf its path ends at, one condition per feature some path narrows."""
     lower: dict[int, float] = {}  # strict: x > t
     upper: dict[int, float] = {}  # x <= t
     sets: dict[int, set[int]] = {}
+    for model, path in routes:
+        _narrow(model, path, lower, upper, sets)
+    return box_conditions(routes[0][0].features if routes else (), lower, upper, sets)
+
+
+def _narrow(
+    model: Model,
+    path: Sequence[int],
+    lower: dict[int, float],
+    upper: dict[int, float],
+    sets: dict[int, set[int]],
+) -> None:
+    """Narrow the bounds *lower*, *upper* and the value sets *sets* by *path*'s splits."""
     for node, nxt in zip(model.nodes_at(path[:-1]), path[1:], strict=True):
         if node.kind is NodeKind.LEAF:
             break
@@ -71,8 +91,18 @@ def region_conditions(model: Model, path: Sequence[int]) -> list[str]:
             upper[node.feature] = min(upper.get(node.feature, node.threshold), node.threshold)
         else:
             lower[node.feature] = max(lower.get(node.feature, node.threshold), node.threshold)
+
+
+def box_conditions(
+    features: Sequence[Feature],
+    lower: dict[int, float],
+    upper: dict[int, float],
+    sets: dict[int, set[int]],
+) -> list[str]:
+    """The wording of :func:`region_conditions` for the features narrowed: *lower* strict
+    (``x > t``) and *upper* (``x <= t``) bounds, and *sets* of the categorical codes kept."""
     out: list[str] = []
-    for i, f in enumerate(model.features):
+    for i, f in enumerate(features):
         if i in sets:
             kept = sorted(sets[i])
             dropped = [c for c in range(len(f.values)) if c not in sets[i]]

@@ -409,7 +409,7 @@ def _single(model: Model | Ensemble, inputs: Inputs, cex: dict[str, Any]) -> dic
             "action": cex["action"],
             "confidence": confidence(cex["confidence"]),
             "leaf": -1,
-            "path": [],
+            "path": list(cex.get("path", [])),  # the box where every tree reaches its leaf
             "ensemble": _contributions(model, cex),
             "eval_command": "echo "
             + shlex.quote(record)

@@ -29,7 +29,7 @@ def _details(r: InvariantResult, where: str) -> str:
             for k in range(2):
                 lines.append(
                     f"  input {json.dumps(c.inputs[k], allow_nan=False)} -> {c.actions[k]} "
-                    f"(confidence {confidence(c.confidences[k])}, leaf {c.leaves[k]})"
+                    f"(confidence {confidence(c.confidences[k])}, {c.where(k)})"
                 )
                 lines.append("    path: " + " and ".join(c.paths[k]))
             continue
@@ -37,8 +37,7 @@ def _details(r: InvariantResult, where: str) -> str:
             f"input {json.dumps(c.input, allow_nan=False)} -> {c.action} "
             f"(confidence {confidence(c.confidence)}, {c.where})"
         )
-        if c.leaves is None:
-            lines.append("  path: " + " and ".join(c.path))
+        lines.append("  path: " + " and ".join(c.path))
     return "\n".join(lines)
 
 

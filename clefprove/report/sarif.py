@@ -53,9 +53,9 @@ def _message(r: InvariantResult) -> str:
                 text += (
                     f" Counterexample pair (differing only in {c.feature}): "
                     f"{json.dumps(c.inputs[0], allow_nan=False)} -> {c.actions[0]} "
-                    f"(leaf {c.leaves[0]}), "
+                    f"({c.where(0)}), "
                     f"{json.dumps(c.inputs[1], allow_nan=False)} -> {c.actions[1]} "
-                    f"(leaf {c.leaves[1]})."
+                    f"({c.where(1)})."
                 )
             else:
                 shown = json.dumps(c.input, allow_nan=False)

@@ -23,6 +23,7 @@ from clefprove.verify.verdicts import (
     UNKNOWN,
     VIOLATED,
     Counterexample,
+    InvariantResult,
     RelationalCounterexample,
     Report,
 )
@@ -64,11 +65,10 @@ def render_text(report: Report, color: bool = False, verbose: bool = False) -> s
     rows: list[tuple[str, str, str, str]] = [("invariant", "status", "paths", "where")]
     for r in report.results:
         status = r.status + (" (vacuous)" if r.vacuous else "")
-        pairs = " pairs" if r.relation is not None else ""
         if r.status == VIOLATED:
-            paths = f"{r.violating_paths}{pairs} violating"
+            paths = f"{_counted(r, r.violating_paths)} violating"
         elif r.status == UNKNOWN:
-            paths = f"{r.unknown_paths}{pairs} undecided"
+            paths = f"{_counted(r, r.unknown_paths)} undecided"
         else:
             paths = str(r.paths_checked + r.paths_reused)
         rows.append((printable(r.invariant), status, paths, printable(f"{r.file}:{r.line}")))
@@ -108,6 +108,13 @@ def render_text(report: Report, color: bool = False, verbose: bool = False) -> s
     return "\n".join(out) + "\n"
 
 
+def _counted(r: InvariantResult, n: int) -> str:
+    """*n* in the summary table: a relational invariant's counts are leaf pairs."""
+    if r.relation is None:
+        return str(n)
+    return f"{n} pair" if n == 1 else f"{n} pairs"
+
+
 def summary_line(report: Report) -> str:
     """The one-line total (also what ``-q`` keeps)."""
     s = report.summary
@@ -124,9 +131,8 @@ def _single(out: list[str], paint: _Painter, i: int, c: Counterexample, verbose:
         + paint(printable(c.action), _BOLD)
         + printable(f" (confidence {confidence(c.confidence)}, {c.where})")
     )
-    if c.leaves is None:  # an ensemble's counterexample has no single path or region
-        out.append(printable("    region: " + _conditions(c.region or c.path)))
-    if verbose and c.leaves is None:
+    out.append(printable("    region: " + _conditions(c.region or c.path)))
+    if verbose and c.leaves is None:  # an ensemble's path is its region
         out.append(printable("    path:   " + _conditions(c.path)))
     out.append(printable("    input:  " + json.dumps(c.input, allow_nan=False)))
 
@@ -145,7 +151,7 @@ def _pair(
         out.append(
             printable(
                 f"      -> {c.actions[k]} (confidence {confidence(c.confidences[k])}, "
-                f"leaf {c.leaves[k]}); region: " + _conditions(c.regions[k] or c.paths[k])
+                f"{c.where(k)}); region: " + _conditions(c.regions[k] or c.paths[k])
             )
         )
         if verbose:

@@ -1945,7 +1945,7 @@ def decide_ensemble_invariant(
     A *path* of an ensemble is a settled region of the search: ``paths_checked`` counts the
     regions settled in this run, ``paths_reused`` those of *start* that the bounds re-proved
     as they were (no split, no solver)."""
-    from clefprove.verify.evidence import decode
+    from clefprove.verify.evidence import decode, describe_ensemble_region
     from clefprove.verify.verdicts import Counterexample, settled_result
 
     t0 = time.perf_counter()
@@ -1966,10 +1966,11 @@ def decide_ensemble_invariant(
             continue
         confirmed += 1
         if len(cexs) < counterexamples:
+            region = describe_ensemble_region(model, d.leaves)
             cexs.append(
                 Counterexample(
-                    decode(model, x), model.actions[d.action], d.confidence, -1, (),
-                    leaves=d.leaves,
+                    decode(model, x), model.actions[d.action], d.confidence, -1, region,
+                    region, leaves=d.leaves,
                 )
             )  # fmt: skip
     n_violating, n_unknown, share = tally(
@@ -1984,7 +1985,8 @@ def decide_ensemble_invariant(
         warnings,
         cexs,
         time.perf_counter() - t0,
-        paths_checked=res.regions - res.reused,
+        # a witness of the first dives is a region decided too, before any was settled
+        paths_checked=max(res.regions - res.reused, n_violating),
         paths_reused=res.reused,
         solver_paths=res.solver_paths,
         share=share,

@@ -702,7 +702,7 @@ def confirm_ensemble_pair(model: Ensemble, prep: Prepared, x: np.ndarray, x2: np
     """A RelationalCounterexample for (x, x') if the evaluator confirms it, else None: both
     decode and re-encode exactly, lie in the domain, differ only in f, are related on f, satisfy
     ``when``, and their decisions break the property."""
-    from clefprove.verify.evidence import decode, encode
+    from clefprove.verify.evidence import decode, describe_ensemble_region, encode
     from clefprove.verify.verdicts import RelationalCounterexample
 
     inv, rel = prep.invariant, prep.relation
@@ -730,17 +730,19 @@ def confirm_ensemble_pair(model: Ensemble, prep: Prepared, x: np.ndarray, x2: np
     if not broken(rel, prep.rank, decisions[0].action, decisions[1].action):
         return None
 
-    def where(leaves: tuple[int, ...]) -> tuple[str, ...]:
-        shown = ", ".join(map(str, leaves[:8]))
-        return (f"leaves {shown}{', ...' if len(leaves) > 8 else ''} of {len(leaves)} trees",)
-
+    regions = (
+        describe_ensemble_region(model, decisions[0].leaves),
+        describe_ensemble_region(model, decisions[1].leaves),
+    )
     return RelationalCounterexample(
         inputs=(records[0], records[1]),
         actions=(model.actions[decisions[0].action], model.actions[decisions[1].action]),
         confidences=(float(decisions[0].confidence), float(decisions[1].confidence)),
         leaves=(-1, -1),
-        paths=(where(decisions[0].leaves), where(decisions[1].leaves)),
+        paths=regions,
         feature=model.features[f].name,
+        regions=regions,
+        tree_leaves=(tuple(decisions[0].leaves), tuple(decisions[1].leaves)),
     )
 
 

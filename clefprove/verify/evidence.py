@@ -14,7 +14,7 @@ import numpy as np
 from clefprove.dsl import checked as ck
 from clefprove.geometry.boxes import Box, LeafBoxes, path_to
 from clefprove.model.ensemble import Ensemble
-from clefprove.model.types import FeatureType, Model
+from clefprove.model.types import LEAF_CODE, NUMERIC_CODE, FeatureType, Model
 from clefprove.verify import engine as eg
 from clefprove.verify import normal as nm
 from clefprove.verify.options import CheckOptions
@@ -242,6 +242,77 @@ def describe_region(model: Model, leaf: int) -> tuple[str, ...]:
     from clefprove.model.describe import region_conditions
 
     return tuple(region_conditions(model, [*(n for n, _ in _printed_path(model, leaf)), leaf]))
+
+
+def describe_ensemble_region(model: Ensemble, leaves: Sequence[int]) -> tuple[str, ...]:
+    """The box of inputs at which tree t of *model* reaches ``leaves[t]`` for every t (each
+    tree's route by descent from its root), one bound pair per feature some route narrows:
+    what an ensemble's counterexample gives as its ``path``, since every input of that box
+    gets the same decision."""
+    from clefprove.model.describe import box_conditions, joint_region_conditions
+
+    steps = _routes(model, leaves)
+    if steps is None:  # not laid out in pre-order: each tree's own path
+        routes = []
+        for t, leaf in enumerate(leaves):
+            tree = model.tree(t)
+            routes.append((tree, [*(n for n, _ in path_to(tree, int(leaf))), int(leaf)]))
+        return tuple(joint_region_conditions(routes))
+    at, went_left = steps
+    nodes = model.nodes[at]
+    numeric = nodes["kind"] == NUMERIC_CODE
+    lower: dict[int, float] = {}
+    upper: dict[int, float] = {}
+    for f, t, left in zip(
+        nodes["feature"][numeric].tolist(),
+        nodes["value"][numeric].tolist(),
+        went_left[numeric].tolist(),
+        strict=True,
+    ):
+        if left:
+            upper[f] = min(upper.get(f, t), t)
+        else:
+            lower[f] = max(lower.get(f, t), t)
+    sets: dict[int, set[int]] = {}
+    for f, offset, left in zip(
+        nodes["feature"][~numeric].tolist(),
+        nodes["aux"][~numeric].tolist(),
+        went_left[~numeric].tolist(),
+        strict=True,
+    ):
+        size = len(model.features[f].values)
+        members = model.membership[offset : offset + size]
+        codes = {c for c in range(size) if bool(members[c]) == left}
+        sets[f] = sets.get(f, set(range(size))) & codes
+    return tuple(box_conditions(model.features, lower, upper, sets))
+
+
+def _routes(model: Ensemble, leaves: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The splits (global record indices, whether the route goes left) on the way from each
+    tree's root to its leaf in *leaves*, all trees descending at once by the pre-order rule of
+    :func:`path_to` (the leaf is on the right exactly when it is at or after the right
+    child); None when some descent does not arrive (another layout)."""
+    roots = model.roots.astype(np.intp)
+    target = roots + np.asarray(leaves, dtype=np.intp)
+    nodes = model.nodes
+    s = roots.copy()
+    found: list[np.ndarray] = []
+    lefts: list[np.ndarray] = []
+    for _ in range(model.max_depth + 1):
+        moving = np.flatnonzero(s != target)
+        if not moving.size:
+            return np.concatenate(found or [s[:0]]), np.concatenate(lefts or [s[:0] > 0])
+        at = s[moving]
+        rec = nodes[at]
+        if (rec["kind"] == LEAF_CODE).any():
+            return None
+        base = roots[moving]
+        right = base + rec["right"].astype(np.intp)
+        go_left = target[moving] < right
+        found.append(at)
+        lefts.append(go_left)
+        s[moving] = np.where(go_left, base + rec["left"].astype(np.intp), right)
+    return None
 
 
 def region_describer(model: Model) -> RegionOf:

@@ -43,8 +43,9 @@ def json_safe(value: object) -> object:
 
 #: Bumped whenever a change to the verifier could change a verdict; part of every proof-cache
 #: key, so that proofs stored by an older verifier are never reused.  5: ensemble confidences
-#: computed with the C library's exp and XGBoost's float64 softmax sum.
-ENGINE_REVISION = 5
+#: computed with the C library's exp and XGBoost's float64 softmax sum; 6: an ensemble's
+#: counterexamples carry their region as ``path`` (a stored one would print none).
+ENGINE_REVISION = 6
 
 
 def verifier_identity() -> str:

@@ -117,6 +117,12 @@ def ordered(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _leaves_text(leaves: Sequence[int]) -> str:
+    """``leaves a, b, ... of T trees``: an ensemble decision's leaves, the first 8."""
+    shown = ", ".join(map(str, leaves[:8]))
+    return f"leaves {shown}{', ...' if len(leaves) > 8 else ''} of {len(leaves)} trees"
+
+
 @frozen
 class Counterexample:
     """A complete in-domain input (JSON values) that the evaluator maps to ``action`` at
@@ -141,7 +147,8 @@ class Counterexample:
         """Whether its region is filled in (a result kept by the proof cache has it)."""
         return bool(self.region)
 
-    #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1.
+    #: For an ensemble: each tree's leaf (tree-local node index); ``leaf`` is then -1, and
+    #: ``path`` the box where every tree reaches its leaf (:attr:`region` too).
     leaves: tuple[int, ...] | None = None
 
     @property
@@ -149,17 +156,16 @@ class Counterexample:
         """``leaf N``, or for an ensemble ``leaves a, b, ...`` (one per tree, the first 8)."""
         if self.leaves is None:
             return f"leaf {self.leaf}"
-        shown = ", ".join(map(str, self.leaves[:8]))
-        return (
-            f"leaves {shown}{', ...' if len(self.leaves) > 8 else ''} of {len(self.leaves)} trees"
-        )
+        return _leaves_text(self.leaves)
 
     def to_json_dict(self) -> dict[str, Any]:
-        if self.leaves is not None:
+        if self.leaves is not None:  # SPEC's keys, "leaf" one per tree, as "leaves"
             return {
                 "input": dict(self.input),
                 "action": self.action,
                 "confidence": self.confidence,
+                "leaf": list(self.leaves),
+                "path": list(self.path),
                 "leaves": list(self.leaves),
             }
         return {
@@ -184,6 +190,15 @@ class RelationalCounterexample:
     paths: tuple[tuple[str, ...], tuple[str, ...]]
     feature: str
     regions: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    #: For an ensemble: each input's leaf in every tree (``leaves`` is then ``(-1, -1)``, and
+    #: ``paths`` the boxes where every tree reaches those leaves).
+    tree_leaves: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+    def where(self, k: int) -> str:
+        """``leaf N`` of input *k*, or for an ensemble ``leaves a, b, ... of T trees``."""
+        if self.tree_leaves is None:
+            return f"leaf {self.leaves[k]}"
+        return _leaves_text(self.tree_leaves[k])
 
     def with_regions(self, region_of: RegionOf) -> RelationalCounterexample:
         return replace(
@@ -209,7 +224,12 @@ class RelationalCounterexample:
             "inputs": [dict(self.inputs[0]), dict(self.inputs[1])],
             "decisions": [
                 {"action": a, "confidence": c, "leaf": leaf}
-                for a, c, leaf in zip(self.actions, self.confidences, self.leaves, strict=True)
+                for a, c, leaf in zip(
+                    self.actions,
+                    self.confidences,
+                    self.leaves if self.tree_leaves is None else map(list, self.tree_leaves),
+                    strict=True,
+                )
             ],
             "paths": [list(self.paths[0]), list(self.paths[1])],
             "feature": self.feature,

@@ -66,6 +66,7 @@ def test_check_json_verdicts_and_confirmed_counterexamples(toy, tmp_path):
             assert got == {
                 "action": c["action"],
                 "confidence": c["confidence"],
+                "leaf": c["leaf"],
                 "leaves": c["leaves"],
             }
             x = [

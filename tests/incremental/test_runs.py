@@ -69,6 +69,16 @@ def _report() -> Report:
         "x",
         (("x <= 1",), ("x > 1",)),
     )
+    ens_rel = RelationalCounterexample(
+        ({"x": 1, "n": 0}, {"x": 2, "n": 0}),
+        ("block", "allow"),
+        (0.5, 0.625),
+        (-1, -1),
+        (("x <= 1",), ("x > 1",)),
+        "x",
+        (("x <= 1",), ("x > 1",)),
+        ((3, 5), (4, 5)),
+    )
     violated = InvariantResult(
         "a",
         "inv/a.inv",
@@ -95,7 +105,7 @@ def _report() -> Report:
         Verdict.VIOLATED,
         vacuous=True,
         violating_paths=1,
-        counterexamples=(rel,),
+        counterexamples=(rel, ens_rel),
         paths_checked=3,
         relation="monotone(x)",
     )
@@ -160,6 +170,7 @@ def test_every_field_is_known() -> None:
             "paths",
             "feature",
             "regions",
+            "tree_leaves",
         },
     }
     for cls, names in known.items():
