@@ -130,7 +130,7 @@ def test_an_ensemble_is_admitted_and_served_like_eval(tmp_path: Path) -> None:
             got = json.loads(served.answer(k))
             assert got["action"] == adm.model.actions[int(want.actions[i])]
             assert got["confidence"] == float(want.confidences[i])
-            assert got["leaves"] == want.leaves[i].tolist()
+            assert got["leaf"] == got["leaves"] == want.leaves[i].tolist()  # SPEC's key
             assert got["model"]["sha256"] == digest
     assert served.description()["trees"] == adm.model.n_trees
 
