@@ -9,7 +9,6 @@ collected as a :class:`~clefprove.dsl.errors.Diagnostic`; see docs/dsl.md for th
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -187,6 +186,8 @@ def _compare(left: _Num, op: str, right: _Num) -> ck.Formula:
 
 
 def _suggest(name: str, candidates: Iterable[str]) -> str | None:
+    import difflib  # a suggestion, on an error only
+
     found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return found[0] if found else None
 

@@ -11,7 +11,6 @@ take.  Lark is imported only then.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -314,6 +313,8 @@ def keyword_hint(tok: Token, keywords: Iterable[str]) -> str | None:
     if tok.type != "NAME":
         return None
     word = str(tok).lower()
+    import difflib  # a suggestion, on an error only
+
     found = difflib.get_close_matches(word, sorted(keywords), n=1, cutoff=0.7)
     return found[0] if found and found[0] != word else None
 

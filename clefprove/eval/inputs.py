@@ -9,7 +9,6 @@ or an unknown feature name is an :class:`~clefprove.errors.InputError`, never a 
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import numbers
@@ -147,6 +146,8 @@ class RecordEncoder:
     def _unknown(self, name: Any) -> str:
         msg = f"unknown feature {_short(name)}"
         if isinstance(name, str):
+            import difflib  # a suggestion, on an error only
+
             close = difflib.get_close_matches(name, list(self.index), n=1)
             if close:
                 msg += f"; did you mean {close[0]!r}?"
