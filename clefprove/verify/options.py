@@ -49,10 +49,12 @@ ENGINE_REVISION = 6
 
 
 def verifier_identity() -> str:
-    """The clefprove version and :data:`ENGINE_REVISION`: what every cache key names."""
+    """The clefprove version, :data:`ENGINE_REVISION` and the installed Z3's version: what
+    every cache key names."""
+    from clefprove.smt.version import solver_version
     from clefprove.version import __version__
 
-    return f"{__version__}+engine{ENGINE_REVISION}"
+    return f"{__version__}+engine{ENGINE_REVISION}+z3-{solver_version()}"
 
 
 def default_jobs() -> int:
